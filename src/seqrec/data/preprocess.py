@@ -1,0 +1,223 @@
+"""Preprocessing: dedup, implicit conversion, min-count / k-core filters, stable chronological
+order, id remap to ``1..n`` (0 = PAD). Every step appends a note to ``Interactions.notes``."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+
+from seqrec.data.interactions import Interactions
+from seqrec.data.sequences import Sequences
+from seqrec.errors import ConfigError, DataError
+
+
+@dataclass(frozen=True)
+class ItemVocab:
+    """Raw item id <-> internal id. ``raw[i - 1]`` is the raw id of internal id ``i``."""
+
+    raw: np.ndarray
+    titles: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def _lookup(self) -> dict[Any, int]:
+        cache = self.__dict__.get("_index")
+        if cache is None:
+            cache = {self._key(r): i + 1 for i, r in enumerate(self.raw.tolist())}
+            object.__setattr__(self, "_index", cache)
+        return cache
+
+    @staticmethod
+    def _key(value: Any) -> Any:
+        # CLI histories arrive as strings; raw ids are usually ints: compare as text then.
+        return str(value)
+
+    def encode(self, raw_ids: Iterable[Any]) -> np.ndarray:
+        """Internal ids; unknown raw ids raise ``DataError``."""
+        index = self._lookup()
+        out = []
+        for r in raw_ids:
+            key = self._key(r)
+            if key not in index:
+                raise DataError(f"unknown item id {r!r}")
+            out.append(index[key])
+        return np.asarray(out, dtype=np.int64)
+
+    def encode_known(self, raw_ids: Iterable[Any]) -> tuple[np.ndarray, int]:
+        """Internal ids of the known raw ids, and how many were unknown (skipped)."""
+        index = self._lookup()
+        ids = [index.get(self._key(r), 0) for r in raw_ids]
+        arr = np.asarray(ids, dtype=np.int64)
+        return arr[arr > 0], int((arr == 0).sum())
+
+    def decode(self, ids: np.ndarray) -> np.ndarray:
+        return self.raw[np.asarray(ids, dtype=np.int64) - 1]
+
+    def title(self, internal_id: int) -> str | None:
+        if self.titles is None:
+            return None
+        return str(self.titles[internal_id - 1])
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Preprocessed data: remapped interactions (users 0..U-1, items 1..n) and vocabularies."""
+
+    interactions: Interactions
+    vocab: ItemVocab
+    user_raw: np.ndarray
+
+    @property
+    def n_items(self) -> int:
+        return len(self.vocab)
+
+    @property
+    def n_users(self) -> int:
+        return len(self.user_raw)
+
+    def sequences(self) -> Sequences:
+        return to_sequences(self.interactions, self.n_items, self.vocab)
+
+    def fingerprint(self) -> str:
+        """sha256 (16 hex) of the processed arrays: identifies the exact data a result used."""
+        h = hashlib.sha256()
+        for arr in (self.interactions.user, self.interactions.item, self.interactions.timestamp):
+            h.update(np.ascontiguousarray(arr).tobytes())
+        return h.hexdigest()[:16]
+
+
+# --- steps ------------------------------------------------------------------------------------
+def chronological(inter: Interactions) -> Interactions:
+    """Sort by (user, timestamp); ties keep file order (stable sort)."""
+    order = np.lexsort((inter.timestamp, inter.user))  # lexsort is stable
+    return inter.take(order, "sorted by (user, timestamp), ties keep file order (stable)")
+
+
+def deduplicate(inter: Interactions) -> Interactions:
+    """Keep the first (earliest, then file order) occurrence of each (user, item) pair."""
+    order = np.lexsort((np.arange(len(inter)), inter.timestamp, inter.item, inter.user))
+    u, i = inter.user[order], inter.item[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (u[1:] != u[:-1]) | (i[1:] != i[:-1])
+    keep = np.sort(order[first])
+    return inter.take(keep, f"deduplicated (user, item) keeping the first: {len(inter) - len(keep)} removed")
+
+
+def implicit(inter: Interactions, min_rating: float | None) -> Interactions:
+    """Keep interactions with ``rating >= min_rating`` (all when None); ratings become implicit."""
+    if min_rating is None:
+        return inter
+    if inter.rating is None:
+        raise DataError(f"min_rating={min_rating} needs a rating column, the data has none")
+    return inter.take(inter.rating >= min_rating, f"implicit: kept rating >= {min_rating}")
+
+
+def _counts(ids: np.ndarray) -> np.ndarray:
+    _, inv, cnt = np.unique(ids, return_inverse=True, return_counts=True)
+    return cnt[inv]
+
+
+def min_count_filter(inter: Interactions, min_item: int = 5, min_user: int = 5) -> Interactions:
+    """Single pass: drop items with < ``min_item`` interactions, then users with < ``min_user``
+    (as in the LRURec paper; some users/items may end below the threshold)."""
+    out = inter
+    if min_item > 1:
+        out = out.take(_counts(out.item) >= min_item, f"dropped items with < {min_item} interactions")
+    if min_user > 1 and len(out):
+        out = out.take(_counts(out.user) >= min_user, f"dropped users with < {min_user} interactions")
+    return out
+
+
+def k_core(inter: Interactions, k: int = 5) -> Interactions:
+    """Iterative k-core: repeat until every user and item has >= ``k`` interactions."""
+    out, rounds = inter, 0
+    while True:
+        keep = (_counts(out.item) >= k) & (_counts(out.user) >= k)
+        if keep.all():
+            break
+        if not keep.any():
+            raise DataError(f"{k}-core filtering removed every interaction of '{inter.name}'")
+        out = Interactions(
+            out.user[keep], out.item[keep], out.timestamp[keep],
+            None if out.rating is None else out.rating[keep],
+            out.items, out.has_time, out.name, out.notes,
+        )
+        rounds += 1
+    return out.replace(notes=out.notes + (f"iterative {k}-core ({rounds} rounds)",))
+
+
+def remap(inter: Interactions) -> Prepared:
+    """Users -> 0..U-1 and items -> 1..n in order of first appearance-free sorted raw id."""
+    user_raw, users = np.unique(inter.user, return_inverse=True)
+    item_raw, items = np.unique(inter.item, return_inverse=True)
+    titles = None
+    if inter.items is not None and "title" in inter.items:
+        side_ids = np.asarray(inter.items["item"])
+        side_titles = np.asarray(inter.items["title"], dtype=object)
+        order = np.argsort(side_ids)
+        pos = np.searchsorted(side_ids[order], item_raw)
+        pos = np.clip(pos, 0, len(order) - 1)
+        found = side_ids[order][pos] == item_raw
+        titles = np.where(found, side_titles[order][pos], None)
+    raw = item_raw
+    if inter.items is not None and "raw_id" in inter.items:
+        # sources with string ids store codes in `item` and the original text in `raw_id`
+        raw = np.asarray(inter.items["raw_id"], dtype=object)[item_raw]
+    remapped = Interactions(
+        users.astype(np.int64), items.astype(np.int64) + 1, inter.timestamp, inter.rating,
+        inter.items, inter.has_time, inter.name, inter.notes + ("ids remapped: items 1..n, 0 = PAD",),
+    )
+    return Prepared(remapped, ItemVocab(raw, titles), user_raw)
+
+
+def to_sequences(inter: Interactions, n_items: int, vocab: ItemVocab | None = None) -> Sequences:
+    """CSR sequences of remapped, chronologically sorted interactions (users 0..U-1)."""
+    if np.any(np.diff(inter.user) < 0):
+        raise DataError("interactions must be sorted by user (call chronological() first)")
+    n_users = int(inter.user.max()) + 1
+    counts = np.bincount(inter.user, minlength=n_users)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return Sequences(offsets, inter.item, n_items, inter.timestamp, np.arange(n_users), vocab)
+
+
+@dataclass(frozen=True)
+class PreprocessConfig:
+    """How raw interactions become model input."""
+
+    min_rating: float | None = None
+    """Keep only ratings >= this (implicit conversion); None keeps everything."""
+    dedup: bool = False
+    """Drop repeated (user, item) pairs, keeping the first."""
+    filter: str = "none"
+    """'none', 'min_count' (single pass, items then users) or 'k_core' (iterative)."""
+    min_item: int = 5
+    """Threshold for items (min_count) or k for k_core."""
+    min_user: int = 5
+    """Threshold for users (min_count)."""
+
+    def __post_init__(self) -> None:
+        if self.filter not in ("none", "min_count", "k_core"):
+            raise ConfigError(
+                f"filter must be one of 'none', 'min_count', 'k_core', got {self.filter!r}"
+            )
+        if self.min_item < 1 or self.min_user < 1:
+            raise ConfigError("min_item and min_user must be >= 1")
+
+
+def preprocess(inter: Interactions, config: PreprocessConfig = PreprocessConfig()) -> Prepared:
+    """Apply the configured steps in a fixed order and remap ids."""
+    out = chronological(inter)
+    out = implicit(out, config.min_rating)
+    if config.dedup:
+        out = deduplicate(out)
+    if config.filter == "min_count":
+        out = min_count_filter(out, config.min_item, config.min_user)
+    elif config.filter == "k_core":
+        out = k_core(out, config.min_item)
+    if len(out) == 0:
+        raise DataError(f"preprocessing removed every interaction of '{inter.name}'")
+    return remap(out)

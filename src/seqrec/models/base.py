@@ -1,0 +1,166 @@
+"""The two interfaces of seqrec.
+
+* ``Recommender`` — what users and evaluation see: ``fit``, ``score``, ``recommend``, ``save``,
+  ``load``. Factorization models implement it directly; one ``TorchRecommender`` wraps every
+  torch ``SequenceEncoder`` with the trainer.
+* ``SequenceEncoder`` (torch, in ``seqrec.models.encoder``) — ``forward(batch) -> [B, L, D]``,
+  ``score(hidden) -> [B, I]``.
+
+``score`` always returns a float32 NumPy array ``[B, n_items + 1]`` whose column 0 (PAD) is
+``-inf``; evaluation and ``recommend`` apply the seen-item filter on top of it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from seqrec.data.sequences import Sequences, Targets
+from seqrec.errors import DataError, NotFittedError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Recommendation:
+    """Top-k answer for one history, in raw item ids."""
+
+    items: list[Any]
+    scores: list[float]
+    skipped_unknown: int = 0
+    fallback: str | None = None
+
+
+class Recommender(ABC):
+    """Base class of every model users and evaluation talk to.
+
+    Subclasses set ``name`` and implement ``fit``, ``_score`` and ``_state`` / ``_load_state``.
+    A recommender is built from one frozen config dataclass (``self.config``).
+    """
+
+    name: ClassVar[str] = "base"
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.n_items: int | None = None
+        self.vocab = None
+        self.popularity: np.ndarray | None = None  # [n_items + 1], for the empty-history fallback
+
+    # --- to implement ---------------------------------------------------------------------
+    @abstractmethod
+    def fit(self, train: Sequences, valid: Targets | None = None) -> Recommender:
+        """Fit on ``train``; ``valid`` (if given) drives model selection / early stopping."""
+
+    @abstractmethod
+    def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
+        """Raw scores ``[B, n_items + 1]`` for non-empty histories."""
+
+    @abstractmethod
+    def _state(self) -> dict[str, np.ndarray]:
+        """Arrays that, with the config, restore the fitted model."""
+
+    @abstractmethod
+    def _load_state(self, state: dict[str, np.ndarray]) -> None:
+        """Inverse of ``_state``."""
+
+    # --- shared behaviour -----------------------------------------------------------------
+    def _remember_catalogue(self, train: Sequences) -> None:
+        self.n_items = train.n_items
+        self.vocab = train.vocab
+        self.popularity = train.item_counts().astype(np.float32)
+
+    def _check_fitted(self) -> None:
+        if self.n_items is None:
+            raise NotFittedError(f"{self.name} is not fitted: call fit() or load() first")
+
+    def score(self, histories: Sequences, query_times: np.ndarray | None = None) -> np.ndarray:
+        """Scores ``[B, n_items + 1]`` (column 0 = -inf) for each history row.
+
+        An empty history gets the popularity ranking (documented fallback).
+        """
+        self._check_fitted()
+        if histories.n_items > self.n_items:
+            raise DataError(
+                f"histories use {histories.n_items} items, the model knows {self.n_items}"
+            )
+        lengths = histories.lengths
+        out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
+        nonempty = np.flatnonzero(lengths > 0)
+        if len(nonempty) == len(histories):
+            out[:] = self._score(histories, query_times)
+        else:
+            if len(nonempty):
+                qt = None if query_times is None else np.asarray(query_times)[nonempty]
+                out[nonempty] = self._score(histories.select(nonempty), qt)
+            empty = np.flatnonzero(lengths == 0)
+            out[empty] = self.popularity[None, :]
+        out[:, 0] = -np.inf
+        return out
+
+    def recommend(
+        self,
+        histories: Sequence[Sequence[Any]],
+        k: int = 10,
+        exclude_seen: bool = True,
+    ) -> list[Recommendation]:
+        """Top-``k`` raw item ids for each history of raw item ids.
+
+        Unknown ids are skipped and counted (a warning, not a crash); an empty history (after
+        skipping) falls back to the most popular items.
+        """
+        self._check_fitted()
+        if k < 1:
+            raise DataError(f"k must be >= 1, got {k}")
+        if self.vocab is None:
+            raise NotFittedError("this model has no item vocabulary: fit it on prepared data")
+        rows, skipped = [], []
+        for hist in histories:
+            ids, unknown = self.vocab.encode_known(list(hist))
+            rows.append(ids)
+            skipped.append(unknown)
+            if unknown:
+                log.warning("skipped %d unknown item id(s) in a history", unknown)
+        seqs = Sequences.from_lists(rows, n_items=self.n_items)
+        scores = self.score(seqs)
+        if exclude_seen:
+            scores[seqs.row_ids, seqs.items] = -np.inf
+        k = min(k, self.n_items)
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        out = []
+        for r in range(len(rows)):
+            order = top[r][np.argsort(-scores[r, top[r]], kind="stable")]
+            order = order[np.isfinite(scores[r, order])]
+            out.append(
+                Recommendation(
+                    items=list(self.vocab.decode(order)),
+                    scores=[float(s) for s in scores[r, order]],
+                    skipped_unknown=skipped[r],
+                    fallback="popularity" if len(rows[r]) == 0 else None,
+                )
+            )
+        return out
+
+    # --- persistence ----------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write ``config.json`` + ``state.npz`` (no pickle) into directory ``path``."""
+        from seqrec.serving.artifact import save_recommender
+
+        return save_recommender(self, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Recommender:
+        from seqrec.serving.artifact import load_recommender
+
+        return load_recommender(Path(path))
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    if is_dataclass(config):
+        return json.loads(json.dumps(asdict(config), default=str))
+    raise TypeError(f"config must be a dataclass, got {type(config).__name__}")
