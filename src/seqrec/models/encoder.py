@@ -1,0 +1,40 @@
+"""``SequenceEncoder``: the torch-side interface every neural model implements.
+
+A concrete encoder is built as ``Encoder(config, n_items)``: the config is the frozen model
+dataclass, ``n_items`` comes from the data at fit time. ``TorchRecommender``
+(``seqrec.models.torch_recommender``) wraps any encoder with the trainer and implements the
+``Recommender`` interface on top of it.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from seqrec.data.batching import SequenceBatch
+
+
+class SequenceEncoder(nn.Module):
+    """Base class: ``forward(batch) -> [B, L, D]``; ``score(hidden) -> [..., n_items + 1]``.
+
+    Subclasses must set ``self.n_items`` and implement ``forward`` and ``output_embeddings``.
+    Outputs at position ``t`` may depend only on inputs at positions ``<= t`` (causality) and
+    must not depend on PAD positions.
+    """
+
+    n_items: int
+
+    def forward(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, D]
+        raise NotImplementedError
+
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Prediction-layer weight ``[n_items + 1, D]`` (row 0 = PAD) and optional bias."""
+        raise NotImplementedError
+
+    def score(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits over the whole catalogue for hidden states ``[..., D]``."""
+        weight, bias = self.output_embeddings()
+        logits = hidden @ weight.T
+        if bias is not None:
+            logits = logits + bias
+        return logits

@@ -1,0 +1,33 @@
+"""Name -> (config class, model class). A plain dict you can grep; one line per model.
+
+Entries are import paths resolved lazily so that ``import seqrec`` stays light and
+factorization models never import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from seqrec.errors import UnknownNameError
+
+MODELS: dict[str, tuple[str, str]] = {
+    # name: ("module:ConfigClass", "module:ModelClass")
+}
+
+
+def _resolve(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def model_names() -> list[str]:
+    return sorted(MODELS)
+
+
+def get_model(name: str) -> tuple[type, type]:
+    """(config class, model class) of ``name``; an unknown name lists the known ones."""
+    if name not in MODELS:
+        raise UnknownNameError(f"unknown model {name!r}; known models: {', '.join(model_names())}")
+    config_path, model_path = MODELS[name]
+    return _resolve(config_path), _resolve(model_path)
