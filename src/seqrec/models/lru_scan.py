@@ -1,0 +1,122 @@
+"""The linear recurrence of LRURec and its recursive parallel scan.
+
+The recurrence (Yue et al., "Linear Recurrent Units for Sequential Recommendation", WSDM 2024,
+Sec. 3.2, after Orvieto et al. 2023, "Resurrecting Recurrent Neural Networks for Long
+Sequences") is diagonal and complex::
+
+    h_t = lam * h_{t-1} + u_t          h_{-1} = h0 (zero unless given)
+
+with ``lam`` a complex vector ``[N]`` (``|lam| < 1``) and ``u`` the already projected and
+normalised input ``gamma * (B x_t)``, shape ``[..., L, N]``.
+
+:func:`lru_parallel_scan` is the paper's recursive parallelisation (Sec. 3.3):
+
+1. left-pad the time axis with zeros to a power of two ``2**k`` (zero inputs keep a zero state,
+   so left padding changes nothing);
+2. ``k`` passes; in pass ``i`` (block length ``b = 2**(i-1)``) the sequence is viewed as
+   ``2**(k-i)`` pairs of neighbouring blocks and the right block of every pair gets
+   ``lam**j * (last element of the left block)`` added to its ``j``-th element
+   (``j = 1..b``), all pairs at once through one reshape to ``[..., pairs, 2, b, N]``.
+
+After pass ``i`` every block of length ``2**i`` holds its own within-block scan, so after ``k``
+passes the whole sequence is scanned. Work is ``O(L log L)``, depth ``O(log L)``; there is no
+Python loop over time steps. The powers ``lam**1..lam**b`` are built by doubling
+(``P_{2b} = [P_b, lam**b * P_b]``), exact products without complex logarithms.
+
+:func:`lru_sequential_scan` is the plain loop used as the reference in tests and benchmarks;
+:func:`lru_step` is one step of the recurrence (incremental inference).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from seqrec.errors import DataError
+
+__all__ = ["lru_parallel_scan", "lru_sequential_scan", "lru_step", "next_power_of_two"]
+
+
+def next_power_of_two(n: int) -> int:
+    """Smallest power of two ``>= n`` (1 for ``n <= 1``)."""
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def _check(u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None) -> None:
+    if not (u.is_complex() and lam.is_complex()):
+        raise DataError(f"u and lam must be complex tensors, got {u.dtype} and {lam.dtype}")
+    if u.dim() < 2:
+        raise DataError(f"u must be [..., L, N], got shape {tuple(u.shape)}")
+    if lam.dim() != 1 or lam.shape[0] != u.shape[-1]:
+        raise DataError(
+            f"lam must be [N] with N = u.shape[-1] = {u.shape[-1]}, got {tuple(lam.shape)}"
+        )
+    if h0 is not None and h0.shape[-1] != u.shape[-1]:
+        raise DataError(f"h0 must end in N = {u.shape[-1]}, got {tuple(h0.shape)}")
+
+
+def lru_parallel_scan(
+    u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None = None
+) -> torch.Tensor:
+    """All states ``h`` ``[..., L, N]`` of ``h_t = lam * h_{t-1} + u_t`` by the recursive scan.
+
+    Args:
+        u: complex ``[..., L, N]`` inputs (complex64 or complex128); PAD positions must be 0.
+        lam: complex ``[N]`` diagonal of the recurrence.
+        h0: optional complex ``[..., N]`` state before the first input (default zero); it adds
+            ``lam**(t+1) * h0`` at step ``t``.
+
+    Returns:
+        complex ``[..., L, N]`` states, same dtype as ``u``; differentiable in ``u``, ``lam``
+        and ``h0``.
+    """
+    _check(u, lam, h0)
+    lam = lam.to(u.dtype)
+    *batch, length, n = u.shape
+    if length == 0:
+        return u.clone()
+    full = next_power_of_two(length)
+    h = u
+    if full > length:  # left padding with zero inputs keeps the state at zero
+        pad = u.new_zeros(*batch, full - length, n)
+        h = torch.cat((pad, u), dim=-2)
+    powers = lam.unsqueeze(0)  # [b, N]: lam**1 .. lam**b
+    block = 1
+    while block < full:
+        pairs = full // (2 * block)
+        view = h.reshape(*batch, pairs, 2, block, n)
+        left = view[..., 0, :, :]  # [..., pairs, b, N]
+        right = view[..., 1, :, :]
+        carry = left[..., -1:, :]  # [..., pairs, 1, N] last element of each left block
+        right = right + carry * powers
+        h = torch.stack((left, right), dim=-3).reshape(*batch, full, n)
+        powers = torch.cat((powers, powers[-1:] * powers), dim=0)
+        block *= 2
+    if full > length:
+        h = h[..., full - length :, :]
+    if h0 is not None:
+        # powers now holds lam**1 .. lam**(2 * full) >= length entries
+        h = h + powers[:length] * h0.to(u.dtype).unsqueeze(-2)
+    return h
+
+
+def lru_sequential_scan(
+    u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Reference: the same recurrence as a Python loop over time (slow, obviously correct)."""
+    _check(u, lam, h0)
+    lam = lam.to(u.dtype)
+    state = (
+        u.new_zeros(*u.shape[:-2], u.shape[-1]) if h0 is None else h0.to(u.dtype)
+    )
+    out = []
+    for t in range(u.shape[-2]):
+        state = lam * state + u[..., t, :]
+        out.append(state)
+    if not out:
+        return u.clone()
+    return torch.stack(out, dim=-2)
+
+
+def lru_step(h: torch.Tensor, u: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
+    """One step ``lam * h + u`` for states ``h`` and inputs ``u`` ``[..., N]`` (O(N))."""
+    return lam.to(u.dtype) * h + u
