@@ -1,0 +1,208 @@
+"""Implementations of the ``seqrec`` subcommands (argument parsing lives in ``main``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seqrec.cli.table import format_mapping, format_table
+from seqrec.config import Experiment, load_experiment
+from seqrec.errors import DataError
+
+TABLE_METRICS = ("HR@10", "NDCG@10", "HR@20", "NDCG@20", "MRR", "COV@10")
+
+# Short training budgets for the quickstart on ml-latest-small (keys a model lacks are ignored).
+DEMO_MODELS = ("pop", "puresvd", "sasrec", "lrurec", "hstu")
+DEMO_PARAMS: dict[str, dict[str, Any]] = {
+    "puresvd": {"rank": 64, "scaling": 0.4},
+    "sasrec": {"epochs": 30, "max_len": 100, "patience": 5},
+    "lrurec": {"epochs": 30, "max_len": 100, "patience": 5},
+    "hstu": {"epochs": 30, "max_len": 100, "patience": 5},
+}
+QUICK_PARAMS = {"epochs": 1, "max_len": 20, "rank": 8, "hidden": 16, "hidden_size": 16}
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    handler = {
+        "data": cmd_data,
+        "models": cmd_models,
+        "train": cmd_train,
+        "evaluate": cmd_evaluate,
+        "recommend": cmd_recommend,
+        "demo": cmd_demo,
+    }[args.command]
+    return handler(args)
+
+
+# --- data -------------------------------------------------------------------------------------
+def cmd_data(args: argparse.Namespace) -> int:
+    from seqrec.data import sources
+
+    if args.data_command == "list":
+        for name in sources.dataset_names():
+            print(f"{name:28s} {sources.describe_source(name)}")
+        return 0
+    if args.data_command == "describe":
+        from seqrec.data.preprocess import PreprocessConfig, preprocess
+        from seqrec.data.stats import describe
+
+        inter = sources.load(args.name, root=args.root)
+        if args.filter != "none":
+            cfg = PreprocessConfig(filter=args.filter, min_item=args.k, min_user=args.k)
+            inter = preprocess(inter, cfg).interactions
+        print(format_mapping(describe(inter)))
+        return 0
+    # prepare
+    from seqrec.experiment import prepare_data
+
+    exp = load_experiment(args.config, args.overrides)
+    data = prepare_data(exp)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    split = data.split
+    np.savez(
+        out / "split.npz",
+        train_offsets=split.train.offsets, train_items=split.train.items,
+        valid_rows=split.valid.rows, valid_cutoffs=split.valid.cutoffs, valid_items=split.valid.items,
+        test_rows=split.test.rows, test_cutoffs=split.test.cutoffs, test_items=split.test.items,
+    )
+    info = {"fingerprint": data.prepared.fingerprint(), "n_items": data.prepared.n_items,
+            "n_users": data.prepared.n_users, "split": split.info,
+            "preprocessing": list(data.prepared.interactions.notes), "seconds": data.seconds}
+    (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
+    print(format_mapping({"written": str(out), **{k: v for k, v in info.items() if k != "split"}}))
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from seqrec.registry import get_model, model_names
+
+    for name in model_names():
+        _, cls = get_model(name)
+        doc = (cls.__doc__ or "").strip().splitlines()
+        print(f"{name:12s} {doc[0] if doc else ''}")
+    return 0
+
+
+# --- train / evaluate -------------------------------------------------------------------------
+def _results_table(records: list[dict[str, Any]], split: str = "test") -> str:
+    rows = []
+    for rec in records:
+        metrics = rec["metrics"][split]
+        rows.append([rec["model"] + (f" ({rec['variant']})" if rec.get("variant") else "")]
+                    + [metrics.get(m) for m in TABLE_METRICS] + [rec.get("train_seconds")])
+    return format_table(["model", *TABLE_METRICS, "fit s"], rows)
+
+
+def _write(records: list[dict[str, Any]], out_dir: Path, stem: str) -> None:
+    from seqrec.evaluation.results import write_result
+
+    for rec in records:
+        write_result(rec, out_dir, f"{stem}-{rec['model']}")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from seqrec.experiment import run_experiment
+
+    exp = load_experiment(args.config, args.overrides)
+    out = Path(args.out) if args.out else Path(exp.output) / f"{_slug(exp.data.name)}-{exp.model}"
+    _, record = run_experiment(exp, progress=True, save_dir=out / "model")
+    _write([record], out, "result")
+    print(_header(record))
+    print(_results_table([record]))
+    print(f"\nartifact: {out / 'model'}   results: {out}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from seqrec.experiment import evaluate_model, prepare_data
+    from seqrec.models.base import Recommender
+
+    model = Recommender.load(args.artifact)
+    exp = load_experiment(args.config, args.overrides)
+    data = prepare_data(exp)
+    if data.prepared.n_items != model.n_items:
+        raise DataError(
+            f"the artifact knows {model.n_items} items but the configured data has "
+            f"{data.prepared.n_items}: evaluate with the data config it was trained on"
+        )
+    rows = []
+    for name, targets in (("valid", data.split.valid), ("test", data.split.test)):
+        res = evaluate_model(model, exp, targets, progress=True)
+        rows.append([name] + [res.metrics.get(m) for m in TABLE_METRICS])
+    print(f"{model.name} on {exp.data.name}, {data.split.protocol}, full ranking, "
+          f"seen filter {exp.eval.seen_filter}")
+    print(format_table(["split", *TABLE_METRICS], rows))
+    return 0
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from seqrec.models.base import Recommender
+
+    history = list(args.history)
+    if args.history_csv:
+        history += [h for h in args.history_csv.split(",") if h.strip()]
+    model = Recommender.load(args.artifact)
+    (rec,) = model.recommend([history], k=args.k, exclude_seen=not args.include_seen)
+    if rec.skipped_unknown:
+        print(f"note: skipped {rec.skipped_unknown} unknown item id(s)")
+    if rec.fallback:
+        print(f"note: empty history, showing the {rec.fallback} ranking")
+    rows = []
+    for rank, (item, score) in enumerate(zip(rec.items, rec.scores), 1):
+        internal = int(model.vocab.encode([item])[0])
+        rows.append([rank, item, score, model.vocab.title(internal) or ""])
+    print(format_table(["rank", "item", "score", "title"], rows))
+    return 0
+
+
+# --- demo (quickstart) ------------------------------------------------------------------------
+def cmd_demo(args: argparse.Namespace) -> int:
+    from seqrec.experiment import prepare_data, run_experiment
+    from seqrec.registry import MODELS, get_model
+
+    wanted = args.models.split(",") if args.models else [m for m in DEMO_MODELS if m in MODELS]
+    out = Path(args.out)
+    base = load_experiment(None, ["data.name=ml-latest-small"])
+    t0 = time.perf_counter()
+    data = prepare_data(base)
+    print(f"ml-latest-small: {data.prepared.n_users} users, {data.prepared.n_items} items, "
+          f"{len(data.prepared.interactions):,} interactions; leave-last-out, full ranking, "
+          f"seen items filtered ({time.perf_counter() - t0:.1f}s to load)")
+    records = []
+    for name in wanted:
+        config_cls, _ = get_model(name)
+        valid = {f.name for f in fields(config_cls)}
+        params = dict(DEMO_PARAMS.get(name, {}))
+        if args.quick:
+            params.update(QUICK_PARAMS)
+        params = {k: v for k, v in params.items() if k in valid}
+        exp = Experiment(data=base.data, split=base.split, model=name, model_params=params,
+                         eval=base.eval, seed=base.seed, output=str(out))
+        exp.model_config()
+        print(f"training {name} ...", flush=True)
+        _, record = run_experiment(exp, data=data, progress=True, save_dir=out / name)
+        records.append(record)
+    _write(records, out, "demo")
+    print()
+    print(_header(records[0]))
+    print(_results_table(records))
+    print(f"\nartifacts and results in {out}/; try: seqrec recommend {out}/{wanted[-1]} 1 2 3")
+    return 0
+
+
+def _header(record: dict[str, Any]) -> str:
+    return (f"{record['dataset']} | {record['protocol']} | {record.get('ranking', 'full')} ranking"
+            f" | seen filter: {record.get('seen_filter')} | test metrics")
+
+
+def _slug(name: str) -> str:
+    return Path(name).stem.replace(".", "-") if "/" in name or "." in name else name
+
+

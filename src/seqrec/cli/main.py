@@ -1,0 +1,84 @@
+"""``seqrec`` command line. The CLI owns the terminal: tables, progress bars, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from seqrec import __version__
+from seqrec.errors import SeqRecError
+
+
+def _add_experiment_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", help="experiment config (.toml / .yaml)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set model.name=sasrec (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seqrec", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"seqrec {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="list, describe or prepare datasets")
+    dsub = data.add_subparsers(dest="data_command", required=True)
+    dsub.add_parser("list", help="known dataset names")
+    d = dsub.add_parser("describe", help="users, items, interactions, lengths, density")
+    d.add_argument("name")
+    d.add_argument("--root", help="directory of the dataset files")
+    d.add_argument("--filter", default="none", choices=["none", "min_count", "k_core"])
+    d.add_argument("--k", type=int, default=5, help="threshold of --filter")
+    d = dsub.add_parser("prepare", help="preprocess and split, write arrays to a directory")
+    _add_experiment_args(d)
+    d.add_argument("--out", required=True, help="output directory")
+
+    sub.add_parser("models", help="known model names")
+
+    t = sub.add_parser("train", help="fit a model, evaluate it, save the artifact and results")
+    _add_experiment_args(t)
+    t.add_argument("--out", help="artifact directory (default: <output>/<dataset>-<model>)")
+
+    e = sub.add_parser("evaluate", help="evaluate a saved artifact on the configured split")
+    e.add_argument("artifact")
+    _add_experiment_args(e)
+
+    r = sub.add_parser("recommend", help="top-k for a history of raw item ids")
+    r.add_argument("artifact")
+    r.add_argument("history", nargs="*", help="raw item ids, oldest first (or --history)")
+    r.add_argument("--history", dest="history_csv", help="comma-separated raw item ids")
+    r.add_argument("-k", type=int, default=10)
+    r.add_argument("--include-seen", action="store_true", help="do not exclude history items")
+
+    demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset")
+    demo.add_argument("--models", default=None, help="comma-separated model names")
+    demo.add_argument("--out", default="runs/demo", help="where artifacts and results go")
+    demo.add_argument("--quick", action="store_true", help="tiny training budgets (for tests)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    from seqrec.cli import commands
+
+    try:
+        return commands.dispatch(args)
+    except SeqRecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+        print(f"error: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Plain-text tables for the terminal (no extra dependency)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return "" if value is None else str(value)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[_fmt(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    sep = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+            for r in cells]
+    return "\n".join([line, sep, *body])
+
+
+def format_mapping(mapping: dict[str, Any]) -> str:
+    width = max(len(k) for k in mapping)
+    return "\n".join(f"{k.ljust(width)}  {_fmt(v)}" for k, v in mapping.items())

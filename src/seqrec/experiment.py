@@ -1,0 +1,117 @@
+"""The main job: data -> preprocess -> split -> fit -> evaluate -> result record.
+
+Used by the CLI (``seqrec train``, ``seqrec demo``) and by benchmarks; plain functions, no
+terminal output (the CLI owns the terminal).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seqrec.config import Experiment
+from seqrec.data.preprocess import Prepared, preprocess
+from seqrec.data.splits import Split, leave_last_out, temporal_split
+from seqrec.models.base import Recommender
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PreparedSplit:
+    """Data ready for fitting, with how long each stage took."""
+
+    prepared: Prepared
+    split: Split
+    seconds: dict[str, float]
+
+
+def prepare_data(exp: Experiment) -> PreparedSplit:
+    from seqrec.data.sources import load
+
+    t0 = time.perf_counter()
+    inter = load(exp.data.name, root=exp.data.root)
+    t1 = time.perf_counter()
+    prepared = preprocess(inter, exp.data.preprocess_config())
+    seqs = prepared.sequences()
+    t2 = time.perf_counter()
+    if exp.split.protocol == "temporal":
+        split = temporal_split(seqs, exp.split.valid, exp.split.test)
+    else:
+        split = leave_last_out(seqs)
+    t3 = time.perf_counter()
+    return PreparedSplit(
+        prepared, split, {"load": t1 - t0, "preprocess": t2 - t1, "split": t3 - t2}
+    )
+
+
+def build_model(exp: Experiment) -> Recommender:
+    from seqrec.registry import get_model
+
+    _, model_cls = get_model(exp.model)
+    return model_cls(exp.model_config())
+
+
+def evaluate_model(model: Recommender, exp: Experiment, targets, progress: bool = False):
+    from seqrec.evaluation import evaluate
+
+    window = getattr(model.config, "max_len", None)
+    return evaluate(
+        model,
+        targets,
+        ks=exp.eval.ks,
+        seen_filter=exp.eval.seen_filter,
+        window=window if exp.eval.seen_filter == "window" else None,
+        average=exp.eval.average,
+        chunk_size=exp.eval.chunk_size,
+        progress=progress,
+    )
+
+
+def run_experiment(
+    exp: Experiment, data: PreparedSplit | None = None, progress: bool = False,
+    save_dir: str | Path | None = None,
+) -> tuple[Recommender, dict[str, Any]]:
+    """Fit ``exp.model`` and evaluate it on validation and test; returns (model, record)."""
+    from seqrec.evaluation.results import result_record
+
+    data = data or prepare_data(exp)
+    split = data.split
+    model = build_model(exp)
+    t0 = time.perf_counter()
+    model.fit(split.train, split.valid)
+    train_seconds = time.perf_counter() - t0
+    valid = evaluate_model(model, exp, split.valid, progress)
+    if exp.split.refit:
+        t0 = time.perf_counter()
+        # no validation targets remain: neural models train for their configured epochs
+        model = build_model(exp)
+        model.fit(split.train_valid, None)
+        train_seconds += time.perf_counter() - t0
+    test = evaluate_model(model, exp, split.test, progress)
+    record = result_record(
+        model=exp.model,
+        variant=getattr(model.config, "loss", None) or getattr(model.config, "variant", None),
+        dataset=exp.data.name,
+        fingerprint=data.prepared.fingerprint(),
+        protocol=split.protocol,
+        results={"valid": valid, "test": test},
+        seed=exp.seed,
+        config=exp.to_dict() | {"model_config": _config_dict(model.config)},
+        epochs=getattr(model, "epochs_trained", None),
+        train_seconds=train_seconds,
+        extra={"split": split.info, "data_seconds": data.seconds,
+               "preprocessing": list(data.prepared.interactions.notes)},
+    )
+    if save_dir is not None:
+        model.save(save_dir)
+    return model, record
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    from seqrec.models.base import config_to_dict
+
+    return config_to_dict(config)
