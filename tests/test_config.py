@@ -1,0 +1,31 @@
+import pytest
+
+from seqrec.config import load_experiment, parse_value
+from seqrec.errors import ConfigError
+
+
+def test_overrides_and_unknown_keys(tmp_path):
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text('[data]\nname = "ml-latest-small"\n[split]\nprotocol = "temporal"\n')
+    exp = load_experiment(cfg, ["split.valid=2W", "eval.ks=[1, 10]"])
+    assert exp.split.protocol == "temporal" and exp.split.valid == "2W"
+    assert exp.eval.ks == (1, 10)
+    with pytest.raises(ConfigError, match="valid keys"):
+        load_experiment(cfg, ["data.nmae=x"])
+    with pytest.raises(ConfigError, match="unknown section"):
+        load_experiment(cfg, ["dta.name=x"])
+    with pytest.raises(ConfigError, match="seen_filter"):
+        load_experiment(cfg, ["eval.seen_filter=everything"])
+    with pytest.raises(ConfigError, match="unknown model"):
+        load_experiment(cfg, ["model.name=nosuchmodel"])
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        load_experiment(cfg, ["novalue"])
+
+
+def test_yaml_and_missing_file(tmp_path):
+    cfg = tmp_path / "exp.yaml"
+    cfg.write_text("data:\n  filter: min_count\n")
+    assert load_experiment(cfg).data.filter == "min_count"
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_experiment(tmp_path / "nope.toml")
+    assert parse_value("3") == 3 and parse_value("abc") == "abc" and parse_value("true") is True
