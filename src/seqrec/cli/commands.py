@@ -36,6 +36,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "evaluate": cmd_evaluate,
         "recommend": cmd_recommend,
         "demo": cmd_demo,
+        "serve": cmd_serve,
     }[args.command]
     return handler(args)
 
@@ -159,6 +160,15 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         internal = int(model.vocab.encode([item])[0])
         rows.append([rank, item, score, model.vocab.title(internal) or ""])
     print(format_table(["rank", "item", "score", "title"], rows))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from seqrec.serving.service import create_app
+
+    uvicorn.run(create_app(args.artifact), host=args.host, port=args.port)
     return 0
 
 

@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-k", type=int, default=10)
     r.add_argument("--include-seen", action="store_true", help="do not exclude history items")
 
+    s = sub.add_parser("serve", help="HTTP service over a saved artifact (FastAPI + uvicorn)")
+    s.add_argument("artifact")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+
     demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset")
     demo.add_argument("--models", default=None, help="comma-separated model names")
     demo.add_argument("--out", default="runs/demo", help="where artifacts and results go")
