@@ -103,8 +103,9 @@ def run_experiment(
         config=exp.to_dict() | {"model_config": _config_dict(model.config)},
         epochs=getattr(model, "epochs_trained", None),
         train_seconds=train_seconds,
-        extra={"split": split.info, "data_seconds": data.seconds,
-               "preprocessing": list(data.prepared.interactions.notes)},
+        split_info=split.info,
+        data_seconds=data.seconds,
+        preprocessing=list(data.prepared.interactions.notes),
     )
     if save_dir is not None:
         model.save(save_dir)
