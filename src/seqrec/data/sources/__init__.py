@@ -1,0 +1,272 @@
+"""Data sources: every dataset name seqrec knows, and ``load(name_or_path) -> Interactions``.
+
+A name is looked up in :data:`DATASETS`. Its file is read from the shared data folder, resolved
+in this order: the ``root`` argument, ``$SEQREC_DATA_DIR``, ``../shared/data`` from the current
+directory, ``<repo>/../shared/data`` beside a source checkout. When the file is not there, the
+original downloaded by ``seqrec data download NAME`` (cache ``$SEQREC_CACHE_DIR`` or
+``~/.cache/seqrec``, see :mod:`.download`) is read instead when one exists. ``ml-latest-small``
+ships inside the package and always loads offline.
+
+Anything else is a path: a folder of GroupLens files, ``u.data``, ``ratings.dat``, review JSON
+lines (Amazon / Yelp / Steam, told apart by their keys) or any CSV / TSV / Parquet file, read by
+:func:`.generic.read_file` with its options (``columns=``, ``sep=``, ...).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import importlib
+import inspect
+import lzma
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seqrec.data.interactions import Interactions
+from seqrec.data.sources import download as _download
+from seqrec.errors import ConfigError, DataError, UnknownNameError
+
+__all__ = ["DATASETS", "DatasetSpec", "data_dir", "dataset_names", "describe_source", "load"]
+
+_S3REC = "S3-Rec / ICLRec / FMLP-Rec id space and tie order, no timestamps"
+_NC = "research use only, no redistribution"
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One named dataset."""
+
+    name: str
+    description: str
+    files: tuple[str, ...] = ()
+    """Files in the shared data folder: the first is required, the others (side tables) optional."""
+    reader: str = "shared_files:read_seq_tsv"
+    """``module:function`` called as ``f(file, *optional_files)`` (the seq reader gets the name)."""
+    stats: tuple[int, int, int] | None = None
+    """(users, items, interactions) of the file as it loads, before any filtering."""
+    has_time: bool = False
+    terms: str = _NC
+    download: str | None = None
+    """Key of :data:`.download.REMOTES` whose original is the fallback when the file is absent."""
+    raw_reader: str | None = None
+    """``module:function`` reading that downloaded original (its path)."""
+
+
+def _seq(name, file, desc, stats, time=False, download=None, raw=None):
+    return DatasetSpec(name, desc, (file,), stats=stats, has_time=time, download=download,
+                       raw_reader=raw)
+
+
+_AMAZON_RAW = "amazon:read_reviews_json"
+_ML_RAW = "movielens:read_movielens_dir"
+DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
+    DatasetSpec("ml-latest-small", "MovieLens latest-small (2018-09), shipped in the package: "
+                "ratings 0.5-5, titles and genres", reader="movielens:load_latest_small",
+                stats=(610, 9724, 100836), has_time=True,
+                terms="GroupLens terms: research use, redistribution under the same terms"),
+    DatasetSpec("ml-1m", "complete MovieLens-1M in per-user time order with ratings, no "
+                "timestamps (timestamp = file order); titles from movies.dat",
+                ("ml-1m.seq.tsv.xz", "ml-1m.movies.dat.xz"), "shared_files:read_ml1m_seq",
+                (6040, 3706, 1000209), download="ml-1m", raw_reader=_ML_RAW),
+    DatasetSpec("ml-1m-ts", "MovieLens-1M raw ratings.dat of users 1-2999 only, with timestamps",
+                ("ml-1m.ratings.users0001-2999.dat.xz", "ml-1m.movies.dat.xz"),
+                "shared_files:read_ml1m_ts", (2999, 3615, 487650), True, download="ml-1m",
+                raw_reader=_ML_RAW),
+    DatasetSpec("ml-100k", "MovieLens-100K u.data with timestamps, titles and genres from u.item",
+                ("ml-100k.u.data.xz", "ml-100k.u.item.xz"), "shared_files:read_ml100k",
+                (943, 1682, 100000), True, download="ml-100k", raw_reader=_ML_RAW),
+    DatasetSpec("ml-10m", "MovieLens-10M ratings.dat (download only)", download="ml-10m",
+                raw_reader=_ML_RAW, has_time=True),
+    DatasetSpec("ml-20m", "MovieLens-20M ratings.csv (download only)", download="ml-20m",
+                raw_reader=_ML_RAW, has_time=True),
+    _seq("amazon-beauty", "amazon-beauty-5core.time.tsv.xz", "Amazon 2014 Beauty 5-core with "
+         "day timestamps", (22363, 12101, 198502), True, "amazon2014-beauty", _AMAZON_RAW),
+    _seq("amazon-sports", "amazon-sports-5core.time.tsv.xz", "Amazon 2014 Sports and Outdoors "
+         "5-core with day timestamps", (35598, 18357, 296337), True, "amazon2014-sports", _AMAZON_RAW),
+    _seq("amazon-beauty-s3rec", "amazon-beauty-5core.s3rec.tsv.xz", f"Amazon Beauty 5-core, {_S3REC}",
+         (22363, 12101, 198502)),
+    _seq("amazon-sports-s3rec", "amazon-sports-5core.s3rec.tsv.xz", f"Amazon Sports 5-core, {_S3REC}",
+         (35598, 18357, 296337)),
+    _seq("amazon-toys-s3rec", "amazon-toys-5core.s3rec.tsv.xz", f"Amazon Toys 5-core, {_S3REC}",
+         (19412, 11924, 167597)),
+    _seq("amazon-videogames", "amazon-videogames.sasrec.tsv.xz", "Amazon Video Games as in "
+         "SASRec (single-pass 5 filter), no timestamps", (31013, 23715, 287107)),
+    _seq("amazon-beauty-bert4rec", "amazon-beauty.bert4rec.tsv.xz", "Amazon Beauty as in "
+         "BERT4Rec (users >= 5, items unfiltered), no timestamps", (40226, 54542, 353962)),
+    _seq("yelp2020", "yelp2020-5core.time.tsv.xz", "Yelp 2020 release, 2019 reviews, 5-core, "
+         "with timestamps", (30431, 20033, 316354), True),
+    _seq("yelp2022", "yelp2022-5core.time.tsv.xz", "Yelp 2022 release, 2019 reviews, 5-core, "
+         "with timestamps", (19855, 14541, 207045), True),
+    _seq("yelp2020-s3rec", "yelp2020-5core.s3rec.tsv.xz", f"Yelp 5-core, {_S3REC}",
+         (30431, 20033, 316354)),
+    _seq("lastfm", "lastfm-hetrec.s3rec.tsv.xz", "Last.fm HetRec 2011 artists as in S3-Rec, "
+         "no timestamps", (1090, 3646, 52551)),
+    _seq("diginetica-train", "diginetica.srgnn.train.tsv.xz", "DIGINETICA sessions "
+         "(SR-GNN train), sessions as users, no timestamps", (186670, 43097, 906140)),
+    _seq("diginetica-test", "diginetica.srgnn.test.tsv.xz", "DIGINETICA sessions (SR-GNN test)",
+         (15963, 21131, 76821)),
+    _seq("yoochoose-train", "yoochoose1_64.srgnn.train.tsv.xz", "YOOCHOOSE 1/64 sessions "
+         "(SR-GNN train), sessions as users, no timestamps", (116167, 17376, 486026)),
+    _seq("yoochoose-test", "yoochoose1_64.srgnn.test.tsv.xz", "YOOCHOOSE 1/64 sessions "
+         "(SR-GNN test)", (15285, 6362, 70737)),
+    DatasetSpec("steam", "Steam reviews of Kang & McAuley (download only), day timestamps",
+                download="steam", raw_reader="steam:read_reviews", has_time=True),
+    *[DatasetSpec(f"amazon{y}-{c}", f"Amazon {y} {c} 5-core review JSON (download only)",
+                  download=f"amazon{y}-{c}", raw_reader=_AMAZON_RAW, has_time=True, terms=_NC)
+      for y in (2014, 2018) for c in ("beauty", "sports", "toys", "videogames")],
+    DatasetSpec("yelp", "Yelp Open Dataset review.json (manual download)",
+                ("yelp/yelp_academic_dataset_review.json",), "yelp:read_reviews", has_time=True),
+]}
+
+
+def _call(ref: str, *args: Any) -> Interactions:
+    module, func = ref.split(":")
+    return getattr(importlib.import_module(f"seqrec.data.sources.{module}"), func)(*args)
+
+
+def dataset_names() -> list[str]:
+    """Every dataset name :func:`load` accepts."""
+    return sorted(DATASETS)
+
+
+def _candidates(root: str | Path | None) -> list[Path]:
+    if root is not None:
+        return [Path(root).expanduser()]
+    if os.environ.get("SEQREC_DATA_DIR"):
+        return [Path(os.environ["SEQREC_DATA_DIR"]).expanduser()]
+    # package file: <repo>/src/seqrec/data/sources/__init__.py -> <repo>/../shared/data
+    return [Path.cwd() / ".." / "shared" / "data",
+            Path(__file__).resolve().parents[4].parent / "shared" / "data"]
+
+
+def data_dir(root: str | Path | None = None) -> Path:
+    """The shared data folder (see the module docstring); the first candidate if none exists."""
+    cands = _candidates(root)
+    return next((c.resolve() for c in cands if c.is_dir()), cands[0])
+
+
+def describe_source(name: str) -> str:
+    """A few lines on dataset ``name``: what it is, its file, size, time, terms, download."""
+    spec = _spec(name)
+    lines = [f"{spec.name}: {spec.description}"]
+    if spec.files:
+        lines.append(f"  file: {spec.files[0]} (in {data_dir()})")
+    if spec.stats:
+        u, i, n = spec.stats
+        lines.append(f"  {u:,} users, {i:,} items, {n:,} interactions")
+    lines.append(f"  timestamps: {'yes' if spec.has_time else 'no (file order only)'}")
+    lines.append(f"  terms: {spec.terms}")
+    if spec.download:
+        lines.append(f"  download: `seqrec data download {spec.download}` "
+                     f"({_download.REMOTES[spec.download].urls[0]})")
+    return "\n".join(lines)
+
+
+def _spec(name: str) -> DatasetSpec:
+    if name not in DATASETS:
+        raise UnknownNameError(f"unknown dataset {name!r}; known: {', '.join(dataset_names())} "
+                               "(or pass a path to a .csv/.tsv/.parquet file)")
+    return DATASETS[name]
+
+
+def _load_named(spec: DatasetSpec, root: str | Path | None) -> Interactions:
+    if not spec.files and spec.download is None:
+        return _call(spec.reader)  # shipped in the package
+    folder = data_dir(root)
+    if spec.files and (folder / spec.files[0]).is_file():
+        extra = [folder / f if (folder / f).is_file() else None for f in spec.files[1:]]
+        if spec.reader == "shared_files:read_seq_tsv":
+            return _call(spec.reader, folder / spec.files[0], spec.name)
+        return _call(spec.reader, folder / spec.files[0], *extra)
+    if spec.download is not None:
+        remote = _download.REMOTES[spec.download]
+        for base in (folder, _download.cache_dir() / spec.download):
+            raw = base / remote.target
+            if raw.is_file():
+                arg = raw.parent if spec.raw_reader == _ML_RAW else raw
+                return _call(spec.raw_reader, arg).replace(name=spec.name)
+    if spec.name == "yelp":
+        raise DataError(f"dataset 'yelp' not found under {folder}: {_download.MANUAL['yelp']}")
+    if spec.files:
+        missing = f"no {spec.files[0]}"
+    else:
+        target = _download.REMOTES[spec.download].target
+        missing = (f"no {target} there nor in the download cache "
+                   f"{_download.cache_dir() / spec.download}")
+    hint = (f"run `seqrec data download {spec.download}`" if spec.download
+            else "copy the file there (it is not downloadable: see the shared data README)")
+    raise DataError(f"dataset '{spec.name}' not found under {folder}: {missing}; "
+                    f"set SEQREC_DATA_DIR or {hint}")
+
+
+def _sniff_json(path: Path) -> str:
+    from seqrec.data.sources import _io
+
+    comp = _io.strip_compression(path)[1]
+    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(comp, open)
+    try:
+        with opener(path, "rb") as fh:
+            head = fh.read(4096)
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+    first = head.split(b"\n", 1)[0]
+    if b"reviewerID" in first:
+        return "amazon:read_reviews_json"
+    if b"business_id" in first:
+        return "yelp:read_reviews"
+    if b"'username'" in first or b'"username"' in first:
+        return "steam:read_reviews"
+    raise DataError(f"{path.name}: unrecognised JSON lines (expected Amazon reviewerID/asin, "
+                    "Yelp user_id/business_id or Steam username/product_id keys)")
+
+
+def _load_path(path: Path, options: dict[str, Any]) -> Interactions:
+    from seqrec.data.sources import _io, generic, movielens
+
+    if path.is_dir():
+        _no_options(options, path.name)
+        return movielens.read_movielens_dir(path)
+    plain, _ = _io.strip_compression(path)
+    if plain == "u.data" or plain == "ratings.dat":
+        _no_options(options, plain)
+        return movielens.read_movielens_dir(path.parent)
+    if plain.endswith((".json", ".jsonl")):
+        _no_options(options, plain)
+        return _call(_sniff_json(path), path)
+    allowed = set(inspect.signature(generic.read_file).parameters) - {"path"}
+    unknown = set(options) - allowed
+    if unknown:
+        raise ConfigError(f"unknown option(s) {sorted(unknown)} for a file; allowed: {sorted(allowed)}")
+    return generic.read_file(path, **options)
+
+
+def _no_options(options: dict[str, Any], what: str) -> None:
+    if options:
+        raise ConfigError(f"{what} takes no options, got {sorted(options)}")
+
+
+def load(name_or_path: str | Path, root: str | Path | None = None, **options: Any) -> Interactions:
+    """Load a named dataset or a file.
+
+    Args:
+        name_or_path: a name from :func:`dataset_names` or a path (file or GroupLens folder).
+        root: shared data folder for names (default: see the module docstring).
+        **options: for a path, options of :func:`.generic.read_file` (``columns``, ``sep``, ...).
+
+    Raises:
+        UnknownNameError: neither a known name nor an existing path.
+        DataError: the file is missing or malformed (one line saying what and where).
+    """
+    key = str(name_or_path)
+    if key in DATASETS:
+        _no_options(options, f"dataset {key!r}")
+        return _load_named(DATASETS[key], root)
+    path = Path(key).expanduser()
+    if path.exists():
+        return _load_path(path, options)
+    if isinstance(name_or_path, Path) or os.sep in key or "." in Path(key).name:
+        raise DataError(f"file not found: {key}")
+    _spec(key)  # raises UnknownNameError listing the names
+    raise AssertionError("unreachable")

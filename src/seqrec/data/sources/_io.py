@@ -1,0 +1,322 @@
+"""Shared reading helpers for every source: decompress into memory, parse with Polars, turn
+Polars' deep parse errors into one-line :class:`DataError` messages, factorize string ids.
+
+Nothing here loops over rows in Python on the success path; the slow, line-by-line scans only
+run after a parse has already failed, to tell the user *where* the file is broken.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from seqrec.data.interactions import Interactions
+from seqrec.errors import DataError
+
+COMPRESSIONS = {".xz": lzma.decompress, ".gz": gzip.decompress, ".bz2": bz2.decompress}
+_UNIT_SEP = "\x1f"  # stands in for multi-character separators such as MovieLens' "::"
+
+
+def strip_compression(path: Path) -> tuple[str, str | None]:
+    """``("ratings.csv", ".xz")`` for ``ratings.csv.xz``; the compression is None if absent."""
+    suffix = path.suffix.lower()
+    if suffix in COMPRESSIONS:
+        return path.name[: -len(suffix)], suffix
+    return path.name, None
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The decompressed content of ``path`` (``.xz``, ``.gz``, ``.bz2`` or plain)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"file not found: {path}")
+    _, comp = strip_compression(path)
+    try:
+        raw = path.read_bytes()
+        data = COMPRESSIONS[comp](raw) if comp else raw
+    except (OSError, EOFError, lzma.LZMAError, gzip.BadGzipFile, ValueError) as exc:
+        raise DataError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
+    if not data.strip():
+        raise DataError(f"file {path} is empty")
+    return data
+
+
+def _first_line(msg: str) -> str:
+    return next((ln.strip() for ln in str(msg).splitlines() if ln.strip()), str(msg))
+
+
+def read_table(
+    data: bytes,
+    source: str,
+    *,
+    sep: str = ",",
+    header: bool = True,
+    names: Sequence[str] | None = None,
+    dtypes: Mapping[str, pl.DataType] | None = None,
+    quote: str | None = '"',
+) -> pl.DataFrame:
+    """Parse delimited ``data`` with Polars.
+
+    Args:
+        data: decompressed file content.
+        source: how to name the file in error messages.
+        sep: field separator; multi-character separators (``::``) are supported.
+        header: whether the first line holds column names.
+        names: column names for a file without a header (required then: the whole layout).
+        dtypes: expected types of some columns (by final name); a value that does not parse
+            raises a ``DataError`` naming the column, line and value.
+        quote: quote character, None for formats without quoting (MovieLens ``.dat``).
+    """
+    if not data.strip():
+        raise DataError(f"{source} is empty")
+    if len(sep) > 1:
+        data = data.replace(sep.encode(), _UNIT_SEP.encode())
+        sep, quote = _UNIT_SEP, None
+    dtypes = dict(dtypes or {})
+    kwargs: dict = dict(separator=sep, has_header=header, quote_char=quote, infer_schema_length=10000)
+    if not header:
+        if names is None:
+            raise ValueError("names are required for a file without a header")
+        kwargs["schema"] = {n: dtypes.get(n, pl.String) for n in names}
+    else:
+        kwargs["schema_overrides"] = dtypes
+    try:
+        df = pl.read_csv(data, **kwargs)
+    except pl.exceptions.NoDataError:
+        raise DataError(f"{source} is empty") from None
+    except pl.exceptions.PolarsError as exc:
+        raise _explain(data, source, sep, header, names, dtypes, quote, exc) from None
+    if df.height == 0:
+        raise DataError(f"{source} has a header but no rows")
+    return df
+
+
+def _explain(data, source, sep, header, names, dtypes, quote, exc) -> DataError:
+    """Find the line that broke the fast parse (slow path, only after a failure)."""
+    msg = str(exc)
+    if "more fields" in msg:
+        lines = data.split(b"\n")
+        expected = len(names) if names else lines[0].count(sep.encode()) + 1
+        for lineno, line in enumerate(lines, start=1):
+            n = line.rstrip(b"\r").count(sep.encode()) + 1
+            if line.strip() and n > expected:
+                return DataError(
+                    f"{source}: line {lineno} has {n} fields, expected {expected}: "
+                    f"{line[:80].decode('utf-8', 'replace')!r}"
+                )
+    try:
+        kwargs: dict = dict(separator=sep, has_header=header, quote_char=quote, infer_schema=False,
+                            truncate_ragged_lines=True)
+        if not header:
+            kwargs["new_columns"] = list(names)
+        text = pl.read_csv(data, **kwargs)
+    except pl.exceptions.PolarsError:
+        return DataError(f"{source}: cannot parse: {_first_line(msg)}")
+    for col, dtype in dtypes.items():
+        if col not in text.columns:
+            continue
+        s = text[col]
+        bad = s.is_not_null() & s.cast(dtype, strict=False).is_null()
+        if bad.any():
+            row = int(bad.arg_max())
+            kind = "an integer" if dtype.is_integer() else f"a {dtype}"
+            return DataError(
+                f"{source}: column '{col}' must hold {kind}, got {s[row]!r} at line "
+                f"{row + 1 + int(header)} ({int(bad.sum())} bad values)"
+            )
+    return DataError(f"{source}: cannot parse: {_first_line(msg)}")
+
+
+def require(df: pl.DataFrame, columns: Sequence[str], source: str) -> None:
+    """Raise a ``DataError`` naming the first missing column and listing those present."""
+    for col in columns:
+        if col not in df.columns:
+            raise DataError(
+                f"{source} has no column '{col}' (columns present: {', '.join(df.columns)})"
+            )
+
+
+def no_nulls(df: pl.DataFrame, col: str, source: str, header: bool = True) -> None:
+    s = df[col]
+    n = s.null_count()
+    if n:
+        row = int(s.is_null().arg_max())
+        raise DataError(
+            f"{source}: column '{col}' is empty at line {row + 1 + int(header)} "
+            f"({n} empty values)"
+        )
+
+
+def factorize(s: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Dense int codes ``0..K-1`` in sorted order of the values, and the sorted unique values
+    (``uniques[code]`` is the original value)."""
+    codes = (s.rank("dense") - 1).cast(pl.Int64).to_numpy()
+    uniques = s.unique().sort().to_numpy()
+    return codes, uniques
+
+
+def ids(df: pl.DataFrame, col: str, source: str, header: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Integer ids of ``col``: ``(values, None)`` for integer columns, ``(codes, raw strings)``
+    for string columns (factorized)."""
+    no_nulls(df, col, source, header)
+    s = df[col]
+    if s.dtype.is_integer():
+        return s.cast(pl.Int64).to_numpy(), None
+    if s.dtype.is_float():
+        ints = s.cast(pl.Int64, strict=False)
+        bad = (ints.cast(pl.Float64) != s) | ints.is_null()
+        if bad.any():
+            row = int(bad.arg_max())
+            raise DataError(
+                f"{source}: column '{col}' must hold integer ids, got {s[row]!r} "
+                f"at line {row + 1 + int(header)}"
+            )
+        return ints.to_numpy(), None
+    if s.dtype == pl.String:
+        return factorize(s)
+    raise DataError(f"{source}: column '{col}' must hold ids (integers or strings), got {s.dtype}")
+
+
+def numeric(df: pl.DataFrame, col: str, source: str, dtype=pl.Float64, header: bool = True) -> np.ndarray:
+    """A numeric column as NumPy; text that is not a number raises a ``DataError``."""
+    no_nulls(df, col, source, header)
+    s = df[col]
+    out = s.cast(dtype, strict=False)
+    bad = out.is_null()
+    if bad.any():
+        row = int(bad.arg_max())
+        raise DataError(
+            f"{source}: column '{col}' must be numeric, got {s[row]!r} at line {row + 1 + int(header)}"
+        )
+    return out.to_numpy()
+
+
+def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, header: bool = True) -> np.ndarray:
+    """Unix seconds from an integer, float, date/datetime or text column (``fmt`` is a strftime
+    format for text; None tries ISO dates/datetimes)."""
+    no_nulls(df, col, source, header)
+    s = df[col]
+    if s.dtype.is_integer():
+        return s.cast(pl.Int64).to_numpy()
+    if s.dtype.is_float():
+        return np.floor(s.to_numpy()).astype(np.int64)
+    if s.dtype == pl.Date:
+        return s.cast(pl.Datetime("ms")).dt.epoch("s").to_numpy()
+    if isinstance(s.dtype, pl.Datetime):
+        return s.dt.epoch("s").to_numpy()
+    if s.dtype == pl.String:
+        as_int = s.cast(pl.Int64, strict=False)
+        if as_int.null_count() == 0:
+            return as_int.to_numpy()
+        parsed = s.str.to_datetime(fmt, strict=False) if fmt else _parse_iso(s)
+        bad = parsed.is_null()
+        if bad.any():
+            row = int(bad.arg_max())
+            raise DataError(
+                f"{source}: column '{col}' must hold a time (Unix seconds or "
+                f"{fmt or 'an ISO date'}), got {s[row]!r} at line {row + 1 + int(header)}"
+            )
+        return parsed.dt.epoch("s").to_numpy()
+    raise DataError(f"{source}: column '{col}' must hold a time, got dtype {s.dtype}")
+
+
+def _parse_iso(s: pl.Series) -> pl.Series:
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"):
+        parsed = s.str.to_datetime(fmt, strict=False)
+        if parsed.null_count() == 0:
+            return parsed
+    return s.str.to_datetime(strict=False)
+
+
+def build(
+    name: str,
+    user: np.ndarray,
+    item: np.ndarray,
+    timestamp: np.ndarray | None,
+    rating: np.ndarray | None = None,
+    items: dict[str, np.ndarray] | None = None,
+    item_raw: np.ndarray | None = None,
+    notes: Sequence[str] = (),
+) -> Interactions:
+    """Assemble an ``Interactions``; ``timestamp=None`` means file order (``has_time=False``).
+    String item ids (``item_raw``) go to the side table as ``{"item": codes, "raw_id": text}``."""
+    notes = tuple(notes)
+    has_time = timestamp is not None
+    if timestamp is None:
+        timestamp = np.arange(len(user), dtype=np.int64)
+        notes += ("no timestamps in the source: timestamp = within-file order 0..n-1",)
+    if item_raw is not None:
+        side = {"item": np.arange(len(item_raw), dtype=np.int64), "raw_id": item_raw}
+        if items:  # attach metadata keyed by the raw string id
+            side.update(align(items, item_raw, key="raw_id"))
+        items = side
+        notes += ("string item ids factorized; originals in items['raw_id']",)
+    return Interactions(
+        user=user, item=item, timestamp=timestamp, rating=rating, items=items,
+        has_time=has_time, name=name, notes=notes,
+    )
+
+
+def align(table: dict[str, np.ndarray], keys: np.ndarray, key: str) -> dict[str, np.ndarray]:
+    """Columns of ``table`` (other than ``key``) reordered to follow ``keys``; missing -> None."""
+    index = {k: i for i, k in enumerate(np.asarray(table[key]).tolist())}
+    pos = np.array([index.get(k, -1) for k in keys.tolist()], dtype=np.int64)
+    out = {}
+    for col, values in table.items():
+        if col == key:
+            continue
+        vals = np.asarray(values, dtype=object)
+        out[col] = np.where(pos >= 0, vals[np.clip(pos, 0, None)], None)
+    return out
+
+
+def read_ndjson(path: str | Path, schema: Mapping[str, pl.DataType], source: str | None = None) -> pl.DataFrame:
+    """JSON lines, keeping only the ``schema`` keys (others are ignored). Plain files are
+    scanned lazily (projection), compressed ones are decompressed into memory first. A key that
+    is absent from every line raises a ``DataError`` listing the keys of the first line."""
+    import json
+
+    path = Path(path)
+    source = source or str(path)
+    _, comp = strip_compression(path)
+    data = read_bytes(path) if comp else None
+    try:
+        if data is None:
+            if not _head(path, 4096).strip():
+                raise DataError(f"file {path} is empty")
+            df = pl.scan_ndjson(path, schema=dict(schema)).collect()
+        else:
+            df = pl.read_ndjson(data, schema=dict(schema))
+    except pl.exceptions.PolarsError as exc:
+        text = data if data is not None else path.read_bytes()
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+            except ValueError as err:
+                raise DataError(f"{source}: line {lineno} is not valid JSON ({err.msg}): "
+                                f"{line[:80].decode('utf-8', 'replace')!r}") from None
+        raise DataError(f"{source}: cannot parse JSON lines: {_first_line(str(exc))}") from None
+    if df.height == 0:
+        raise DataError(f"file {path} is empty")
+    for col in schema:
+        if df[col].null_count() == df.height:
+            head = (data if data is not None else _head(path, 1 << 20)).split(b"\n", 1)[0]
+            try:
+                keys = ", ".join(json.loads(head))
+            except ValueError:
+                keys = "?"
+            raise DataError(f"{source} has no key '{col}' (keys of the first line: {keys})")
+    return df
+
+
+def _head(path: Path, n: int) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(n)
