@@ -22,7 +22,7 @@ class FixedScores(Recommender):
     def __init__(self, targets: Targets, scores: np.ndarray) -> None:
         super().__init__(None)
         users = targets.sequences.users[targets.rows]
-        self.key = {(int(u), int(c)): t for t, (u, c) in enumerate(zip(users, targets.cutoffs))}
+        self.key = {(int(u), int(c)): t for t, (u, c) in enumerate(zip(users, targets.cutoffs, strict=True))}
         assert len(self.key) == len(targets)
         self.scores = np.asarray(scores, dtype=np.float32)
         self.calls: list[int] = []
@@ -33,7 +33,7 @@ class FixedScores(Recommender):
 
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
         self.calls.append(len(histories))
-        idx = [self.key[(int(u), int(n))] for u, n in zip(histories.users, histories.lengths)]
+        idx = [self.key[(int(u), int(n))] for u, n in zip(histories.users, histories.lengths, strict=True)]
         return self.scores[idx].copy()
 
     def _state(self) -> dict[str, np.ndarray]:

@@ -31,7 +31,7 @@ def test_perfect_ranking_scores_one():
 @given(ranks_st, st.integers(1, 60))
 def test_metrics_match_plain_formulas(ranks, k):
     hr, nd, rr = hit_rate(ranks, k), ndcg(ranks, k), mrr(ranks)
-    for r, h, n, m in zip(ranks, hr, nd, rr):
+    for r, h, n, m in zip(ranks, hr, nd, rr, strict=True):
         assert h == (1.0 if r < k else 0.0)
         assert n == pytest.approx(1.0 / math.log2(r + 2) if r < k else 0.0)
         assert m == pytest.approx(1.0 / (r + 1))

@@ -66,7 +66,7 @@ def test_agrees_with_brute_force(problem, seen_filter, window, ties, average):
         if average == "interaction":
             want = np.mean(vals)
         else:
-            want = np.mean([np.mean([v for v, u in zip(vals, users) if u == x])
+            want = np.mean([np.mean([v for v, u in zip(vals, users, strict=True) if u == x])
                             for x in np.unique(users)])
         assert res.metrics[name] == pytest.approx(want), name
         lo, hi = res.ci95[name]

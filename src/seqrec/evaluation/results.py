@@ -225,7 +225,7 @@ def markdown_table(
         "| model | variant | ranking | " + " | ".join(metrics) + " | targets | train s | eval s |",
         "|" + "---|" * (len(metrics) + 6),
     ]
-    for r, ranking in zip(records, rankings):
+    for r, ranking in zip(records, rankings, strict=True):
         vals = r.get("metrics", {}).get(split, {})
         cis = r.get("ci95", {}).get(split, {})
         cells = [_fmt(vals.get(m), cis.get(m)) for m in metrics]
