@@ -54,6 +54,75 @@ def _check(u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None) -> None:
         raise DataError(f"h0 must end in N = {u.shape[-1]}, got {tuple(h0.shape)}")
 
 
+def _powers(lam: torch.Tensor, count: int) -> torch.Tensor:
+    """``[lam**1, ..., lam**m]`` ``[m, N]`` with ``m >= count`` (a power of two), by doubling."""
+    powers = lam.unsqueeze(0)
+    while powers.shape[0] < count:
+        powers = torch.cat((powers, powers[-1:] * powers), dim=0)
+    return powers
+
+
+def _scan_(h: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
+    """In place: the recursive scan of ``h`` ``[..., 2**k, N]`` (no autograd)."""
+    *batch, full, n = h.shape
+    powers = lam.unsqueeze(0)  # [b, N]: lam**1 .. lam**b
+    block = 1
+    while block < full:
+        # all pairs of neighbouring blocks at once: [..., pairs, 2, b, N]
+        view = h.view(*batch, full // (2 * block), 2, block, n)
+        carry = view[..., 0, -1:, :]  # [..., pairs, 1, N] last element of each left block
+        view[..., 1, :, :] += carry * powers
+        powers = torch.cat((powers, powers[-1:] * powers), dim=0)
+        block *= 2
+    return h
+
+
+def _scan_forward(u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None) -> torch.Tensor:
+    *batch, length, n = u.shape
+    full = next_power_of_two(length)
+    # left padding with zero inputs keeps the state at zero
+    h = u.new_zeros(*batch, full, n)
+    h[..., full - length :, :] = u
+    h = _scan_(h, lam)[..., full - length :, :]
+    if h0 is not None:
+        h = h + _powers(lam, length)[:length] * h0.unsqueeze(-2)
+    return h
+
+
+class _ParallelScan(torch.autograd.Function):
+    """Forward: the recursive scan. Backward: the same scan run backwards in time.
+
+    With ``G_t = dL/dh_t`` accumulated over later steps (``G_t = g_t + conj(lam) G_{t+1}``,
+    itself a linear recurrence, so the parallel scan of the time-reversed ``g`` with
+    ``conj(lam)``), PyTorch's complex-gradient convention gives ``grad u_t = G_t``,
+    ``grad lam = sum_t G_t conj(h_{t-1})`` and ``grad h0 = conj(lam) G_0``.
+    """
+
+    @staticmethod
+    def forward(ctx, u, lam, h0):  # noqa: D401
+        h = _scan_forward(u, lam, h0)
+        ctx.save_for_backward(h, lam, h0)
+        ctx.h0_is_none = h0 is None
+        return h
+
+    @staticmethod
+    def backward(ctx, grad):
+        h, lam, h0 = ctx.saved_tensors
+        lam_c = lam.conj()
+        G = _scan_forward(grad.flip(-2), lam_c, None).flip(-2)
+        prev = torch.cat(
+            (
+                (h.new_zeros(h.shape[:-2] + (1, h.shape[-1])) if ctx.h0_is_none
+                 else h0.unsqueeze(-2)),
+                h[..., :-1, :],
+            ),
+            dim=-2,
+        )
+        grad_lam = (G * prev.conj()).reshape(-1, h.shape[-1]).sum(0)
+        grad_h0 = None if ctx.h0_is_none else lam_c * G[..., 0, :]
+        return G, grad_lam, grad_h0
+
+
 def lru_parallel_scan(
     u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -66,37 +135,16 @@ def lru_parallel_scan(
             ``lam**(t+1) * h0`` at step ``t``.
 
     Returns:
-        complex ``[..., L, N]`` states, same dtype as ``u``; differentiable in ``u``, ``lam``
-        and ``h0``.
+        complex ``[..., L, N]`` states, same dtype as ``u``; differentiable (first order) in
+        ``u``, ``lam`` and ``h0`` through a backward pass that is itself a parallel scan.
     """
     _check(u, lam, h0)
     lam = lam.to(u.dtype)
-    *batch, length, n = u.shape
-    if length == 0:
-        return u.clone()
-    full = next_power_of_two(length)
-    h = u
-    if full > length:  # left padding with zero inputs keeps the state at zero
-        pad = u.new_zeros(*batch, full - length, n)
-        h = torch.cat((pad, u), dim=-2)
-    powers = lam.unsqueeze(0)  # [b, N]: lam**1 .. lam**b
-    block = 1
-    while block < full:
-        pairs = full // (2 * block)
-        view = h.reshape(*batch, pairs, 2, block, n)
-        left = view[..., 0, :, :]  # [..., pairs, b, N]
-        right = view[..., 1, :, :]
-        carry = left[..., -1:, :]  # [..., pairs, 1, N] last element of each left block
-        right = right + carry * powers
-        h = torch.stack((left, right), dim=-3).reshape(*batch, full, n)
-        powers = torch.cat((powers, powers[-1:] * powers), dim=0)
-        block *= 2
-    if full > length:
-        h = h[..., full - length :, :]
     if h0 is not None:
-        # powers now holds lam**1 .. lam**(2 * full) >= length entries
-        h = h + powers[:length] * h0.to(u.dtype).unsqueeze(-2)
-    return h
+        h0 = h0.to(u.dtype).expand(*u.shape[:-2], u.shape[-1])
+    if u.shape[-2] == 0:
+        return u.clone()
+    return _ParallelScan.apply(u, lam, h0)
 
 
 def lru_sequential_scan(
