@@ -147,15 +147,19 @@ def data_dir(root: str | Path | None = None) -> Path:
     return next((c.resolve() for c in cands if c.is_dir()), cands[0])
 
 
-def describe_source(name: str) -> str:
-    """A few lines on dataset ``name``: what it is, its file, size, time, terms, download."""
+def describe_source(name: str, verbose: bool = False) -> str:
+    """What dataset ``name`` is: one line (for ``seqrec data list``), or with ``verbose`` a few
+    lines adding its file, size, time, terms and download."""
     spec = _spec(name)
+    size = "{:,} users, {:,} items, {:,} interactions".format(*spec.stats) if spec.stats else ""
+    if not verbose:
+        tail = f" [{size}]" if size else ""
+        return f"{spec.description}{tail}"
     lines = [f"{spec.name}: {spec.description}"]
     if spec.files:
         lines.append(f"  file: {spec.files[0]} (in {data_dir()})")
-    if spec.stats:
-        u, i, n = spec.stats
-        lines.append(f"  {u:,} users, {i:,} items, {n:,} interactions")
+    if size:
+        lines.append(f"  {size}")
     lines.append(f"  timestamps: {'yes' if spec.has_time else 'no (file order only)'}")
     lines.append(f"  terms: {spec.terms}")
     if spec.download:

@@ -213,6 +213,12 @@ def download(
     """
     if name in MANUAL:
         raise DataError(MANUAL[name])
+    if name not in REMOTES:  # a dataset name whose original is downloadable (ml-1m-ts -> ml-1m)
+        from seqrec.data.sources import DATASETS
+
+        spec = DATASETS.get(name)
+        if spec is not None and spec.download is not None:
+            return download(spec.download, cache, force, sha256, progress)
     if name not in REMOTES:
         raise UnknownNameError(
             f"no download for dataset {name!r}; downloadable: {', '.join(sorted(REMOTES))}"

@@ -54,8 +54,10 @@ def read_reviews(path: str | Path, name: str = "steam") -> Interactions:
                         schema={"line": pl.String}, truncate_ragged_lines=True)["line"]
     lines = lines.filter(lines.str.strip_chars().str.len_bytes() > 0)
     cols = {k: _unquote(lines.str.extract(_pattern(k), 1)) for k in FIELDS}
-    missing = np.flatnonzero(pl.any_horizontal([c.is_null() for c in cols.values()]).to_numpy()) \
-        if len(lines) else np.array([], dtype=np.int64)
+    null = np.zeros(len(lines), dtype=bool)
+    for c in cols.values():
+        null |= c.is_null().to_numpy()
+    missing = np.flatnonzero(null)
     if missing.size:
         if missing.size > 1000 and missing.size > len(lines) // 2:
             i = int(missing[0])

@@ -1,0 +1,399 @@
+"""Data sources: the shipped dataset, every raw-format parser on tiny files written here,
+malformed input -> one-line DataError, name/dir resolution, and download without the network."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import lzma
+import urllib.error
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqrec.data.preprocess import PreprocessConfig, preprocess
+from seqrec.data.sources import _io, amazon, data_dir, dataset_names, describe_source, download, load
+from seqrec.data.sources import generic, movielens, steam, yelp
+from seqrec.errors import ConfigError, DataError, UnknownNameError
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+needs_shared = pytest.mark.skipif(not (SHARED / "ml-1m.seq.tsv.xz").is_file(),
+                                  reason="../shared/data not present")
+
+
+def write(path: Path, text: str | bytes, encoding: str = "utf-8") -> Path:
+    data = text.encode(encoding) if isinstance(text, str) else text
+    if path.suffix == ".gz":
+        data = gzip.compress(data)
+    elif path.suffix == ".xz":
+        data = lzma.compress(data)
+    path.write_bytes(data)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    """No test reads the user's cache or data dir unless it sets them."""
+    monkeypatch.setenv("SEQREC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("SEQREC_DATA_DIR", raising=False)
+
+
+# --- shipped dataset ------------------------------------------------------------------------------
+def test_shipped_ml_latest_small():
+    inter = load("ml-latest-small")
+    assert (len(inter), inter.n_users, inter.n_items) == (100836, 610, 9724)
+    assert inter.has_time and inter.timestamp.min() == 828124615
+    assert inter.rating is not None and set(np.unique(inter.rating)) <= set(np.arange(1, 11) / 2)
+    titles = dict(zip(inter.items["item"].tolist(), inter.items["title"].tolist()))
+    assert titles[1] == "Toy Story (1995)"
+    assert "Comedy" in inter.items["genres"][inter.items["item"] == 1][0]
+    prepared = preprocess(inter)
+    assert prepared.vocab.titles is not None and prepared.vocab.title(1) is not None
+
+
+def test_names_and_describe():
+    names = dataset_names()
+    for n in ("ml-latest-small", "ml-1m", "ml-1m-ts", "ml-100k", "amazon-beauty", "amazon-sports",
+              "amazon-toys-s3rec", "amazon-videogames", "yelp2020", "lastfm", "diginetica-train",
+              "yoochoose-test", "steam", "ml-20m"):
+        assert n in names
+    assert "6,040 users" in describe_source("ml-1m")
+    assert "\n" not in describe_source("ml-1m")
+    assert "download" in describe_source("ml-1m", verbose=True)
+    with pytest.raises(UnknownNameError, match="known: .*ml-1m"):
+        describe_source("ml-2m")
+
+
+def test_unknown_name_lists_known():
+    with pytest.raises(UnknownNameError) as err:
+        load("movielens-1m")
+    msg = str(err.value)
+    assert "unknown dataset 'movielens-1m'" in msg and "ml-latest-small" in msg and "\n" not in msg
+
+
+# --- MovieLens raw formats ------------------------------------------------------------------------
+def test_ml100k_udata_and_uitem(tmp_path):
+    udata = write(tmp_path / "u.data", "196\t242\t3\t881250949\n186\t302\t3\t891717742\n196\t302\t5\t881250950\n")
+    flags = ["0"] * 19
+    flags[5] = flags[8] = "1"  # Comedy, Drama
+    uitem = write(tmp_path / "u.item",
+                  f"242|Kolya (1996)|24-Jan-1997||http://x|{'|'.join(flags)}\n"
+                  f"302|L.A. Confidential (1997)|01-Jan-1997||http://y|{'|'.join(['0'] * 18 + ['1'])}\n"
+                  f"303|Caf\u00e9 (1997)|01-Jan-1997||http://z|{'|'.join(['0'] * 19)}\n",
+                  encoding="latin-1")
+    inter = movielens.read_udata(udata, uitem)
+    assert inter.user.tolist() == [196, 186, 196] and inter.item.tolist() == [242, 302, 302]
+    assert inter.timestamp.tolist() == [881250949, 891717742, 881250950] and inter.has_time
+    assert inter.rating.tolist() == [3, 3, 5]
+    side = dict(zip(inter.items["item"].tolist(), zip(inter.items["title"], inter.items["genres"])))
+    assert side[242] == ("Kolya (1996)", "Comedy|Drama")
+    assert side[302][1] == "Western"
+    assert side[303][0] == "Caf\u00e9 (1997)"  # latin-1 decoded
+
+
+def test_ml1m_ratings_dat_and_movies(tmp_path):
+    ratings = write(tmp_path / "ratings.dat", "1::1193::5::978300760\n1::661::3::978302109\n2::1193::4::978298413\n")
+    movies = write(tmp_path / "movies.dat",
+                   "1193::One Flew Over the Cuckoo's Nest (1975)::Drama\n661::James and the Giant Peach (1996)::Animation|Children's|Musical\n")
+    inter = movielens.read_movielens_dir(tmp_path)
+    assert inter.user.tolist() == [1, 1, 2] and inter.item.tolist() == [1193, 661, 1193]
+    assert inter.timestamp.tolist() == [978300760, 978302109, 978298413]
+    assert inter.items["title"][inter.items["item"] == 661][0] == "James and the Giant Peach (1996)"
+    assert inter.name == tmp_path.name
+    # load() on the file itself dispatches to the same reader
+    assert load(ratings).item.tolist() == [1193, 661, 1193]
+
+
+def test_ml20m_ratings_csv_with_quoted_titles(tmp_path):
+    write(tmp_path / "ratings.csv", "userId,movieId,rating,timestamp\r\n1,2,3.5,1112486027\r\n1,29,4.0,1112484676\r\n")
+    write(tmp_path / "movies.csv", 'movieId,title,genres\n2,Jumanji (1995),Adventure\n29,"City of Lost Children, The (1995)",Drama|Sci-Fi\n')
+    inter = load(tmp_path)
+    assert inter.item.tolist() == [2, 29] and inter.rating.tolist() == [3.5, 4.0]
+    assert inter.timestamp.tolist() == [1112486027, 1112484676]
+    assert inter.items["title"].tolist() == ["Jumanji (1995)", "City of Lost Children, The (1995)"]
+
+
+# --- Amazon -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layout", ["2014", "2018"])
+def test_amazon_ratings_csv_layouts(tmp_path, layout):
+    rows = [("AUSER1", "B000ITEM1", 5.0, 1390694400), ("AUSER2", "0000ITEM2", 3.0, 1390780800),
+            ("AUSER1", "0000ITEM2", 4.0, 1390867200)]
+    lines = [(u, i) if layout == "2014" else (i, u) for u, i, *_ in rows]
+    text = "".join(f"{a},{b},{r},{t}\n" for (a, b), (_, _, r, t) in zip(lines, rows))
+    inter = amazon.read_ratings_csv(write(tmp_path / "ratings_Beauty.csv", text), layout=layout)
+    raw = inter.items["raw_id"][inter.item]
+    assert raw.tolist() == [i for _, i, _, _ in rows]
+    assert inter.user[0] == inter.user[2] != inter.user[1]
+    assert inter.timestamp.tolist() == [t for *_, t in rows] and inter.rating.tolist() == [5, 3, 4]
+    with pytest.raises(ConfigError, match="layout"):
+        amazon.read_ratings_csv(tmp_path / "ratings_Beauty.csv", layout="2015")
+
+
+def test_amazon_review_json_gz_and_remap(tmp_path):
+    recs = [{"reviewerID": "A2", "asin": "B01", "overall": 5.0, "unixReviewTime": 1318896000,
+             "helpful": [0, 0], "reviewText": "great\nstuff"},
+            {"reviewerID": "A1", "asin": "B02", "overall": 2.0, "unixReviewTime": 1318982400,
+             "style": {"Size:": " 1"}},
+            {"reviewerID": "A2", "asin": "B02", "overall": 4.0, "unixReviewTime": 1318896000}]
+    path = write(tmp_path / "reviews_Beauty_5.json.gz", "".join(json.dumps(r) + "\n" for r in recs))
+    inter = load(path)  # sniffed as Amazon by its keys
+    assert inter.items["raw_id"][inter.item].tolist() == ["B01", "B02", "B02"]
+    assert inter.rating.tolist() == [5, 2, 4]
+    prepared = preprocess(inter)
+    assert sorted(prepared.vocab.raw.tolist()) == ["B01", "B02"]
+    assert prepared.vocab.encode(["B02"]).tolist() == [2]
+
+
+# --- Steam --------------------------------------------------------------------------------------------
+def test_steam_python_literal_lines(tmp_path):
+    lines = [
+        "{'username': 'Chaos Syren', 'hours': 0.1, 'products': 41, 'product_id': '725280', "
+        "'page_order': 0, 'date': '2017-12-17', 'text': \"it's 'username': 'fake'\", 'early_access': False}",
+        "{'username': \"O'Brien\", 'product_id': '328100', 'date': '2017-10-16', 'text': 'ok'}",
+        "{'username': 'Caf\\xe9', 'product_id': '725280', 'date': '2018-01-04'}",
+        "{'username': 'old style', 'product_id': 35140, 'date': u'2014-03-01'}",  # regex miss
+        "",
+    ]
+    inter = steam.read_reviews(write(tmp_path / "steam_reviews.json.gz", "\n".join(lines)))
+    assert len(inter) == 4
+    assert inter.items["raw_id"][inter.item].tolist() == ["725280", "328100", "725280", "35140"]
+    assert inter.timestamp.tolist() == [1513468800, 1508112000, 1515024000, 1393632000]
+    assert len(set(inter.user.tolist())) == 4
+    assert load(tmp_path / "steam_reviews.json.gz").item.tolist() == inter.item.tolist()
+
+
+def test_steam_never_evaluates_code(tmp_path):
+    marker = tmp_path / "pwned"
+    bad = f"{{'username': __import__('pathlib').Path('{marker}').touch(), 'product_id': '1'}}"
+    good = "{'username': 'a', 'product_id': '1', 'date': '2017-01-01'}"
+    with pytest.raises(DataError, match="line 2 is not a Python dict literal"):
+        steam.read_reviews(write(tmp_path / "s.json", good + "\n" + bad + "\n"))
+    assert not marker.exists()
+
+
+# --- Yelp -----------------------------------------------------------------------------------------------
+def test_yelp_review_json(tmp_path):
+    recs = [{"review_id": "r1", "user_id": "u1", "business_id": "b9", "stars": 4, "useful": 0,
+             "text": "nice", "date": "2019-01-02 03:04:05"},
+            {"review_id": "r2", "user_id": "u2", "business_id": "b1", "stars": 2.0, "text": "meh",
+             "date": "2019-01-03 00:00:00"}]
+    path = write(tmp_path / "review.json", "".join(json.dumps(r) + "\n" for r in recs))
+    inter = yelp.read_reviews(path)
+    assert inter.items["raw_id"][inter.item].tolist() == ["b9", "b1"]
+    assert inter.timestamp.tolist() == [1546398245, 1546473600] and inter.rating.tolist() == [4, 2]
+    assert load(path).timestamp.tolist() == inter.timestamp.tolist()
+
+
+# --- generic ------------------------------------------------------------------------------------------------
+def test_generic_csv_with_mapping_and_string_ids(tmp_path):
+    path = write(tmp_path / "log.csv.gz", "who,what,when,stars\nann,x1,10,1\nbob,x0,5,2\nann,x0,7,3\n")
+    inter = load(path, columns={"user": "who", "item": "what", "timestamp": "when", "rating": "stars"})
+    assert inter.items["raw_id"][inter.item].tolist() == ["x1", "x0", "x0"]
+    assert inter.user.tolist() == [0, 1, 0] and inter.timestamp.tolist() == [10, 5, 7]
+    assert inter.rating.tolist() == [1, 2, 3] and inter.name == "log"
+
+
+def test_generic_tsv_aliases_no_time_and_parquet(tmp_path):
+    tsv = write(tmp_path / "seq.tsv", "session_id\titem_id\n3\t7\n3\t8\n1\t7\n")
+    inter = load(tsv)
+    assert inter.user.tolist() == [3, 3, 1] and not inter.has_time
+    assert inter.timestamp.tolist() == [0, 1, 2]
+    pq = tmp_path / "x.parquet"
+    pl.DataFrame({"userId": [1, 2], "movieId": [5, 6], "ts": [1000_000, 2000_000]}).write_parquet(pq)
+    inter = load(pq, columns={"timestamp": "ts"}, timestamp_unit="ms")
+    assert inter.timestamp.tolist() == [1000, 2000] and inter.has_time
+
+
+def test_generic_dates_and_custom_separator(tmp_path):
+    path = write(tmp_path / "d.txt", "u::i::day\n1::2::2020-01-02\n1::3::2020-01-01\n")
+    inter = load(path, sep="::", columns={"user": "u", "item": "i", "timestamp": "day"})
+    assert inter.timestamp.tolist() == [1577923200, 1577836800]
+    with pytest.raises(ConfigError, match="unknown option"):
+        load(path, separator="::")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 10**9), st.integers(0, 2**40)),
+                min_size=1, max_size=30))
+def test_generic_roundtrip(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("rt") / "r.csv"
+    path.write_text("user_id,item_id,timestamp\n" + "".join(f"{u},{i},{t}\n" for u, i, t in rows))
+    inter = load(path)
+    assert inter.user.tolist() == [r[0] for r in rows]
+    assert inter.item.tolist() == [r[1] for r in rows]
+    assert inter.timestamp.tolist() == [r[2] for r in rows]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=6), min_size=1, max_size=40))
+def test_factorize_roundtrip(values):
+    codes, uniques = _io.factorize(pl.Series(values, dtype=pl.String))
+    assert uniques[codes].tolist() == values
+    assert codes.min() == 0 and codes.max() == len(set(values)) - 1
+    assert uniques.tolist() == sorted(set(values))
+
+
+# --- malformed input ----------------------------------------------------------------------------------------
+def one_line(exc: pytest.ExceptionInfo) -> str:
+    msg = str(exc.value)
+    assert "\n" not in msg and "Traceback" not in msg
+    return msg
+
+
+def test_missing_column_names_it_and_lists_present(tmp_path):
+    path = write(tmp_path / "x.csv", "user_id,product,timestamp\n1,2,3\n")
+    with pytest.raises(DataError) as err:
+        load(path)
+    assert "no item column" in one_line(err) and "user_id, product, timestamp" in str(err.value)
+    with pytest.raises(DataError) as err:
+        load(path, columns={"item": "item_id"})
+    assert "no column 'item_id'" in one_line(err)
+    with pytest.raises(DataError) as err:
+        movielens.read_ratings_csv(write(tmp_path / "ratings.csv", "userId,movie,rating,timestamp\n1,2,3,4\n"))
+    assert "no column 'movieId'" in one_line(err) and "userId, movie, rating, timestamp" in str(err.value)
+
+
+def test_garbage_line_says_column_line_and_value(tmp_path):
+    good = "".join(f"{u}::{u + 1}::3::97830076{u}\n" for u in range(1, 6))
+    path = write(tmp_path / "ratings.dat", good + "7::abc::4::978300760\n")
+    with pytest.raises(DataError) as err:
+        movielens.read_ratings_dat(path)
+    msg = one_line(err)
+    assert "column 'item'" in msg and "'abc'" in msg and "line 6" in msg
+    path = write(tmp_path / "t.tsv", "user_id\titem_id\n1\t2\n1\t2\t9\n")
+    with pytest.raises(DataError) as err:
+        load(path)
+    assert "line 3 has 3 fields, expected 2" in one_line(err)
+    path = write(tmp_path / "e.csv", "user_id,item_id,timestamp\n1,2,3\n1,,4\n")
+    with pytest.raises(DataError) as err:
+        load(path)
+    assert "column 'item_id' is empty at line 3" in one_line(err)
+    path = write(tmp_path / "bad.json", '{"reviewerID": "A", "asin": "B", "overall": 1, "unixReviewTime": 1}\n{oops\n')
+    with pytest.raises(DataError) as err:
+        load(path)
+    assert "line 2 is not valid JSON" in one_line(err)
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"user_id,item_id\n"])
+def test_empty_files(tmp_path, content):
+    path = tmp_path / "empty.csv"
+    path.write_bytes(content)
+    with pytest.raises(DataError, match="empty|no rows") as err:
+        load(path)
+    one_line(err)
+    with pytest.raises(DataError, match="empty"):
+        amazon.read_reviews_json(write(tmp_path / "r.json.gz", content))
+
+
+def test_wrong_json_keys_and_unknown_format(tmp_path):
+    path = write(tmp_path / "r.json", json.dumps({"reviewerID": "A", "asin": "B", "overall": 1}) + "\n")
+    with pytest.raises(DataError, match="no key 'unixReviewTime'.*keys of the first line: reviewerID"):
+        load(path)
+    with pytest.raises(DataError, match="cannot tell the format"):
+        load(write(tmp_path / "x.weird", "a,b\n1,2\n"))
+
+
+# --- shared data dir resolution ----------------------------------------------------------------------------
+def test_data_dir_resolution(tmp_path, monkeypatch):
+    (tmp_path / "mine").mkdir()
+    assert data_dir(tmp_path / "mine") == tmp_path / "mine"
+    monkeypatch.setenv("SEQREC_DATA_DIR", str(tmp_path / "env"))
+    assert data_dir() == tmp_path / "env"  # env wins even if absent (so the error names it)
+    with pytest.raises(DataError) as err:
+        load("ml-1m")
+    msg = one_line(err)
+    assert str(tmp_path / "env") in msg and "SEQREC_DATA_DIR" in msg
+    assert "seqrec data download ml-1m" in msg
+
+
+def test_named_dataset_from_root(tmp_path):
+    write(tmp_path / "lastfm-hetrec.s3rec.tsv.xz", "user_id\titem_id\n1\t1\n1\t2\n2\t1\n")
+    inter = load("lastfm", root=tmp_path)
+    assert inter.name == "lastfm" and inter.item.tolist() == [1, 2, 1] and not inter.has_time
+    with pytest.raises(ConfigError, match="takes no options"):
+        load("lastfm", root=tmp_path, sep=",")
+
+
+# --- download (no network) --------------------------------------------------------------------------------
+def test_fetch_file_url_checksum(tmp_path):
+    src = write(tmp_path / "src.bin", b"seqrec" * 1000)
+    expected = download._sha256(src)
+    seen = []
+    dest = tmp_path / "out" / "f.bin"
+    assert download.fetch(src.as_uri(), dest, expected, progress=lambda d, t: seen.append(d)) == expected
+    assert dest.read_bytes() == src.read_bytes() and seen[-1] == 6000
+    dest2 = tmp_path / "out" / "g.bin"
+    with pytest.raises(DataError, match="sha256 mismatch") as err:
+        download.fetch(src.as_uri(), dest2, "0" * 64)
+    one_line(err)
+    assert not dest2.exists() and not list((tmp_path / "out").glob("*.part"))
+
+
+def test_offline_message(tmp_path, monkeypatch):
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError(OSError("Name or service not known"))
+
+    monkeypatch.setattr(download.urllib.request, "urlopen", offline)
+    with pytest.raises(DataError) as err:
+        download.download("ml-1m", cache=tmp_path)
+    msg = one_line(err)
+    assert "cannot reach files.grouplens.org" in msg and "offline" in msg
+    assert str(tmp_path / "ml-1m" / "ml-1m.zip") in msg and "SEQREC_DATA_DIR" in msg
+    assert not list((tmp_path / "ml-1m").glob("*.part"))
+
+
+def test_download_zip_then_load_from_cache(tmp_path, monkeypatch):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("ml-1m/ratings.dat", "1::10::5::100\n1::11::4::50\n2::10::3::70\n")
+        zf.writestr("ml-1m/movies.dat", "10::Ten (1990)::Drama\n11::Eleven (1991)::Comedy\n")
+    src = write(tmp_path / "ml-1m.zip", buf.getvalue())
+    remote = download.Remote((src.as_uri(),), "ml-1m/ratings.dat")
+    monkeypatch.setitem(download.REMOTES, "ml-1m", remote)
+    target = download.download("ml-1m-ts")  # a dataset name maps to its original
+    cache = tmp_path / "cache" / "ml-1m"
+    assert target == cache / "ml-1m" / "ratings.dat"
+    assert (cache / "ml-1m.zip.sha256").read_text().split()[0] == download._sha256(src)
+    inter = load("ml-1m", root=tmp_path / "no-shared")  # shared file absent -> cached original
+    assert inter.name == "ml-1m" and inter.has_time and inter.timestamp.tolist() == [100, 50, 70]
+    assert inter.items["title"].tolist() == ["Ten (1990)", "Eleven (1991)"]
+    # the recorded hash is enforced on the next download
+    write(src, b"PK-not-the-same")
+    with pytest.raises(DataError, match="sha256 mismatch"):
+        download.download("ml-1m", force=True)
+
+
+def test_download_refuses_unsafe_zip_and_unknown(tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("../evil.txt", "x")
+    with pytest.raises(DataError, match="unsafe member"):
+        download.extract_zip(write(tmp_path / "e.zip", buf.getvalue()), tmp_path / "into")
+    assert not (tmp_path / "evil.txt").exists()
+    with pytest.raises(UnknownNameError, match="downloadable: .*ml-100k"):
+        download.download("lastfm")
+    with pytest.raises(DataError, match="yelp.com/dataset"):
+        download.download("yelp")
+
+
+# --- shared files (real data, when present) ------------------------------------------------------------------
+@needs_shared
+def test_shared_ml1m():
+    inter = load("ml-1m", root=SHARED)
+    assert (len(inter), inter.n_users, inter.n_items) == (1000209, 6040, 3706)
+    assert not inter.has_time and np.array_equal(inter.timestamp, np.arange(len(inter)))
+    assert np.bincount(inter.rating.astype(int))[1:].tolist() == [56174, 107557, 261197, 348971, 226310]
+    assert "Toy Story (1995)" in inter.items["title"].tolist()
+
+
+@needs_shared
+def test_shared_amazon_beauty():
+    inter = load("amazon-beauty", root=SHARED)
+    assert (len(inter), inter.n_users, inter.n_items) == (198502, 22363, 12101)
+    assert inter.has_time and inter.timestamp.min() > 10**9
