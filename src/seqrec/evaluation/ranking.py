@@ -104,8 +104,10 @@ def topk_items(scores: np.ndarray, k: int) -> np.ndarray:
     Among equal scores at the cut the choice is arbitrary (but deterministic); lists are sorted
     by descending score, then ascending id.
     """
-    k = min(int(k), scores.shape[1] - 1)
-    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]  # [B, k], unordered
+    n_cols = scores.shape[1]
+    k = min(int(k), n_cols - 1)
+    # the k largest sit in the last k columns after partitioning (no negated copy needed)
+    part = np.argpartition(scores, n_cols - k, axis=1)[:, n_cols - k :]  # [B, k], unordered
     part.sort(axis=1)  # ascending id, so the stable sort below breaks ties by id
     vals = np.take_along_axis(scores, part, axis=1)
     order = np.argsort(-vals, axis=1, kind="stable")
@@ -119,6 +121,8 @@ def check_scores(scores: np.ndarray, n_rows: int, n_cols: int) -> np.ndarray:
     scores = np.asarray(scores)
     if scores.shape != (n_rows, n_cols):
         raise DataError(f"scores must have shape ({n_rows}, {n_cols}), got {scores.shape}")
+    if scores.size and not np.isnan(np.min(scores)):  # min propagates NaN: one cheap pass
+        return scores
     nan = np.isnan(scores)
     if nan.any():
         log.warning("%d NaN score(s) treated as -inf (never recommended)", int(nan.sum()))
