@@ -13,6 +13,13 @@ from seqrec.errors import UnknownNameError
 
 MODELS: dict[str, tuple[str, str]] = {
     # name: ("module:ConfigClass", "module:ModelClass")
+    "pop": ("seqrec.models.factorization.pop:PopConfig", "seqrec.models.factorization.pop:Pop"),
+    "puresvd": ("seqrec.models.factorization.svd:PureSVDConfig", "seqrec.models.factorization.svd:PureSVD"),  # PureSVD-N: scaling != 1
+    "ga-satf": ("seqrec.models.factorization.satf:GASATFConfig", "seqrec.models.factorization.satf:GASATF"),
+    "la-satf": ("seqrec.models.factorization.satf:LASATFConfig", "seqrec.models.factorization.satf:LASATF"),
+    "sasrec": ("seqrec.models.sasrec:SASRecConfig", "seqrec.models.sasrec:SASRec"),
+    "lrurec": ("seqrec.models.lrurec:LRURecConfig", "seqrec.models.lrurec:LRURec"),
+    "hstu": ("seqrec.models.hstu:HSTUConfig", "seqrec.models.hstu:HSTU"),
 }
 
 

@@ -1,0 +1,45 @@
+"""Small torch blocks shared unchanged by several models."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class PointWiseFFN(nn.Module):
+    """Position-wise feed-forward ``W2 act(W1 x + b1) + b2`` with dropout after each layer
+    (SASRec eq. 4; the same block in BERT4Rec/LRURec-style encoders).
+
+    Args:
+        dim: input/output size D.
+        hidden: inner size (SASRec: D).
+        dropout: dropout probability after the activation and after the output layer.
+        activation: 'relu' (SASRec) or 'gelu' (BERT4Rec, LSAN).
+    """
+
+    def __init__(self, dim: int, hidden: int, dropout: float = 0.0, activation: str = "relu") -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+        self.act = nn.ReLU() if activation == "relu" else nn.GELU()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., D] -> [..., D]
+        return self.dropout(self.fc2(self.dropout(self.act(self.fc1(x)))))
+
+
+def causal_padding_mask(valid: torch.Tensor) -> torch.Tensor:
+    """Boolean attention mask ``[B, 1, L, L]`` (True = may attend) for left-padded inputs.
+
+    Query ``i`` sees key ``j`` iff ``j <= i`` and key ``j`` is a real item. The diagonal is
+    always allowed so that PAD queries (whose keys are all PAD) still have one visible key:
+    softmax over an all-masked row would give NaN. PAD query outputs are zeroed afterwards and
+    a real query never sees a PAD key, so this changes nothing for real positions.
+
+    Args:
+        valid: ``[B, L]`` True at real positions.
+    """
+    length = valid.shape[1]
+    causal = torch.ones(length, length, dtype=torch.bool, device=valid.device).tril()
+    eye = torch.eye(length, dtype=torch.bool, device=valid.device)
+    return (causal[None] & valid[:, None, :]) | eye[None]  # [B, L, L]

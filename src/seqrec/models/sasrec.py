@@ -1,0 +1,168 @@
+"""SASRec: Self-Attentive Sequential Recommendation (Kang & McAuley, ICDM 2018).
+
+Item embedding ``M`` plus a learnable position embedding ``P``, ``n_blocks`` causal
+self-attention blocks (attention + point-wise FFN), and inner-product scores ``h_t^T M_i`` with
+the item embedding shared between input and prediction. Training predicts the next item at
+every position; inference scores the last position.
+
+Deviations from the paper (all deliberate, all switchable where noted):
+
+* Block layout. ``layout="pre_ln"`` (default) is the guide's Pre-LN form
+  ``x + Dropout(g(LN(x)))`` with a final LayerNorm and no embedding scaling.
+  ``layout="reference"`` follows the authors' TensorFlow code instead: embeddings scaled by
+  sqrt(d), the attention query taken from the normalized input while keys/values use the raw
+  input, the residual added to the normalized query, the FFN applied to ``LN(x)`` with its
+  residual on ``LN(x)``, and a final LayerNorm.
+* Positions are counted from the right (the most recent item always has the same position
+  embedding). With inputs always padded to ``max_len`` this is the paper's absolute position
+  scheme relabelled; it additionally makes outputs independent of extra left padding.
+* PAD queries attend to themselves (never to other keys) to avoid NaN on fully masked rows;
+  their outputs are zeroed, so real positions are unaffected.
+* Multi-head attention (``n_heads > 1``) splits d into h heads scaled by sqrt(d/h); like the
+  paper there is no output projection after concatenating heads.
+* Losses: ``loss="bce"`` is the paper's objective (one negative per position drawn from items
+  the user never interacted with in training, redrawn every step). ``"ce"`` (full softmax,
+  the "SASRec+" variant), ``"sampled_softmax"`` and ``"gbce"`` (gSASRec) are extensions.
+* Optimizer is AdamW (``weight_decay=0`` equals the paper's Adam); the paper's L2 on
+  embeddings is not applied.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqrec.data.batching import SequenceBatch
+from seqrec.errors import ConfigError
+from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import PointWiseFFN, causal_padding_mask
+from seqrec.models.torch_recommender import (
+    NeuralConfig,
+    TorchRecommender,
+    check_choice,
+    check_positive,
+    check_range,
+)
+
+
+@dataclass(frozen=True)
+class SASRecConfig(NeuralConfig):
+    """SASRec hyperparameters (training fields inherited from ``NeuralConfig``)."""
+
+    dim: int = 64
+    """Embedding / hidden size d."""
+    n_blocks: int = 2
+    """Number of self-attention blocks."""
+    n_heads: int = 1
+    """Attention heads (d must be divisible by it)."""
+    dropout: float = 0.2
+    """Dropout on embeddings, attention weights, FFN and residual branches."""
+    layout: str = "pre_ln"
+    """'pre_ln' (guide) or 'reference' (authors' TensorFlow code, with sqrt(d) scaling)."""
+    ffn_dim: int = 0
+    """FFN inner size (0 = d, as in the paper)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "dim", "n_blocks", "n_heads")
+        check_range(self, "dropout", 0.0, 0.99)
+        check_choice(self, "layout", ("pre_ln", "reference"))
+        if self.dim % self.n_heads:
+            raise ConfigError(f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}")
+        if self.ffn_dim < 0:
+            raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head scaled dot-product attention without output projection (SASRec eq. 2)."""
+
+    def __init__(self, dim: int, n_heads: int, dropout: float) -> None:
+        super().__init__()
+        self.n_heads, self.dropout = n_heads, dropout
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, length, dim = query.shape
+        h = self.n_heads
+        q = self.q(query).view(b, length, h, dim // h).transpose(1, 2)  # [B, H, L, D/H]
+        k, v = self.kv(keys).view(b, length, 2, h, dim // h).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0
+        )  # scale defaults to 1/sqrt(D/H)
+        return out.transpose(1, 2).reshape(b, length, dim)
+
+
+class SASRecBlock(nn.Module):
+    def __init__(self, cfg: SASRecConfig) -> None:
+        super().__init__()
+        self.layout = cfg.layout
+        self.attn_norm = nn.LayerNorm(cfg.dim)
+        self.ffn_norm = nn.LayerNorm(cfg.dim)
+        self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.dropout)
+        self.ffn = PointWiseFFN(cfg.dim, cfg.ffn_dim or cfg.dim, cfg.dropout)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        if self.layout == "pre_ln":
+            z = self.attn_norm(x)
+            x = x + self.dropout(self.attn(z, z, mask))
+            x = x + self.ffn(self.ffn_norm(x))
+        else:  # reference: Q = LN(x), K = V = x; residual on the normalized query
+            q = self.attn_norm(x)
+            x = q + self.dropout(self.attn(q, x, mask))
+            x = self.ffn_norm(x)
+            x = x + self.ffn(x)
+        return x * valid[..., None]
+
+
+class SASRecEncoder(SequenceEncoder):
+    """``[B, L]`` left-padded items -> ``[B, L, D]`` hidden states (PAD positions are 0)."""
+
+    def __init__(self, config: SASRecConfig, n_items: int) -> None:
+        super().__init__()
+        self.config, self.n_items = config, n_items
+        d = config.dim
+        self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
+        self.pos_emb = nn.Embedding(config.max_len, d)
+        self.emb_dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(SASRecBlock(config) for _ in range(config.n_blocks))
+        self.final_norm = nn.LayerNorm(d)
+        self.scale = math.sqrt(d) if config.layout == "reference" else 1.0
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                nn.init.xavier_normal_(p)  # as the reference implementation
+        with torch.no_grad():
+            self.item_emb.weight[0].zero_()
+
+    def forward(self, batch: SequenceBatch) -> torch.Tensor:
+        items = batch.items
+        length = items.shape[1]
+        if length > self.config.max_len:
+            raise ConfigError(f"input length {length} exceeds max_len {self.config.max_len}")
+        valid = batch.mask if batch.mask is not None else items.ne(0)
+        positions = torch.arange(self.config.max_len - length, self.config.max_len, device=items.device)
+        x = self.item_emb(items) * self.scale + self.pos_emb(positions)[None]
+        x = self.emb_dropout(x) * valid[..., None]
+        mask = causal_padding_mask(valid)
+        for block in self.blocks:
+            x = block(x, mask, valid)
+        return self.final_norm(x) * valid[..., None]  # [B, L, D]
+
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.item_emb.weight, None
+
+
+class SASRec(TorchRecommender):
+    """SASRec recommender (see the module docstring for the paper and deviations)."""
+
+    name = "sasrec"
+    config_cls = SASRecConfig
+    encoder_cls = SASRecEncoder

@@ -1,0 +1,329 @@
+"""``NeuralConfig`` + ``TorchRecommender``: any ``SequenceEncoder`` becomes a ``Recommender``.
+
+A neural model is three small pieces::
+
+    @dataclass(frozen=True)
+    class MyConfig(NeuralConfig):       # training fields inherited, add model fields
+        dim: int = 64
+        \"\"\"Hidden size.\"\"\"
+
+        def __post_init__(self):
+            super().__post_init__()
+            check_positive(self, "dim")
+
+    class MyEncoder(SequenceEncoder):   # MyEncoder(config, n_items); forward(batch) -> [B, L, D]
+        ...
+
+    class My(TorchRecommender):
+        name = "my"
+        config_cls = MyConfig
+        encoder_cls = MyEncoder
+
+``fit(train, valid)`` trains with :class:`seqrec.training.trainer.Trainer` (next-item targets at
+every position via ``training_batch``, the loss chosen by ``config.loss``), validates on
+``valid`` with full ranking and the history filter, early-stops on ``config.val_metric`` and
+keeps the best weights. ``_score`` encodes ``inference_batch(histories, max_len)`` and scores the
+last position. Models with another training objective (e.g. masked items) override
+``make_batch`` / ``compute_loss``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from seqrec.data.batching import SequenceBatch, inference_batch, training_batch
+from seqrec.data.sequences import Sequences, Targets
+from seqrec.errors import ConfigError, DataError
+from seqrec.models.base import Recommender, config_to_dict
+from seqrec.models.encoder import SequenceEncoder
+
+log = logging.getLogger(__name__)
+
+LOSSES = ("bce", "ce", "sampled_softmax", "gbce")
+
+
+def check_positive(config: Any, *names: str) -> None:
+    """Raise ``ConfigError`` unless every named field is > 0."""
+    for name in names:
+        value = getattr(config, name)
+        if not value > 0:
+            raise ConfigError(f"{name} must be > 0, got {value!r}")
+
+
+def check_range(config: Any, name: str, lo: float, hi: float) -> None:
+    """Raise ``ConfigError`` unless ``lo <= field <= hi``."""
+    value = getattr(config, name)
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name} must be in [{lo}, {hi}], got {value!r}")
+
+
+def check_choice(config: Any, name: str, choices: tuple[str, ...]) -> None:
+    """Raise ``ConfigError`` unless the field is one of ``choices``."""
+    value = getattr(config, name)
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class NeuralConfig:
+    """Training fields shared by every neural model; model configs inherit from it."""
+
+    max_len: int = 50
+    """Maximum input length n (most recent items kept)."""
+    loss: str = "ce"
+    """'bce' (paper, 1 negative/position), 'ce' (full softmax), 'sampled_softmax' or 'gbce'."""
+    n_negatives: int = 256
+    """Negatives per batch (sampled_softmax) or per sequence (gbce)."""
+    gbce_t: float = 0.75
+    """gBCE calibration parameter t in [0, 1]."""
+    logq: bool = False
+    """sampled_softmax: draw negatives by popularity and apply the log-Q correction."""
+    ce_chunk: int = 4096
+    """Positions per chunk in the full cross-entropy (bounds memory to chunk x I)."""
+    lr: float = 1e-3
+    """AdamW learning rate."""
+    weight_decay: float = 0.0
+    """AdamW decoupled weight decay."""
+    betas: tuple[float, float] = (0.9, 0.98)
+    """AdamW betas (the SASRec paper uses beta2 = 0.98)."""
+    batch_size: int = 128
+    """Sequences per training step."""
+    epochs: int = 200
+    """Maximum number of epochs."""
+    patience: int = 10
+    """Stop after this many validations without improvement (0 disables early stopping)."""
+    eval_every: int = 1
+    """Validate every this many epochs."""
+    eval_every_steps: int = 0
+    """If > 0, validate every this many steps instead of per epoch."""
+    val_metric: str = "NDCG@10"
+    """Validation metric for early stopping and model selection (higher is better)."""
+    grad_clip: float = 0.0
+    """Clip the global gradient norm to this value (0 disables clipping)."""
+    seed: int = 0
+    """Seed of initialization, data order, negatives and dropout."""
+    device: str = "cpu"
+    """'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)."""
+    num_threads: int = 0
+    """torch intra-op threads during fit/score (0 leaves the global setting alone)."""
+    max_train_seconds: float = 0.0
+    """Stop training after this many seconds of steps (0 = no budget)."""
+    eval_batch_size: int = 1024
+    """Histories per scoring chunk."""
+
+    def __post_init__(self) -> None:
+        check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr", "batch_size",
+                       "epochs", "eval_every", "eval_batch_size")
+        check_choice(self, "loss", LOSSES)
+        check_range(self, "gbce_t", 0.0, 1.0)
+        for name in ("weight_decay", "patience", "eval_every_steps", "grad_clip", "num_threads",
+                     "max_train_seconds"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ConfigError(f"betas must be two values in [0, 1), got {self.betas!r}")
+        if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
+            raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}")
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device {name!r} requested but CUDA is not available")
+    return torch.device(name)
+
+
+class _Threads:
+    """Temporarily set torch's intra-op thread count (0 = leave it)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.old = n, None
+
+    def __enter__(self):
+        if self.n:
+            self.old = torch.get_num_threads()
+            torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            torch.set_num_threads(self.old)
+
+
+class TorchRecommender(Recommender):
+    """``Recommender`` over a torch ``SequenceEncoder`` trained with the shared trainer."""
+
+    name: ClassVar[str] = "torch"
+    config_cls: ClassVar[type] = NeuralConfig
+    encoder_cls: ClassVar[type[SequenceEncoder]]
+
+    def __init__(self, config: Any = None) -> None:
+        if config is None:
+            config = self.config_cls()
+        if not isinstance(config, NeuralConfig):
+            raise ConfigError(f"{type(self).__name__} needs a NeuralConfig subclass, got {type(config).__name__}")
+        super().__init__(config)
+        self.encoder: SequenceEncoder | None = None
+        self.training_log = None
+        self.device = resolve_device(config.device)
+        self._sampler = None
+
+    # --- hooks models may override -------------------------------------------------------
+    def build_encoder(self, n_items: int) -> SequenceEncoder:
+        return self.encoder_cls(self.config, n_items)
+
+    def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
+        """Inputs/targets for ``rows`` plus the negatives the configured loss needs."""
+        cfg = self.config
+        batch = training_batch(train, rows, cfg.max_len)
+        out: dict[str, Any] = {"batch": batch}
+        if cfg.loss == "bce":
+            negs = self._sampler.per_row(rng, rows, (cfg.max_len,))
+            out["negatives"] = torch.from_numpy(negs)
+        elif cfg.loss == "gbce":
+            out["negatives"] = torch.from_numpy(self._sampler.per_row(rng, rows, (cfg.n_negatives,)))
+        elif cfg.loss == "sampled_softmax":
+            negs, logq = self._sampler.shared(rng, cfg.n_negatives)
+            out["negatives"] = torch.from_numpy(negs)
+            if logq is not None:
+                out["neg_logq"] = torch.from_numpy(logq.astype(np.float32))
+        return out
+
+    def compute_loss(self, data: dict) -> torch.Tensor:
+        from seqrec.training import losses
+
+        cfg, enc = self.config, self.encoder
+        batch: SequenceBatch = data["batch"].to(self.device)
+        hidden = enc(batch)  # [B, L, D]
+        weight, bias = enc.output_embeddings()
+        targets = batch.targets
+        if cfg.loss == "ce":
+            return losses.full_ce_loss(hidden, targets, weight, bias, cfg.ce_chunk)
+        negs = data["negatives"].to(self.device)
+        if cfg.loss == "bce":
+            return losses.bce_loss(hidden, targets, negs, weight, bias)
+        if cfg.loss == "gbce":
+            return losses.gbce_loss(hidden, targets, negs, weight, bias, cfg.gbce_t)
+        logq = data.get("neg_logq")
+        return losses.sampled_softmax_loss(
+            hidden, targets, negs, weight, bias, None if logq is None else logq.to(self.device)
+        )
+
+    # --- Recommender ---------------------------------------------------------------------
+    def fit(
+        self,
+        train: Sequences,
+        valid: Targets | None = None,
+        *,
+        checkpoint_dir: str | Path | None = None,
+        checkpoint_every: int = 0,
+        log_path: str | Path | None = None,
+        progress: bool = True,
+        tensorboard_dir: str | Path | None = None,
+        resume: bool = True,
+    ) -> TorchRecommender:
+        """Train on ``train``; ``valid`` drives early stopping / model selection.
+
+        With ``checkpoint_dir`` the run checkpoints there and, if ``resume``, continues from
+        an existing ``last.pt`` (a run that already finished returns its best weights).
+        """
+        from seqrec.training.negatives import NegativeSampler
+        from seqrec.training.trainer import Trainer
+
+        self._remember_catalogue(train)
+        cfg = self.config
+        rows = np.flatnonzero(train.lengths >= 2)
+        with _Threads(cfg.num_threads):
+            torch.manual_seed(cfg.seed)
+            self.encoder = self.build_encoder(train.n_items).to(self.device)
+            if cfg.loss in ("bce", "gbce", "sampled_softmax"):
+                pop = train.item_counts() if (cfg.loss == "sampled_softmax" and cfg.logq) else None
+                self._sampler = NegativeSampler(train, pop)
+            if checkpoint_dir is not None:
+                _check_same_config(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
+            trainer = Trainer(
+                self.encoder, cfg, rows,
+                make_batch=lambda r, rng: self.make_batch(train, r, rng),
+                compute_loss=self.compute_loss,
+                validate=None if valid is None else (lambda: self.validation_metrics(valid)),
+                checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                log_path=log_path, progress=progress, tensorboard_dir=tensorboard_dir,
+            )
+            self.training_log = trainer.fit(resume=resume)
+        self.encoder.eval()
+        self._sampler = None
+        return self
+
+    def validation_metrics(self, valid: Targets) -> dict[str, float]:
+        """Full-ranking metrics on ``valid`` with the history filter."""
+        try:
+            from seqrec.evaluation import evaluate
+        except ImportError:
+            evaluate = None
+        if evaluate is not None:
+            return dict(evaluate(self, valid, ks=(10,), seen_filter="history").metrics)
+        return quick_metrics(self, valid, k=10)
+
+    def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
+        if self.encoder is None:
+            from seqrec.errors import NotFittedError
+
+            raise NotFittedError(f"{self.name} has no encoder: call fit() or load() first")
+        cfg = self.config
+        out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
+        self.encoder.eval()
+        with _Threads(cfg.num_threads), torch.inference_mode():
+            for start in range(0, len(histories), cfg.eval_batch_size):
+                idx = np.arange(start, min(start + cfg.eval_batch_size, len(histories)))
+                qt = None if query_times is None else np.asarray(query_times)[idx]
+                batch = inference_batch(histories.select(idx), cfg.max_len, qt).to(self.device)
+                hidden = self.encoder(batch)[:, -1]  # [B, D] last (most recent) position
+                out[idx] = self.encoder.score(hidden).float().cpu().numpy()
+        return out
+
+    def _state(self) -> dict[str, np.ndarray]:
+        if self.encoder is None:
+            raise DataError("nothing to save: the model has no encoder")
+        return {k: v.detach().cpu().numpy() for k, v in self.encoder.state_dict().items()}
+
+    def _load_state(self, state: dict[str, np.ndarray]) -> None:
+        self.encoder = self.build_encoder(self.n_items).to(self.device)
+        self.encoder.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
+        self.encoder.eval()
+
+
+def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
+    """A checkpoint directory belongs to one (model, config, catalogue); refuse to mix."""
+    import json
+
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {"model": name, "config": config_to_dict(cfg), "n_items": int(n_items)}
+    path = directory / "run.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old != meta:
+            raise ConfigError(f"{directory} holds a run with another model/config/data; use a new directory")
+    else:
+        path.write_text(json.dumps(meta, indent=2))
+
+
+def quick_metrics(model: Recommender, targets: Targets, k: int = 10, chunk: int = 1024) -> dict[str, float]:
+    """NDCG@k and Recall@k with full ranking and the history filter (fallback evaluator)."""
+    ndcg, hit = [], []
+    for start in range(0, len(targets), chunk):
+        sl = slice(start, min(start + chunk, len(targets)))
+        hist = targets.histories(sl)
+        scores = model.score(hist)
+        scores[hist.row_ids, hist.items] = -np.inf
+        items = targets.items[sl]
+        target = scores[np.arange(len(items)), items]
+        rank = (scores > target[:, None]).sum(1)
+        hit.append(rank < k)
+        ndcg.append(np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0))
+    return {f"NDCG@{k}": float(np.concatenate(ndcg).mean()), f"Recall@{k}": float(np.concatenate(hit).mean())}

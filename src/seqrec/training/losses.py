@@ -1,0 +1,186 @@
+"""Next-item losses shared by every neural model (plain functions over hidden states).
+
+All functions take ``hidden [B, L, D]``, ``targets [B, L]`` (0 = no target at that position)
+and the prediction layer ``weight [I + 1, D]`` (row 0 = PAD) with an optional ``bias [I + 1]``,
+and return the mean loss over valid (non-PAD) positions only.
+
+* :func:`bce_loss` — the SASRec paper's binary cross-entropy with one sampled negative per
+  position (Kang & McAuley, ICDM 2018).
+* :func:`full_ce_loss` — softmax cross-entropy over the whole catalogue ("SASRec+", Klenitskiy &
+  Vasilev, RecSys 2023), computed on valid positions only and chunk by chunk with a custom
+  backward, so ``[B, L, I]`` logits never exist at once.
+* :func:`sampled_softmax_loss` — softmax over the positive and ``N`` negatives shared by the
+  batch, with optional log-Q correction (Yi et al., RecSys 2019).
+* :func:`gbce_loss` — generalized BCE with calibrated negatives (Petrov & Macdonald, RecSys 2023).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from seqrec.errors import DataError
+
+
+def _valid(hidden: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Hidden states ``[N, D]`` and targets ``[N]`` of the valid positions."""
+    valid = targets > 0
+    if not bool(valid.any()):
+        raise DataError("the batch has no valid (non-PAD) training position")
+    return hidden[valid], targets[valid]
+
+
+def bce_loss(
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    negatives: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Paper BCE: ``softplus(-r_pos) + softplus(r_neg)`` averaged over valid positions.
+
+    Args:
+        negatives: ``[B, L]`` one negative per position (never PAD, never the positive).
+    """
+    valid = targets > 0
+    if not bool(valid.any()):
+        raise DataError("the batch has no valid (non-PAD) training position")
+    h, pos, neg = hidden[valid], targets[valid], negatives[valid]  # [N, D], [N], [N]
+    pos_logit = (h * weight[pos]).sum(-1)
+    neg_logit = (h * weight[neg]).sum(-1)
+    if bias is not None:
+        pos_logit = pos_logit + bias[pos]
+        neg_logit = neg_logit + bias[neg]
+    return (F.softplus(-pos_logit) + F.softplus(neg_logit)).mean()
+
+
+class _ChunkedSoftmaxCE(torch.autograd.Function):
+    """Sum over rows of ``logsumexp(h W^T + b) - (h W^T + b)[target]`` with PAD column excluded.
+
+    Forward and backward both loop over row chunks and keep only ``[chunk, I]`` logits alive;
+    the backward recomputes them (``softmax - onehot``) instead of storing them.
+    """
+
+    @staticmethod
+    def forward(ctx, h, weight, bias, targets, chunk):  # h [N, D], weight [I+1, D]
+        total = h.new_zeros((), dtype=torch.float32)
+        for start in range(0, h.shape[0], chunk):
+            logits = _logits(h[start : start + chunk], weight, bias)
+            t = targets[start : start + chunk]
+            lse = torch.logsumexp(logits, dim=-1)
+            total += (lse - logits.gather(1, t[:, None]).squeeze(1)).float().sum()
+        ctx.save_for_backward(h, weight, bias if bias is not None else h.new_empty(0), targets)
+        ctx.has_bias = bias is not None
+        ctx.chunk = chunk
+        return total
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        h, weight, bias, targets = ctx.saved_tensors
+        bias = bias if ctx.has_bias else None
+        grad_h = torch.empty_like(h) if ctx.needs_input_grad[0] else None
+        grad_w = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
+        grad_b = torch.zeros_like(bias) if (bias is not None and ctx.needs_input_grad[2]) else None
+        for start in range(0, h.shape[0], ctx.chunk):
+            hc = h[start : start + ctx.chunk]
+            t = targets[start : start + ctx.chunk]
+            p = torch.softmax(_logits(hc, weight, bias), dim=-1)  # [C, I+1], column 0 = 0
+            p[torch.arange(len(t), device=p.device), t] -= 1.0
+            p *= grad_out
+            if grad_h is not None:
+                grad_h[start : start + ctx.chunk] = p @ weight
+            if grad_w is not None:
+                grad_w += p.T @ hc
+            if grad_b is not None:
+                grad_b += p.sum(0)
+        return grad_h, grad_w, grad_b, None, None
+
+
+def _logits(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    logits = h @ weight.T
+    if bias is not None:
+        logits = logits + bias
+    logits[:, 0] = float("-inf")  # PAD is never a candidate
+    return logits
+
+
+def full_ce_loss(
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    chunk_size: int = 4096,
+) -> torch.Tensor:
+    """Full-softmax cross-entropy over items ``1..I`` on valid positions, in row chunks.
+
+    Peak extra memory is ``chunk_size x (I + 1)`` floats in both passes.
+    """
+    h, t = _valid(hidden, targets)
+    return _ChunkedSoftmaxCE.apply(h, weight, bias, t, int(chunk_size)) / h.shape[0]
+
+
+def sampled_softmax_loss(
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    negatives: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    neg_logq: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Softmax over ``[positive, N shared negatives]`` per valid position.
+
+    Args:
+        negatives: ``[N]`` item ids shared by every position of the batch; a negative equal to
+            the position's positive is masked out.
+        neg_logq: optional ``[N]`` log sampling probabilities; subtracted from the negative
+            logits (log-Q correction) so popularity sampling estimates the full softmax.
+    """
+    h, t = _valid(hidden, targets)
+    pos = (h * weight[t]).sum(-1, keepdim=True)  # [P, 1]
+    neg = h @ weight[negatives].T  # [P, N]
+    if bias is not None:
+        pos = pos + bias[t][:, None]
+        neg = neg + bias[negatives][None, :]
+    if neg_logq is not None:
+        neg = neg - neg_logq[None, :]
+    neg = neg.masked_fill(negatives[None, :] == t[:, None], float("-inf"))
+    logits = torch.cat([pos, neg], dim=1)
+    return -torch.log_softmax(logits, dim=1)[:, 0].mean()
+
+
+def gbce_beta(n_negatives: int, n_items: int, t: float) -> float:
+    """gSASRec's positive-score exponent ``beta = alpha (t (1 - 1/alpha) + 1/alpha)`` with
+    sampling rate ``alpha = n_negatives / (n_items - 1)``."""
+    alpha = n_negatives / max(n_items - 1, 1)
+    return alpha * (t * (1.0 - 1.0 / alpha) + 1.0 / alpha)
+
+
+def gbce_loss(
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    negatives: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    t: float = 0.75,
+) -> torch.Tensor:
+    """gBCE: ``-log sigma(s+)^beta - sum_j log(1 - sigma(s-_j))`` averaged over valid positions.
+
+    Args:
+        negatives: ``[B, K]`` negatives per sequence, shared by its positions (absent from
+            that user's history, so never a positive of that sequence).
+        t: calibration parameter in ``[0, 1]``; ``t = 0`` is plain BCE, ``t = 1`` fully
+            calibrates the sampled-negative probabilities.
+    """
+    n_items = weight.shape[0] - 1
+    beta = gbce_beta(negatives.shape[1], n_items, t)
+    valid = targets > 0
+    if not bool(valid.any()):
+        raise DataError("the batch has no valid (non-PAD) training position")
+    pos = (hidden * weight[targets]).sum(-1)  # [B, L]
+    neg = torch.einsum("bld,bkd->blk", hidden, weight[negatives])  # [B, L, K]
+    if bias is not None:
+        pos = pos + bias[targets]
+        neg = neg + bias[negatives][:, None, :]
+    # log sigma(x)^beta = -beta * softplus(-x); log(1 - sigma(x)) = -softplus(x)
+    per_pos = beta * F.softplus(-pos) + F.softplus(neg).sum(-1)
+    return per_pos[valid].mean()
