@@ -99,7 +99,7 @@ def sasrec_encoder(n_items: int, d: int, blocks: int, max_len: int):
     try:
         from seqrec.models import sasrec as mod
 
-        cfg = mod.SASRecConfig(hidden_size=d, n_blocks=blocks, max_len=max_len)
+        cfg = mod.SASRecConfig(dim=d, n_blocks=blocks, max_len=max_len, dropout=0.0)
         return mod.SASRecEncoder(cfg, n_items).eval(), "seqrec.models.sasrec.SASRecEncoder"
     except Exception as exc:  # noqa: BLE001 - fall back, and say so in the record
         note = f"fallback causal nn.TransformerEncoder ({type(exc).__name__}: {exc})"
@@ -110,7 +110,7 @@ def sasrec_encoder(n_items: int, d: int, blocks: int, max_len: int):
 def incremental_case(length: int, batch: int, n_items: int, repeats: int) -> dict:
     d, blocks = 64, 2
     torch.manual_seed(0)
-    lru = LRUEncoder(SimpleNamespace(hidden_size=d, n_blocks=blocks, dropout=0.0, r_min=0.8,
+    lru = LRUEncoder(SimpleNamespace(dim=d, n_blocks=blocks, dropout=0.0, r_min=0.8,
                                      r_max=0.99), n_items).eval()
     sas, sas_kind = sasrec_encoder(n_items, d, blocks, length)
     items = torch.randint(1, n_items + 1, (batch, length))

@@ -49,17 +49,62 @@ as a streaming top-k API (see their docstrings).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Iterable
 
+import numpy as np
 import torch
 from torch import nn
 
-from seqrec.data.batching import SequenceBatch
-from seqrec.errors import DataError
+from seqrec.data.batching import SequenceBatch, left_pad
+from seqrec.data.sequences import Sequences
+from seqrec.errors import ConfigError, DataError
+from seqrec.models.base import Recommendation
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.lru_scan import lru_parallel_scan
+from seqrec.models.torch_recommender import (
+    NeuralConfig,
+    TorchRecommender,
+    _Threads,
+    check_positive,
+    check_range,
+)
 
 INIT_STD = 0.02
+
+
+@dataclass(frozen=True)
+class LRURecConfig(NeuralConfig):
+    """LRURec hyperparameters (training fields inherited from ``NeuralConfig``).
+
+    Defaults follow the paper: d = 64, 2 blocks, AdamW lr 1e-3 with weight decay 1e-2 and
+    PyTorch's default betas, cross-entropy over all items, batch 128. Use ``max_len=200`` and
+    ``dropout=0.2`` on ML-1M, ``max_len=50`` and ``dropout=0.6`` on the Amazon data.
+    """
+
+    dim: int = 64
+    """Embedding / hidden size d (the LRU has 2 d complex states)."""
+    n_blocks: int = 2
+    """Number of LRU + PFFN blocks."""
+    dropout: float = 0.2
+    """Dropout after the embedding, on the LRU output and inside/after the PFFN."""
+    r_min: float = 0.8
+    """Smallest initial |lambda| (ring initialisation)."""
+    r_max: float = 0.99
+    """Largest initial |lambda| (ring initialisation)."""
+    weight_decay: float = 1e-2
+    """AdamW decoupled weight decay (paper grid {0, 1e-6, 1e-4, 1e-2}; README uses 1e-2)."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW betas (PyTorch defaults, as in the authors' code)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "dim", "n_blocks")
+        check_range(self, "dropout", 0.0, 0.99)
+        if not 0.0 < self.r_min <= self.r_max < 1.0:
+            raise ConfigError(
+                f"need 0 < r_min <= r_max < 1, got r_min={self.r_min}, r_max={self.r_max}"
+            )
 
 
 def _trunc_normal_(t: torch.Tensor) -> None:
@@ -163,7 +208,7 @@ class LRUBlock(nn.Module):
 class LRUEncoder(SequenceEncoder):
     """The LRURec network: embedding, ``n_blocks`` LRU blocks, shared-embedding prediction.
 
-    Reads ``hidden_size``, ``n_blocks``, ``dropout``, ``r_min``, ``r_max`` from ``config``.
+    Reads ``dim``, ``n_blocks``, ``dropout``, ``r_min``, ``r_max`` from ``config``.
     """
 
     def __init__(self, config, n_items: int) -> None:
@@ -171,7 +216,7 @@ class LRUEncoder(SequenceEncoder):
         if n_items < 1:
             raise DataError(f"n_items must be >= 1, got {n_items}")
         self.n_items = n_items
-        d = config.hidden_size
+        d = config.dim
         self.embedding = nn.Embedding(n_items + 1, d)
         _trunc_normal_(self.embedding.weight)
         self.out_bias = nn.Parameter(torch.empty(n_items + 1))
@@ -248,3 +293,102 @@ class LRUEncoder(SequenceEncoder):
             new_h.append(h_next)
         last = torch.where(active.unsqueeze(-1), x, state.last)
         return LRUState(new_h, last, state.length + active.long()), last
+
+
+@dataclass
+class StreamState:
+    """A user's streaming session with :class:`LRURec` (a mutable handle).
+
+    Attributes:
+        state: the cached recurrent state (batch of one user).
+        seen: internal ids of every item consumed (for ``exclude_seen``).
+        n_events: known items consumed so far.
+        skipped_unknown: unknown raw ids skipped so far.
+    """
+
+    state: LRUState
+    seen: set[int] = field(default_factory=set)
+    n_events: int = 0
+    skipped_unknown: int = 0
+
+
+class LRURec(TorchRecommender):
+    """LRURec (Yue et al., WSDM 2024) on the shared trainer; the network is :class:`LRUEncoder`.
+
+    Besides ``recommend``, a fitted model serves event streams in O(1) per event::
+
+        s = model.stream(["i1", "i2"])          # encode the known history once
+        model.update(s, ["i3"], k=10)           # consume a new event, get the next top-10
+        model.update(s, [], k=10)               # top-10 for the current state
+
+    ``stream`` encodes the last ``max_len`` known items of the history with the parallel scan,
+    so its first answer equals ``recommend`` on that history. ``update`` advances the cached
+    per-layer states by ``LRUEncoder.step`` (no re-encoding) and mutates ``s`` in place. While
+    the whole stream fits in ``max_len`` items, every answer equals ``recommend`` on the full
+    history; beyond it the recurrence keeps the older items in its (decaying) state instead of
+    truncating the window, which is what a recurrent model does and what ``recommend`` cannot.
+    """
+
+    name = "lrurec"
+    config_cls = LRURecConfig
+    encoder_cls = LRUEncoder
+
+    # --- streaming ---------------------------------------------------------------------
+    def stream(self, history: Iterable[Any] = ()) -> StreamState:
+        """Start a streaming session from a history of raw item ids (oldest first)."""
+        enc = self._stream_encoder()
+        ids, unknown = self.vocab.encode_known(list(history))
+        seqs = Sequences.from_lists([ids], n_items=self.n_items)
+        items, _ = left_pad(seqs, np.array([0]), min(max(len(ids), 1), self.config.max_len))
+        with _Threads(self.config.num_threads), torch.inference_mode():
+            state = enc.prefill(torch.from_numpy(items).to(self.device))
+        return StreamState(state, set(ids.tolist()), len(ids), unknown)
+
+    def update(
+        self,
+        session: StreamState,
+        new_items: Iterable[Any] = (),
+        k: int = 10,
+        exclude_seen: bool = True,
+    ) -> Recommendation:
+        """Consume ``new_items`` (raw ids, in order) and return the next top-``k``.
+
+        Each known item costs one ``LRUEncoder.step`` (O(d^2) per layer, independent of the
+        history length); unknown ids are skipped and counted. ``session`` is updated in place.
+        """
+        if k < 1:
+            raise DataError(f"k must be >= 1, got {k}")
+        enc = self._stream_encoder()
+        ids, unknown = self.vocab.encode_known(list(new_items))
+        session.skipped_unknown += unknown
+        with _Threads(self.config.num_threads), torch.inference_mode():
+            for item in ids.tolist():
+                session.state, _ = enc.step(
+                    session.state, torch.tensor([item], device=self.device)
+                )
+            session.seen.update(ids.tolist())
+            session.n_events += len(ids)
+            if session.n_events == 0:
+                scores = self.popularity.astype(np.float32).copy()
+            else:
+                scores = enc.score(session.state.last)[0].float().cpu().numpy()
+        scores[0] = -np.inf
+        if exclude_seen and session.seen:
+            scores[np.fromiter(session.seen, dtype=np.int64)] = -np.inf
+        k = min(k, self.n_items)
+        top = np.argpartition(-scores, k - 1)[:k]
+        order = top[np.argsort(-scores[top], kind="stable")]
+        order = order[np.isfinite(scores[order])]
+        return Recommendation(
+            items=list(self.vocab.decode(order)),
+            scores=[float(v) for v in scores[order]],
+            skipped_unknown=unknown,
+            fallback="popularity" if session.n_events == 0 else None,
+        )
+
+    def _stream_encoder(self) -> LRUEncoder:
+        self._check_fitted()
+        if self.encoder is None or self.vocab is None:
+            raise DataError("streaming needs a fitted model with an item vocabulary")
+        self.encoder.eval()
+        return self.encoder

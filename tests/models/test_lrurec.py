@@ -1,0 +1,154 @@
+"""LRURec: conformance, LRU initialisation, incremental (recurrent) mode, streaming API."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqrec.data.batching import SequenceBatch
+from seqrec.errors import ConfigError, DataError, NotFittedError
+from seqrec.models.lrurec import LRURec, LRURecConfig, LRUEncoder
+from seqrec.registry import get_model
+from seqrec.testing.conformance import ConformanceSuite, _data, fitted
+
+SMALL = {"dim": 16, "n_blocks": 2, "dropout": 0.1}
+
+
+class TestLRURecConformance(ConformanceSuite):
+    model_cls = LRURec
+    config_kwargs = SMALL
+    bad_configs = [{"dim": 0}, {"n_blocks": 0}, {"dropout": 1.5}, {"r_min": 0.99, "r_max": 0.8},
+                   {"r_max": 1.0}, {"r_min": 0.0}]
+
+
+def _encoder(n_items=30, dim=8, double=False, seed=0) -> LRUEncoder:
+    torch.manual_seed(seed)
+    enc = LRUEncoder(LRURecConfig(dim=dim, max_len=64), n_items).eval()
+    return enc.double() if double else enc
+
+
+def test_registry_and_defaults():
+    config_cls, model_cls = get_model("lrurec")
+    assert config_cls is LRURecConfig and model_cls is LRURec
+    cfg = LRURecConfig()
+    assert (cfg.dim, cfg.n_blocks, cfg.weight_decay, cfg.loss) == (64, 2, 1e-2, "ce")
+    with pytest.raises(ConfigError, match="r_min"):
+        LRURecConfig(r_min=0.5, r_max=0.4)
+
+
+def test_ring_initialisation():
+    enc = _encoder(dim=32)
+    for block in enc.blocks:
+        lru = block.lru
+        lam = lru.lam().detach()
+        r = lam.abs()
+        assert lam.shape == (64,)  # the doubled state size: 2 d
+        assert torch.all(r >= 0.8 - 1e-6) and torch.all(r <= 0.99 + 1e-6)
+        theta = torch.exp(lru.theta_log.detach())
+        assert torch.all(theta >= 0) and torch.all(theta <= 2 * math.pi + 1e-6)
+        gamma = torch.exp(lru.gamma_log.detach())
+        torch.testing.assert_close(gamma, torch.sqrt(1 - r**2))
+        # truncated normal: within two standard deviations of 0
+        assert lru.B_re.abs().max() <= 0.04 + 1e-7 and lru.B_re.std() > 0.005
+    assert enc.embedding.weight.abs().max() <= 0.04 + 1e-7
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 14), min_size=1, max_size=3),
+    double=st.booleans(),
+    seed=st.integers(0, 100),
+)
+def test_incremental_equals_full_reencoding(lengths, double, seed):
+    """After every appended item, step() == forward() at the last position of the prefix."""
+    enc = _encoder(double=double, seed=seed)
+    rng = np.random.default_rng(seed)
+    length = max(lengths)
+    items = np.zeros((len(lengths), length), np.int64)
+    for r, n in enumerate(lengths):
+        items[r, length - n:] = rng.integers(1, enc.n_items + 1, size=n)
+    items = torch.from_numpy(items)
+    tol = 1e-10 if double else 2e-5
+    with torch.no_grad():
+        state = enc.init_state(len(lengths))
+        for t in range(length):
+            state, hidden = enc.step(state, items[:, t])
+            prefix = items[:, : t + 1]
+            full = enc(SequenceBatch(items=prefix, mask=prefix != 0))[:, -1]
+            real = items[:, t] != 0
+            torch.testing.assert_close(hidden[real], full[real], rtol=tol, atol=tol)
+            # a PAD step leaves an empty row empty (its output stays zero)
+            assert torch.all(hidden[state.length == 0] == 0)
+        np.testing.assert_array_equal(state.length.numpy(), lengths)
+
+
+def test_prefill_then_step_equals_forward():
+    enc = _encoder(double=True)
+    torch.manual_seed(1)
+    items = torch.randint(1, enc.n_items + 1, (3, 23))
+    items[1, :10] = 0
+    with torch.no_grad():
+        full = enc(SequenceBatch(items=items, mask=items != 0))
+        state = enc.prefill(items[:, :17])
+        torch.testing.assert_close(state.last, full[:, 16])
+        for t in range(17, 23):
+            state, hidden = enc.step(state, items[:, t])
+            torch.testing.assert_close(hidden, full[:, t])
+        # item 0 = no event: the row keeps its state and output
+        before = state
+        state, hidden = enc.step(state, torch.tensor([0, 5, 0]))
+        torch.testing.assert_close(hidden[0], before.last[0])
+        torch.testing.assert_close(state.h[1][2], before.h[1][2])
+        assert not torch.allclose(hidden[1], before.last[1])
+        assert state.length.tolist() == [23, 14, 23]
+    with pytest.raises(DataError, match="item_ids"):
+        enc.step(state, torch.tensor([1, 2]))
+
+
+def test_padding_rows_get_zero_lru_input():
+    """The LRU bias is masked at PAD positions: an all-PAD prefix leaves the state at zero."""
+    enc = _encoder()
+    items = torch.tensor([[0, 0, 0, 4, 5]])
+    with torch.no_grad():
+        _, states = enc.encode(items, items != 0)
+    for h in states:
+        assert torch.all(h[0, :3] == 0) and torch.all(h[0, 3:].abs() > 0)
+
+
+def _model() -> LRURec:
+    return fitted(LRURec, SMALL)
+
+
+def test_stream_matches_recommend_after_every_event():
+    model = _model()
+    seqs, *_ = _data()
+    raw = list(model.vocab.decode(seqs.row(3)))[: model.config.max_len]
+    session = model.stream(raw[:3])
+    first = model.update(session, [], k=7)
+    assert first.items == model.recommend([raw[:3]], k=7)[0].items
+    for t in range(3, len(raw)):
+        rec = model.update(session, [raw[t]], k=7)
+        expect = model.recommend([raw[: t + 1]], k=7)[0]
+        assert rec.items == expect.items
+        np.testing.assert_allclose(rec.scores, expect.scores, rtol=1e-4, atol=1e-4)
+        assert not set(rec.items) & set(raw[: t + 1])
+    assert session.n_events == len(raw)
+
+
+def test_stream_edge_cases():
+    model = _model()
+    session = model.stream([])
+    rec = model.update(session, ["not-an-item"], k=5)
+    assert rec.fallback == "popularity" and rec.skipped_unknown == 1 and len(rec.items) == 5
+    known = model.vocab.decode(np.array([1]))[0]
+    rec = model.update(session, [known], k=5, exclude_seen=False)
+    assert rec.fallback is None and session.n_events == 1
+    with pytest.raises(DataError, match="k must be"):
+        model.update(session, [], k=0)
+    with pytest.raises(NotFittedError):
+        LRURec(LRURecConfig(**SMALL)).stream([known])
