@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from seqrec.data.preprocess import PreprocessConfig, preprocess
 from seqrec.data.sources import _io, amazon, data_dir, dataset_names, describe_source, download, load
-from seqrec.data.sources import generic, movielens, steam, yelp
+from seqrec.data.sources import cache, generic, movielens, shared_files, steam, yelp
 from seqrec.errors import ConfigError, DataError, UnknownNameError
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -318,6 +318,39 @@ def test_named_dataset_from_root(tmp_path):
     assert inter.name == "lastfm" and inter.item.tolist() == [1, 2, 1] and not inter.has_time
     with pytest.raises(ConfigError, match="takes no options"):
         load("lastfm", root=tmp_path, sep=",")
+
+
+# --- parse cache --------------------------------------------------------------------------------------------
+def test_parse_cache_hit_is_identical_and_invalidated_by_edits(tmp_path, monkeypatch):
+    path = write(tmp_path / "ml-1m.seq.tsv.xz", "user_id\titem_id\trating\n1\t5\t4\n1\t6\t3\n2\t5\t1\n")
+    write(tmp_path / "ml-1m.movies.dat.xz", "5::Five (1995)::Drama\n6::Six (1996)::Comedy|Drama\n")
+    first = load("ml-1m", root=tmp_path)
+    assert len(list((tmp_path / "cache" / "parsed").glob("*.json"))) == 1
+
+    def boom(*args, **kwargs):
+        raise AssertionError("parsed again instead of using the cache")
+
+    monkeypatch.setattr(shared_files, "read_ml1m_seq", boom)
+    again = load("ml-1m", root=tmp_path)
+    for col in ("user", "item", "timestamp", "rating"):
+        assert np.array_equal(getattr(first, col), getattr(again, col))
+    assert again.items["title"].tolist() == ["Five (1995)", "Six (1996)"]
+    assert (again.name, again.has_time, again.notes) == (first.name, first.has_time, first.notes)
+    with pytest.raises(AssertionError, match="parsed again"):
+        load("ml-1m", root=tmp_path, cache=False)
+    write(path, "user_id\titem_id\trating\n1\t5\t4\n1\t6\t3\n2\t5\t1\n3\t6\t2\n")  # edited
+    with pytest.raises(AssertionError, match="parsed again"):
+        load("ml-1m", root=tmp_path)
+    monkeypatch.setenv("SEQREC_PARSE_CACHE", "0")
+    assert not cache.enabled()
+
+
+def test_parse_cache_ignores_corrupt_entry(tmp_path):
+    write(tmp_path / "lastfm-hetrec.s3rec.tsv.xz", "user_id\titem_id\n1\t1\n1\t2\n")
+    load("lastfm", root=tmp_path)
+    for f in (tmp_path / "cache" / "parsed").glob("*.parquet"):
+        f.write_bytes(b"garbage")
+    assert load("lastfm", root=tmp_path).item.tolist() == [1, 2]
 
 
 # --- download (no network) --------------------------------------------------------------------------------

@@ -175,22 +175,37 @@ def _spec(name: str) -> DatasetSpec:
     return DATASETS[name]
 
 
-def _load_named(spec: DatasetSpec, root: str | Path | None) -> Interactions:
-    if not spec.files and spec.download is None:
-        return _call(spec.reader)  # shipped in the package
+def _load_named(spec: DatasetSpec, root: str | Path | None, use_cache: bool | None) -> Interactions:
+    from seqrec.data.sources import cache
+
+    if not spec.files and spec.download is None:  # shipped in the package
+        from importlib import resources
+
+        base = Path(str(resources.files("seqrec").joinpath("datasets", spec.name)))
+        inputs = sorted(base.glob("*.xz")) if base.is_dir() else []
+        if not inputs:
+            return _call(spec.reader)
+        return cache.cached(inputs, spec.reader, lambda: _call(spec.reader), use_cache)
     folder = data_dir(root)
     if spec.files and (folder / spec.files[0]).is_file():
-        extra = [folder / f if (folder / f).is_file() else None for f in spec.files[1:]]
+        args: list[Any] = [folder / spec.files[0]]
         if spec.reader == "shared_files:read_seq_tsv":
-            return _call(spec.reader, folder / spec.files[0], spec.name)
-        return _call(spec.reader, folder / spec.files[0], *extra)
+            args.append(spec.name)
+        else:
+            args += [folder / f if (folder / f).is_file() else None for f in spec.files[1:]]
+        paths = [a for a in args if isinstance(a, Path) or a is None]
+        return cache.cached(paths, spec.reader + ":" + spec.name, lambda: _call(spec.reader, *args),
+                            use_cache)
     if spec.download is not None:
         remote = _download.REMOTES[spec.download]
         for base in (folder, _download.cache_dir() / spec.download):
             raw = base / remote.target
             if raw.is_file():
                 arg = raw.parent if spec.raw_reader == _ML_RAW else raw
-                return _call(spec.raw_reader, arg).replace(name=spec.name)
+                inputs = sorted(p for p in raw.parent.iterdir() if p.is_file())
+                return cache.cached(
+                    inputs, f"{spec.raw_reader}:{spec.name}",
+                    lambda: _call(spec.raw_reader, arg).replace(name=spec.name), use_cache)
     if spec.name == "yelp":
         raise DataError(f"dataset 'yelp' not found under {folder}: {_download.MANUAL['yelp']}")
     if spec.files:
@@ -251,12 +266,19 @@ def _no_options(options: dict[str, Any], what: str) -> None:
         raise ConfigError(f"{what} takes no options, got {sorted(options)}")
 
 
-def load(name_or_path: str | Path, root: str | Path | None = None, **options: Any) -> Interactions:
+def load(
+    name_or_path: str | Path,
+    root: str | Path | None = None,
+    cache: bool | None = None,
+    **options: Any,
+) -> Interactions:
     """Load a named dataset or a file.
 
     Args:
         name_or_path: a name from :func:`dataset_names` or a path (file or GroupLens folder).
         root: shared data folder for names (default: see the module docstring).
+        cache: keep / reuse the parsed arrays of a named dataset (see :mod:`.cache`); None
+            follows ``$SEQREC_PARSE_CACHE`` (on by default). Paths are never cached.
         **options: for a path, options of :func:`.generic.read_file` (``columns``, ``sep``, ...).
 
     Raises:
@@ -266,7 +288,7 @@ def load(name_or_path: str | Path, root: str | Path | None = None, **options: An
     key = str(name_or_path)
     if key in DATASETS:
         _no_options(options, f"dataset {key!r}")
-        return _load_named(DATASETS[key], root)
+        return _load_named(DATASETS[key], root, cache)
     path = Path(key).expanduser()
     if path.exists():
         return _load_path(path, options)
