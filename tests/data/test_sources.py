@@ -17,9 +17,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqrec.data.preprocess import PreprocessConfig, preprocess
-from seqrec.data.sources import _io, amazon, data_dir, dataset_names, describe_source, download, load
-from seqrec.data.sources import cache, generic, movielens, shared_files, steam, yelp
+from seqrec.data.preprocess import preprocess
+from seqrec.data.sources import (
+    _io,
+    amazon,
+    cache,
+    data_dir,
+    dataset_names,
+    describe_source,
+    download,
+    load,
+    movielens,
+    shared_files,
+    steam,
+    yelp,
+)
 from seqrec.errors import ConfigError, DataError, UnknownNameError
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -50,7 +62,7 @@ def test_shipped_ml_latest_small():
     assert (len(inter), inter.n_users, inter.n_items) == (100836, 610, 9724)
     assert inter.has_time and inter.timestamp.min() == 828124615
     assert inter.rating is not None and set(np.unique(inter.rating)) <= set(np.arange(1, 11) / 2)
-    titles = dict(zip(inter.items["item"].tolist(), inter.items["title"].tolist()))
+    titles = dict(zip(inter.items["item"].tolist(), inter.items["title"].tolist(), strict=True))
     assert titles[1] == "Toy Story (1995)"
     assert "Comedy" in inter.items["genres"][inter.items["item"] == 1][0]
     prepared = preprocess(inter)
@@ -91,7 +103,7 @@ def test_ml100k_udata_and_uitem(tmp_path):
     assert inter.user.tolist() == [196, 186, 196] and inter.item.tolist() == [242, 302, 302]
     assert inter.timestamp.tolist() == [881250949, 891717742, 881250950] and inter.has_time
     assert inter.rating.tolist() == [3, 3, 5]
-    side = dict(zip(inter.items["item"].tolist(), zip(inter.items["title"], inter.items["genres"])))
+    side = dict(zip(inter.items["item"].tolist(), zip(inter.items["title"], inter.items["genres"], strict=True), strict=True))
     assert side[242] == ("Kolya (1996)", "Comedy|Drama")
     assert side[302][1] == "Western"
     assert side[303][0] == "Caf\u00e9 (1997)"  # latin-1 decoded
@@ -99,7 +111,7 @@ def test_ml100k_udata_and_uitem(tmp_path):
 
 def test_ml1m_ratings_dat_and_movies(tmp_path):
     ratings = write(tmp_path / "ratings.dat", "1::1193::5::978300760\n1::661::3::978302109\n2::1193::4::978298413\n")
-    movies = write(tmp_path / "movies.dat",
+    write(tmp_path / "movies.dat",
                    "1193::One Flew Over the Cuckoo's Nest (1975)::Drama\n661::James and the Giant Peach (1996)::Animation|Children's|Musical\n")
     inter = movielens.read_movielens_dir(tmp_path)
     assert inter.user.tolist() == [1, 1, 2] and inter.item.tolist() == [1193, 661, 1193]
@@ -125,7 +137,7 @@ def test_amazon_ratings_csv_layouts(tmp_path, layout):
     rows = [("AUSER1", "B000ITEM1", 5.0, 1390694400), ("AUSER2", "0000ITEM2", 3.0, 1390780800),
             ("AUSER1", "0000ITEM2", 4.0, 1390867200)]
     lines = [(u, i) if layout == "2014" else (i, u) for u, i, *_ in rows]
-    text = "".join(f"{a},{b},{r},{t}\n" for (a, b), (_, _, r, t) in zip(lines, rows))
+    text = "".join(f"{a},{b},{r},{t}\n" for (a, b), (_, _, r, t) in zip(lines, rows, strict=True))
     inter = amazon.read_ratings_csv(write(tmp_path / "ratings_Beauty.csv", text), layout=layout)
     raw = inter.items["raw_id"][inter.item]
     assert raw.tolist() == [i for _, i, _, _ in rows]

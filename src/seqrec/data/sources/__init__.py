@@ -5,7 +5,9 @@ in this order: the ``root`` argument, ``$SEQREC_DATA_DIR``, ``../shared/data`` f
 directory, ``<repo>/../shared/data`` beside a source checkout. When the file is not there, the
 original downloaded by ``seqrec data download NAME`` (cache ``$SEQREC_CACHE_DIR`` or
 ``~/.cache/seqrec``, see :mod:`.download`) is read instead when one exists. ``ml-latest-small``
-ships inside the package and always loads offline.
+ships inside the package and always loads offline. A named dataset, once parsed, is kept as
+Parquet in ``<cache>/parsed`` and reloaded from there while its files are unchanged
+(:mod:`.cache`; ``SEQREC_PARSE_CACHE=0`` or ``cache=False`` turns it off).
 
 Anything else is a path: a folder of GroupLens files, ``u.data``, ``ratings.dat``, review JSON
 lines (Amazon / Yelp / Steam, told apart by their keys) or any CSV / TSV / Parquet file, read by
@@ -205,7 +207,7 @@ def _load_named(spec: DatasetSpec, root: str | Path | None, use_cache: bool | No
                 inputs = sorted(p for p in raw.parent.iterdir() if p.is_file())
                 return cache.cached(
                     inputs, f"{spec.raw_reader}:{spec.name}",
-                    lambda: _call(spec.raw_reader, arg).replace(name=spec.name), use_cache)
+                    lambda arg=arg: _call(spec.raw_reader, arg).replace(name=spec.name), use_cache)
     if spec.name == "yelp":
         raise DataError(f"dataset 'yelp' not found under {folder}: {_download.MANUAL['yelp']}")
     if spec.files:
