@@ -1,0 +1,277 @@
+"""HSTU: Hierarchical Sequential Transduction Units (Zhai et al., "Actions Speak Louder than
+Words: Trillion-Parameter Sequential Transducers for Generative Recommendations", ICML 2024).
+
+One layer (Eqs. 2-4), with the residual outside the layer (``x = x + layer(x)``)::
+
+    U, V, Q, K = split(SiLU(f1(LayerNorm(x))))                       # Eq. 2, SiLU on all four
+    A(x) V     = (SiLU(Q K^T / sqrt(d_qk) + rab^{p,t}) / N) * mask @ V   # Eq. 3, no softmax
+    layer(x)   = f2(LayerNorm(A(x) V) * U)                           # Eq. 4, no FFN
+
+``N`` is ``max_len`` (the padded length, as in the write-up and Meta's reference), not the
+number of valid keys, so the weights do not depend on how much padding a row carries. ``mask``
+is causal and hides PAD keys. ``rab^{p,t}`` lives in ``seqrec.models.hstu_bias``.
+
+Model wrapper (torch-rechub write-up §4): item embeddings scaled by ``sqrt(D)`` (Meta's
+reference) plus an absolute position embedding (``position_embedding=False`` drops it), an
+optional input-side time embedding, dropout, the HSTU stack, PAD rows zeroed after the input
+embedding and after the stack, and a tied output projection with a bias. With ``l2_norm`` the
+encoder output and the item table are L2-normalised and logits are cosine / ``temperature``
+(the released sampled-softmax configurations: 128 negatives, temperature 0.05).
+
+Choices and deviations (the write-up leaves them open or differs from the paper):
+
+* Absolute positions are counted from the right (the most recent item always has position
+  ``max_len - 1``); Meta's reference counts from the oldest item of the window.
+* The input-side time embedding (off by default) embeds the bucketed gap ``t_i - t_{i-1}`` to
+  the previous event; the write-up's ``query_time - t_i`` would let position ``i`` see the time
+  of the last event during training (a causal leak), so it is not used.
+* ``rab`` tables are per head (Meta's reference shares one over heads); ``rab_shared=True``
+  uses one ``rab`` for all layers (cheaper; the paper has one per layer, the default).
+* Time buckets of the pairwise |dt| are computed once per forward and shared by all layers.
+* Dropout: on the input embeddings and on the gated input of ``f2`` (Meta's reference).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqrec.data.batching import SequenceBatch, _shift_view, left_pad
+from seqrec.data.sequences import Sequences
+from seqrec.errors import ConfigError
+from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.hstu_bias import (
+    TIME_BUCKET_FNS,
+    TIME_QUERIES,
+    RelativeBucketedTimeAndPositionBias,
+    bucketize,
+    query_time_diffs,
+    time_buckets,
+)
+from seqrec.models.torch_recommender import (
+    NeuralConfig,
+    TorchRecommender,
+    check_choice,
+    check_positive,
+    check_range,
+)
+
+
+@dataclass(frozen=True)
+class HSTUConfig(NeuralConfig):
+    """HSTU hyperparameters (training fields inherited from ``NeuralConfig``).
+
+    The paper's released ML-1M setting is ``dim=50, n_blocks=2, n_heads=1, dropout=0.2,
+    max_len=200`` with ``loss="sampled_softmax", n_negatives=128, l2_norm=True,
+    temperature=0.05``; the torch-rechub write-up trains with full cross-entropy (``loss="ce"``).
+    """
+
+    dim: int = 50
+    """Embedding / residual width D."""
+    n_blocks: int = 2
+    """Number of HSTU layers."""
+    n_heads: int = 1
+    """Attention heads H."""
+    d_qk: int = 0
+    """Per-head query/key size (0 = dim // n_heads)."""
+    d_v: int = 0
+    """Per-head value/gate size (0 = dim // n_heads)."""
+    dropout: float = 0.2
+    """Dropout on the input embeddings and on the gated input of f2."""
+    rab: bool = True
+    """Add the relative attention bias rab^{p,t} to the scores (False = no bias at all)."""
+    rab_time: bool = True
+    """Include the bucketed relative-time part of rab (used only when data has timestamps)."""
+    rab_shared: bool = False
+    """One rab for all layers (cheaper) instead of one per layer (paper)."""
+    rab_time_query: str = "self"
+    """Query time of position i in rab: 'self' (|t_i - t_j|, write-up) or 'next' (t_{i+1} - t_j)."""
+    num_time_buckets: int = 128
+    """Number of time buckets (the table has one more row)."""
+    time_bucket_fn: str = "log"
+    """Map of |dt| in minutes before the divisor: 'log' or 'sqrt'."""
+    time_bucket_divisor: float = 0.301
+    """Bucket width after the map (0.301: each log bucket spans a factor of 1.35)."""
+    position_embedding: bool = True
+    """Add the absolute position embedding to the input (write-up §4)."""
+    time_embedding: bool = False
+    """Add an input-side embedding of the bucketed gap to the previous event."""
+    l2_norm: bool = False
+    """L2-normalise the encoder output and the item table (sampled-softmax configuration)."""
+    temperature: float = 1.0
+    """Logits are divided by this (0.05 in the paper's sampled-softmax configuration)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "dim", "n_blocks", "n_heads", "num_time_buckets",
+                       "time_bucket_divisor", "temperature")
+        check_range(self, "dropout", 0.0, 0.99)
+        check_choice(self, "rab_time_query", TIME_QUERIES)
+        check_choice(self, "time_bucket_fn", TIME_BUCKET_FNS)
+        for name in ("d_qk", "d_v"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if (self.d_qk == 0 or self.d_v == 0) and self.dim < self.n_heads:
+            raise ConfigError(
+                f"dim must be >= n_heads when d_qk or d_v is 0, got dim={self.dim}, "
+                f"n_heads={self.n_heads}"
+            )
+
+class HSTULayer(nn.Module):
+    """One sequential transduction unit (Eqs. 2-4) without the residual."""
+
+    def __init__(self, d_model: int, n_heads: int, d_qk: int, d_v: int, dropout: float):
+        super().__init__()
+        self.n_heads, self.d_qk, self.d_v = n_heads, d_qk, d_v
+        self.norm_in = nn.LayerNorm(d_model)
+        self.proj1 = nn.Linear(d_model, n_heads * (2 * d_v + 2 * d_qk))  # U, V, Q, K jointly
+        self.norm_attn = nn.LayerNorm(n_heads * d_v)
+        self.proj2 = nn.Linear(n_heads * d_v, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # [B, L, D]
+        weight_mask: torch.Tensor,  # [B, 1, L, L] float: causal * key-valid / N
+        rab: torch.Tensor | None,  # [1 or B, H, L, L]
+    ) -> torch.Tensor:  # [B, L, D]
+        b, n, _ = x.shape
+        h, dqk, dv = self.n_heads, self.d_qk, self.d_v
+        uvqk = F.silu(self.proj1(self.norm_in(x)))
+        u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
+        q = q.view(b, n, h, dqk).transpose(1, 2) * (1.0 / math.sqrt(dqk))  # [B, H, L, dqk]
+        k = k.view(b, n, h, dqk).transpose(1, 2)
+        v = v.view(b, n, h, dv).transpose(1, 2)  # [B, H, L, dv]
+        scores = q @ k.transpose(-2, -1)  # [B, H, L, L]
+        if rab is not None:
+            scores = scores.add_(rab)  # in place: matmul's backward keeps q and k, not scores
+        weights = F.silu(scores).mul_(weight_mask)  # silu's backward keeps its input only
+        av = (weights @ v).transpose(1, 2).reshape(b, n, h * dv)  # [B, L, H*dv]
+        return self.proj2(self.dropout(self.norm_attn(av) * u))
+
+
+class HSTUEncoder(SequenceEncoder):
+    """Item/position/time embeddings -> ``n_layers`` HSTU layers -> ``[B, L, D]``.
+
+    Built as ``HSTUEncoder(config, n_items)`` with an ``HSTUConfig``.
+    """
+
+    def __init__(self, config, n_items: int):
+        super().__init__()
+        c = config
+        self.config = c
+        self.n_items = n_items
+        d, h = c.dim, c.n_heads
+        d_qk = c.d_qk or max(1, d // h)
+        d_v = c.d_v or max(1, d // h)
+        self.max_len = c.max_len
+        self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
+        nn.init.normal_(self.item_emb.weight, 0.0, 0.02)
+        with torch.no_grad():
+            self.item_emb.weight[0].zero_()
+        self.pos_emb = nn.Embedding(c.max_len, d) if c.position_embedding else None
+        if self.pos_emb is not None:
+            nn.init.uniform_(self.pos_emb.weight, -math.sqrt(1.0 / d), math.sqrt(1.0 / d))
+        self.time_emb = (
+            nn.Embedding(c.num_time_buckets + 1, d) if c.time_embedding else None
+        )
+        if self.time_emb is not None:
+            nn.init.normal_(self.time_emb.weight, 0.0, 0.02)
+        self.emb_dropout = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList(
+            HSTULayer(d, h, d_qk, d_v, c.dropout) for _ in range(c.n_blocks)
+        )
+        n_rab = 0 if not c.rab else (1 if c.rab_shared else c.n_blocks)
+        self.rabs = nn.ModuleList(
+            RelativeBucketedTimeAndPositionBias(c.max_len, h, c.num_time_buckets, c.rab_time)
+            for _ in range(n_rab)
+        )
+        self.out_bias = None if c.l2_norm else nn.Parameter(torch.zeros(n_items + 1))
+
+    # --- pieces -------------------------------------------------------------------------
+    def _buckets(self, batch: SequenceBatch, n: int) -> torch.Tensor | None:
+        """Pairwise time buckets ``[B, L, L]`` (None = position-only or no timestamps)."""
+        c = self.config
+        if not (c.rab and c.rab_time) or batch.timestamps is None:
+            return None
+        ts = batch.timestamps[:, -n:]
+        q, k = query_time_diffs(ts, batch.mask[:, -n:], batch.query_times, c.rab_time_query)
+        return time_buckets(q, k, c.num_time_buckets, c.time_bucket_fn, c.time_bucket_divisor)
+
+    def _gap_buckets(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L]
+        c = self.config
+        ts = batch.timestamps
+        prev = torch.cat([ts[:, :1], ts[:, :-1]], dim=1)
+        prev_valid = torch.cat([torch.zeros_like(batch.mask[:, :1]), batch.mask[:, :-1]], dim=1)
+        first = batch.mask & ~prev_valid
+        gap = torch.where(first, torch.zeros_like(ts), ts - prev)  # first event: gap 0
+        return bucketize(gap, c.num_time_buckets, c.time_bucket_fn, c.time_bucket_divisor)
+
+    def embed(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, D]
+        items = batch.items
+        b, n = items.shape
+        if n > self.max_len:
+            raise ValueError(f"batch length {n} exceeds max_len {self.max_len}")
+        x = self.item_emb(items) * math.sqrt(self.item_emb.embedding_dim)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb.weight[self.max_len - n :]  # right-anchored positions
+        if self.time_emb is not None and batch.timestamps is not None:
+            x = x + self.time_emb(self._gap_buckets(batch))
+        return self.emb_dropout(x) * batch.mask[..., None]
+
+    def forward(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, D]
+        mask = batch.mask
+        b, n = batch.items.shape
+        x = self.embed(batch)
+        # causal * key-valid / N, shared by every layer and every head: [B, 1, L, L]
+        causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril_()
+        weight_mask = (causal[None] & mask[:, None, :]).to(x.dtype).div_(self.max_len)[:, None]
+        buckets = self._buckets(batch, n)
+        shared = None
+        if len(self.rabs) == 1 and self.config.rab_shared:
+            shared = self.rabs[0](n, buckets=buckets) if buckets is not None else self.rabs[0](n)
+        for i, layer in enumerate(self.layers):
+            if shared is not None or not self.rabs:
+                rab = shared
+            elif buckets is not None:
+                rab = self.rabs[i](n, buckets=buckets)
+            else:
+                rab = self.rabs[i](n)
+            x = x + layer(x, weight_mask, rab)
+        x = x * mask[..., None]
+        if self.config.l2_norm:
+            x = F.normalize(x, dim=-1)
+        return x
+
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        w = self.item_emb.weight
+        if self.config.l2_norm:
+            w = F.normalize(w, dim=-1)
+        if self.config.temperature != 1.0:
+            w = w / self.config.temperature
+        return w, self.out_bias
+
+
+
+class HSTU(TorchRecommender):
+    """HSTU next-item recommender (Zhai et al., ICML 2024); see the module docstring."""
+
+    name = "hstu"
+    config_cls = HSTUConfig
+    encoder_cls = HSTUEncoder
+
+    def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
+        """The shared batch, plus (for ``rab_time_query='next'``) the time of each row's last
+        target as ``query_times``, so the last position sees its next-event time as in Meta's
+        reference."""
+        out = super().make_batch(train, rows, rng)
+        cfg = self.config
+        if cfg.rab and cfg.rab_time and cfg.rab_time_query == "next" and train.timestamps is not None:
+            _, target_times = left_pad(_shift_view(train), rows, cfg.max_len)
+            out["batch"].query_times = torch.from_numpy(target_times[:, -1].copy())
+        return out
