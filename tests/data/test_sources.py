@@ -134,8 +134,8 @@ def test_ml20m_ratings_csv_with_quoted_titles(tmp_path):
 # --- Amazon -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("layout", ["2014", "2018"])
 def test_amazon_ratings_csv_layouts(tmp_path, layout):
-    rows = [("AUSER1", "B000ITEM1", 5.0, 1390694400), ("AUSER2", "0000ITEM2", 3.0, 1390780800),
-            ("AUSER1", "0000ITEM2", 4.0, 1390867200)]
+    rows = [("AUSER1", "B000ITEM1", 5.0, 1390694400), ("AUSER2", "0205616461", 3.0, 1390780800),
+            ("AUSER1", "0205616461", 4.0, 1390867200)]
     lines = [(u, i) if layout == "2014" else (i, u) for u, i, *_ in rows]
     text = "".join(f"{a},{b},{r},{t}\n" for (a, b), (_, _, r, t) in zip(lines, rows, strict=True))
     inter = amazon.read_ratings_csv(write(tmp_path / "ratings_Beauty.csv", text), layout=layout)
@@ -174,7 +174,8 @@ def test_steam_python_literal_lines(tmp_path):
     ]
     inter = steam.read_reviews(write(tmp_path / "steam_reviews.json.gz", "\n".join(lines)))
     assert len(inter) == 4
-    assert inter.items["raw_id"][inter.item].tolist() == ["725280", "328100", "725280", "35140"]
+    assert inter.items is None  # canonical integer ids stay integers
+    assert inter.item.tolist() == [725280, 328100, 725280, 35140]
     assert inter.timestamp.tolist() == [1513468800, 1508112000, 1515024000, 1393632000]
     assert len(set(inter.user.tolist())) == 4
     assert load(tmp_path / "steam_reviews.json.gz").item.tolist() == inter.item.tolist()
@@ -209,6 +210,13 @@ def test_generic_csv_with_mapping_and_string_ids(tmp_path):
     assert inter.items["raw_id"][inter.item].tolist() == ["x1", "x0", "x0"]
     assert inter.user.tolist() == [0, 1, 0] and inter.timestamp.tolist() == [10, 5, 7]
     assert inter.rating.tolist() == [1, 2, 3] and inter.name == "log"
+
+
+def test_generic_keeps_leading_zero_ids(tmp_path):
+    inter = load(write(tmp_path / "z.csv", "user_id,item_id\n1,0205616461\n2,0205616461\n2,12\n"))
+    assert inter.items["raw_id"][inter.item].tolist() == ["0205616461", "0205616461", "12"]
+    inter = load(write(tmp_path / "n.csv", "user_id,item_id\n1,205616461\n2,12\n"))
+    assert inter.items is None and inter.item.tolist() == [205616461, 12]
 
 
 def test_generic_tsv_aliases_no_time_and_parquet(tmp_path):

@@ -162,8 +162,9 @@ def factorize(s: pl.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ids(df: pl.DataFrame, col: str, source: str, header: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-    """Integer ids of ``col``: ``(values, None)`` for integer columns, ``(codes, raw strings)``
-    for string columns (factorized)."""
+    """Integer ids of ``col``: ``(values, None)`` for integer columns and for text holding
+    canonical integers only, ``(codes, raw strings)`` for other text (factorized, so ids with
+    leading zeros such as Amazon ASINs keep their exact spelling)."""
     no_nulls(df, col, source, header)
     s = df[col]
     if s.dtype.is_integer():
@@ -179,6 +180,10 @@ def ids(df: pl.DataFrame, col: str, source: str, header: bool = True) -> tuple[n
             )
         return ints.to_numpy(), None
     if s.dtype == pl.String:
+        # canonical integers ("725280", not "0205616461") stay integers; anything else is text
+        as_int = s.str.to_integer(strict=False)
+        if as_int.null_count() == 0 and (as_int.cast(pl.String) == s).all():
+            return as_int.cast(pl.Int64).to_numpy(), None
         return factorize(s)
     raise DataError(f"{source}: column '{col}' must hold ids (integers or strings), got {s.dtype}")
 

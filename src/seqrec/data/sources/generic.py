@@ -36,7 +36,7 @@ TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t"}
 PARQUET_EXT = (".parquet", ".pq")
 
 
-def _frame(path: Path, sep: str | None, has_header: bool, names) -> pl.DataFrame:
+def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> pl.DataFrame:
     plain, _ = _io.strip_compression(path)
     ext = Path(plain).suffix.lower()
     if ext in PARQUET_EXT:
@@ -52,8 +52,18 @@ def _frame(path: Path, sep: str | None, has_header: bool, names) -> pl.DataFrame
             f"cannot tell the format of {path.name}: expected .csv, .tsv, .txt, .dat or .parquet "
             "(optionally .xz/.gz/.bz2), or pass sep="
         )
-    return _io.read_table(_io.read_bytes(path), str(path), sep=sep or TEXT_EXT[ext],
-                          header=has_header, names=names)
+    data = _io.read_bytes(path)
+    sep = sep or TEXT_EXT[ext]
+    present = list(names) if names else _header(data, sep, str(path))
+    roles = _resolve(columns, present, str(path))
+    # ids are read as text so that "0205616461" keeps its leading zero (see _io.ids)
+    dtypes = {roles[r]: pl.String for r in ("user", "item")}
+    return _io.read_table(data, str(path), sep=sep, header=has_header, names=names, dtypes=dtypes)
+
+
+def _header(data: bytes, sep: str, source: str) -> list[str]:
+    first = data.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
+    return [c.strip('"') for c in first.split(sep)] if first.strip() else []
 
 
 def _resolve(columns: Mapping[str, str] | None, present: list[str], source: str) -> dict[str, str]:
@@ -111,7 +121,7 @@ def read_file(
     if not has_header and names is None:
         raise ConfigError("has_header=False needs names=[...] for the columns")
     source = str(path)
-    df = _frame(path, sep, has_header, names)
+    df = _frame(path, sep, has_header, names, columns)
     roles = _resolve(columns, df.columns, source)
     user, _ = _io.ids(df, roles["user"], source, has_header)
     item, raw = _io.ids(df, roles["item"], source, has_header)
