@@ -184,3 +184,16 @@ def test_bad_scores_shape_raises_data_error():
     model.score = lambda h, query_times=None: np.ones((1, 7), np.float32)  # wrong size
     with pytest.raises(DataError, match="shape"):
         evaluate(model, targets)
+
+
+def test_model_cache_is_not_modified_and_progress_bar_runs():
+    seqs = Sequences.from_lists([[1, 2, 3], [2, 3, 1]], n_items=3, users=np.arange(2))
+    targets = Targets(seqs, np.arange(2), np.array([2, 2]), np.array([3, 1]))
+    cache = np.arange(8, dtype=np.float32).reshape(2, 4)
+    model = _fitted(seqs, targets, cache)
+    model.score = lambda h, query_times=None: cache[: len(h)]  # a view into the cache
+    res = evaluate(model, targets.subset(np.array([0])), ks=(1,), progress=True)
+    assert np.array_equal(cache, np.arange(8, dtype=np.float32).reshape(2, 4))
+    assert res.ranks.tolist() == [0]  # items 1, 2 filtered in the copy; 3 scores highest
+    d = res.to_dict()
+    assert d["ranking"] == "full" and d["n_targets"] == 1 and "ranks" not in d

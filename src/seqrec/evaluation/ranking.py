@@ -117,16 +117,23 @@ def topk_items(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def check_scores(scores: np.ndarray, n_rows: int, n_cols: int) -> np.ndarray:
-    """Validate a score chunk's shape; NaN becomes ``-inf`` (with a warning)."""
+    """Validate a score chunk's shape; column 0 (PAD) and NaN become ``-inf`` (NaN warns).
+
+    The filter later writes into the chunk, so a non-float, read-only or borrowed (view) array
+    is copied first: a model returning a view of its own cache is never corrupted.
+    """
     scores = np.asarray(scores)
     if scores.shape != (n_rows, n_cols):
         raise DataError(f"scores must have shape ({n_rows}, {n_cols}), got {scores.shape}")
-    if scores.size and not np.isnan(np.min(scores)):  # min propagates NaN: one cheap pass
-        return scores
-    nan = np.isnan(scores)
-    if nan.any():
+    if scores.dtype.kind != "f":
+        scores = scores.astype(np.float32)
+    elif not (scores.flags.owndata and scores.flags.writeable):
+        scores = scores.copy()
+    scores[:, 0] = -np.inf  # PAD is never an item, whatever the model put there
+    if scores.size and np.isnan(np.min(scores)):  # min propagates NaN: one cheap pass
+        nan = np.isnan(scores)
         log.warning("%d NaN score(s) treated as -inf (never recommended)", int(nan.sum()))
-        scores = np.where(nan, -np.inf, scores).astype(scores.dtype, copy=False)
+        scores[nan] = -np.inf
     return scores
 
 
