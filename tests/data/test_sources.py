@@ -213,15 +213,19 @@ def test_generic_csv_with_mapping_and_string_ids(tmp_path):
 
 
 def test_generic_keeps_leading_zero_ids(tmp_path):
-    inter = load(write(tmp_path / "z.csv", "user_id,item_id\n1,0205616461\n2,0205616461\n2,12\n"))
+    inter = load(write(tmp_path / "z.csv", "user_id,item_id\n1,0205616461\n2,0205616461\n2,12\n"),
+                 columns={"timestamp": None})
     assert inter.items["raw_id"][inter.item].tolist() == ["0205616461", "0205616461", "12"]
-    inter = load(write(tmp_path / "n.csv", "user_id,item_id\n1,205616461\n2,12\n"))
+    inter = load(write(tmp_path / "n.csv", "user_id,item_id\n1,205616461\n2,12\n"),
+                 columns={"timestamp": None})
     assert inter.items is None and inter.item.tolist() == [205616461, 12]
 
 
 def test_generic_tsv_aliases_no_time_and_parquet(tmp_path):
     tsv = write(tmp_path / "seq.tsv", "session_id\titem_id\n3\t7\n3\t8\n1\t7\n")
-    inter = load(tsv)
+    with pytest.raises(DataError, match="no timestamp column .*session_id, item_id.*None"):
+        load(tsv)  # never a silent fallback to file order
+    inter = load(tsv, columns={"timestamp": None})
     assert inter.user.tolist() == [3, 3, 1] and not inter.has_time
     assert inter.timestamp.tolist() == [0, 1, 2]
     pq = tmp_path / "x.parquet"
@@ -288,12 +292,21 @@ def test_garbage_line_says_column_line_and_value(tmp_path):
     assert "column 'item'" in msg and "'abc'" in msg and "line 6" in msg
     path = write(tmp_path / "t.tsv", "user_id\titem_id\n1\t2\n1\t2\t9\n")
     with pytest.raises(DataError) as err:
-        load(path)
+        load(path, columns={"timestamp": None})
     assert "line 3 has 3 fields, expected 2" in one_line(err)
     path = write(tmp_path / "e.csv", "user_id,item_id,timestamp\n1,2,3\n1,,4\n")
     with pytest.raises(DataError) as err:
         load(path)
     assert "column 'item_id' is empty at line 3" in one_line(err)
+    path = write(tmp_path / "g.csv", "user,item,timestamp\n1,2,3\n1,3,4\nnot,a,number\n")
+    with pytest.raises(DataError) as err:
+        load(path, columns={"user": "user", "item": "item"})
+    assert "column 'timestamp'" in one_line(err) and "'number' at line 4" in str(err.value)
+    with pytest.raises(DataError, match="mixes Unix seconds and dates, e.g. '2020-01-01' at line 3"):
+        load(write(tmp_path / "mix.csv", "user_id,item_id,timestamp\n1,2,3\n1,3,2020-01-01\n"))
+    path = write(tmp_path / "w.csv", "user,item,timestamp\n1,2,yesterday\n")
+    with pytest.raises(DataError, match="column 'timestamp' must hold a time.*'yesterday'"):
+        load(path)
     path = write(tmp_path / "bad.json", '{"reviewerID": "A", "asin": "B", "overall": 1, "unixReviewTime": 1}\n{oops\n')
     with pytest.raises(DataError) as err:
         load(path)

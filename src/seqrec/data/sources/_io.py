@@ -216,16 +216,17 @@ def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, hea
     if isinstance(s.dtype, pl.Datetime):
         return s.dt.epoch("s").to_numpy()
     if s.dtype == pl.String:
-        as_int = s.cast(pl.Int64, strict=False)
+        as_int = s.str.to_integer(strict=False)
         if as_int.null_count() == 0:
-            return as_int.to_numpy()
+            return as_int.cast(pl.Int64).to_numpy()
         parsed = s.str.to_datetime(fmt, strict=False) if fmt else _parse_iso(s)
-        bad = parsed.is_null()
-        if bad.any():
-            row = int(bad.arg_max())
+        if parsed.null_count():
+            bad = as_int.is_null() & parsed.is_null()
+            row = int(bad.arg_max()) if bad.any() else int(as_int.is_null().arg_max())
+            what = "got" if bad.any() else "mixes Unix seconds and dates, e.g."
             raise DataError(
                 f"{source}: column '{col}' must hold a time (Unix seconds or "
-                f"{fmt or 'an ISO date'}), got {s[row]!r} at line {row + 1 + int(header)}"
+                f"{fmt or 'an ISO date'}), {what} {s[row]!r} at line {row + 1 + int(header)}"
             )
         return parsed.dt.epoch("s").to_numpy()
     raise DataError(f"{source}: column '{col}' must hold a time, got dtype {s.dtype}")
@@ -236,7 +237,10 @@ def _parse_iso(s: pl.Series) -> pl.Series:
         parsed = s.str.to_datetime(fmt, strict=False)
         if parsed.null_count() == 0:
             return parsed
-    return s.str.to_datetime(strict=False)
+    try:
+        return s.str.to_datetime(strict=False)
+    except pl.exceptions.PolarsError:  # no format fits any value
+        return pl.Series(s.name, [None] * len(s), dtype=pl.Datetime("us"))
 
 
 def build(

@@ -7,7 +7,8 @@ compressed). Without a mapping, common names are recognised (``user_id``, ``user
 ``session_id``, ``reviewerID``, ... see :data:`ALIASES`). Integer ids are kept; string ids are
 factorized (item strings kept as ``items["raw_id"]``). Timestamps may be Unix seconds, floats
 (floored), dates or datetimes (``time_format`` for text); ``timestamp_unit="ms"`` divides by
-1000. Without a timestamp column the file order is the time (``has_time=False``).
+1000. A file without a timestamp column is refused unless ``columns={"timestamp": None}`` says
+that its row order is the time order (then ``has_time=False`` and timestamp = row number).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _header(data: bytes, sep: str, source: str) -> list[str]:
     return [c.strip('"') for c in first.split(sep)] if first.strip() else []
 
 
-def _resolve(columns: Mapping[str, str] | None, present: list[str], source: str) -> dict[str, str]:
+def _resolve(columns: Mapping[str, str | None] | None, present: list[str], source: str) -> dict[str, str]:
     columns = dict(columns or {})
     unknown = set(columns) - set(ROLES)
     if unknown:
@@ -74,6 +75,8 @@ def _resolve(columns: Mapping[str, str] | None, present: list[str], source: str)
     out = {}
     for role in ROLES:
         if role in columns:
+            if columns[role] is None and role in ("timestamp", "rating"):
+                continue  # explicitly absent
             if columns[role] not in present:
                 raise DataError(f"{source} has no column '{columns[role]}' (mapped to {role}; "
                                 f"columns present: {', '.join(present)})")
@@ -85,6 +88,12 @@ def _resolve(columns: Mapping[str, str] | None, present: list[str], source: str)
                 f"{source}: no {role} column (columns present: {', '.join(present)}); "
                 f"pass columns={{'{role}': '<name>'}}"
             )
+        if found is None and role == "timestamp" and "timestamp" not in columns:
+            raise DataError(
+                f"{source}: no timestamp column (columns present: {', '.join(present)}); pass "
+                "columns={'timestamp': '<name>'}, or columns={'timestamp': None} if the rows are "
+                "in time order and the file order should serve as time"
+            )
         if found is not None:
             out[role] = found
     return out
@@ -92,7 +101,7 @@ def _resolve(columns: Mapping[str, str] | None, present: list[str], source: str)
 
 def read_file(
     path: str | Path,
-    columns: Mapping[str, str] | None = None,
+    columns: Mapping[str, str | None] | None = None,
     sep: str | None = None,
     has_header: bool = True,
     names: list[str] | None = None,
@@ -105,7 +114,8 @@ def read_file(
     Args:
         path: a .csv/.tsv/.txt/.dat (optionally .xz/.gz/.bz2) or .parquet file.
         columns: role -> column name, roles ``user``, ``item``, ``timestamp``, ``rating``;
-            missing roles are looked up among :data:`ALIASES`.
+            missing roles are looked up among :data:`ALIASES`; ``"timestamp": None`` means
+            "no time column, the rows are in time order", ``"rating": None`` ignores ratings.
         sep: field separator (default from the extension; ``::`` works).
         has_header: whether a text file has a header line; if not, give ``names``.
         names: column names for a file without a header.
