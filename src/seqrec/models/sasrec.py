@@ -23,6 +23,8 @@ Deviations from the paper (all deliberate, all switchable where noted):
 * Losses: ``loss="bce"`` is the paper's objective (one negative per position drawn from items
   the user never interacted with in training, redrawn every step). ``"ce"`` (full softmax,
   the "SASRec+" variant), ``"sampled_softmax"`` and ``"gbce"`` (gSASRec) are extensions.
+* Attention-weight dropout is a separate option (``attn_dropout``, default 0 as in the guide's
+  block; the TF reference applies ``dropout`` there, set ``attn_dropout=dropout`` to match).
 * Optimizer is AdamW (``weight_decay=0`` equals the paper's Adam); the paper's L2 on
   embeddings is not applied.
 """
@@ -60,7 +62,9 @@ class SASRecConfig(NeuralConfig):
     n_heads: int = 1
     """Attention heads (d must be divisible by it)."""
     dropout: float = 0.2
-    """Dropout on embeddings, attention weights, FFN and residual branches."""
+    """Dropout on embeddings, FFN and residual branches."""
+    attn_dropout: float = 0.0
+    """Dropout on attention weights (the TF reference uses ``dropout``; costly on CPU)."""
     layout: str = "pre_ln"
     """'pre_ln' (guide) or 'reference' (authors' TensorFlow code, with sqrt(d) scaling)."""
     ffn_dim: int = 0
@@ -70,6 +74,7 @@ class SASRecConfig(NeuralConfig):
         super().__post_init__()
         check_positive(self, "dim", "n_blocks", "n_heads")
         check_range(self, "dropout", 0.0, 0.99)
+        check_range(self, "attn_dropout", 0.0, 0.99)
         check_choice(self, "layout", ("pre_ln", "reference"))
         if self.dim % self.n_heads:
             raise ConfigError(f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}")
@@ -103,7 +108,7 @@ class SASRecBlock(nn.Module):
         self.layout = cfg.layout
         self.attn_norm = nn.LayerNorm(cfg.dim)
         self.ffn_norm = nn.LayerNorm(cfg.dim)
-        self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.dropout)
+        self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.attn_dropout)
         self.ffn = PointWiseFFN(cfg.dim, cfg.ffn_dim or cfg.dim, cfg.dropout)
         self.dropout = nn.Dropout(cfg.dropout)
 

@@ -57,43 +57,44 @@ def bce_loss(
 class _ChunkedSoftmaxCE(torch.autograd.Function):
     """Sum over rows of ``logsumexp(h W^T + b) - (h W^T + b)[target]`` with PAD column excluded.
 
-    Forward and backward both loop over row chunks and keep only ``[chunk, I]`` logits alive;
-    the backward recomputes them (``softmax - onehot``) instead of storing them.
+    The forward pass loops over row chunks, keeping only ``[chunk, I]`` logits alive, and
+    computes the gradients right there (``softmax - onehot`` is at hand), so the backward pass
+    only scales the stored ``[N, D]`` / ``[I, D]`` gradients: three matmuls and one ``exp``
+    per logit instead of recomputing the logits.
     """
 
     @staticmethod
     def forward(ctx, h, weight, bias, targets, chunk):  # h [N, D], weight [I+1, D]
-        total = h.new_zeros((), dtype=torch.float32)
+        need_h, need_w, need_b = ctx.needs_input_grad[:3]
+        grad_h = torch.empty_like(h) if need_h else None
+        grad_w = torch.zeros_like(weight) if need_w else None
+        grad_b = torch.zeros_like(bias) if (bias is not None and need_b) else None
+        total = h.new_zeros(())
         for start in range(0, h.shape[0], chunk):
-            logits = _logits(h[start : start + chunk], weight, bias)
+            hc = h[start : start + chunk]
             t = targets[start : start + chunk]
-            lse = torch.logsumexp(logits, dim=-1)
-            total += (lse - logits.gather(1, t[:, None]).squeeze(1)).float().sum()
-        ctx.save_for_backward(h, weight, bias if bias is not None else h.new_empty(0), targets)
-        ctx.has_bias = bias is not None
-        ctx.chunk = chunk
+            logits = _logits(hc, weight, bias)  # [C, I+1]
+            lse = torch.logsumexp(logits, dim=-1, keepdim=True)
+            total += (lse.squeeze(1) - logits.gather(1, t[:, None]).squeeze(1)).sum()
+            if grad_h is None and grad_w is None and grad_b is None:
+                continue
+            p = logits.sub_(lse).exp_()  # softmax in place; column 0 -> 0
+            p[torch.arange(len(t), device=p.device), t] -= 1.0
+            if grad_h is not None:
+                grad_h[start : start + chunk] = p @ weight
+            if grad_w is not None:
+                grad_w.addmm_(p.T, hc)
+            if grad_b is not None:
+                grad_b += p.sum(0)
+        ctx.grads = (grad_h, grad_w, grad_b)
         return total
 
     @staticmethod
     def backward(ctx, grad_out):
-        h, weight, bias, targets = ctx.saved_tensors
-        bias = bias if ctx.has_bias else None
-        grad_h = torch.empty_like(h) if ctx.needs_input_grad[0] else None
-        grad_w = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
-        grad_b = torch.zeros_like(bias) if (bias is not None and ctx.needs_input_grad[2]) else None
-        for start in range(0, h.shape[0], ctx.chunk):
-            hc = h[start : start + ctx.chunk]
-            t = targets[start : start + ctx.chunk]
-            p = torch.softmax(_logits(hc, weight, bias), dim=-1)  # [C, I+1], column 0 = 0
-            p[torch.arange(len(t), device=p.device), t] -= 1.0
-            p *= grad_out
-            if grad_h is not None:
-                grad_h[start : start + ctx.chunk] = p @ weight
-            if grad_w is not None:
-                grad_w += p.T @ hc
-            if grad_b is not None:
-                grad_b += p.sum(0)
-        return grad_h, grad_w, grad_b, None, None
+        grad_h, grad_w, grad_b = ctx.grads
+        ctx.grads = None
+        scale = lambda g: None if g is None else g * grad_out  # noqa: E731
+        return scale(grad_h), scale(grad_w), scale(grad_b), None, None
 
 
 def _logits(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

@@ -1,0 +1,96 @@
+"""Shared pieces of the SASRec benchmarks: data preparation and one resumable train+test run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from seqrec.data.preprocess import PreprocessConfig, preprocess
+from seqrec.data.sources import load
+from seqrec.data.splits import leave_last_out
+from seqrec.evaluation import evaluate
+from seqrec.evaluation.results import result_record, write_result
+from seqrec.models.sasrec import SASRec, SASRecConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "results"
+
+
+def prepare(name: str):
+    """Load a shared dataset, iterative 5-core, leave-last-out."""
+    inter = load(name)
+    prepared = preprocess(inter, PreprocessConfig(filter="k_core", min_item=5))
+    split = leave_last_out(prepared.sequences())
+    return prepared, split
+
+
+def parser(description: str, **defaults) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--loss", default=defaults.get("loss", "ce"))
+    p.add_argument("--max-len", type=int, default=defaults["max_len"])
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--blocks", type=int, default=2)
+    p.add_argument("--heads", type=int, default=1)
+    p.add_argument("--dropout", type=float, default=defaults.get("dropout", 0.2))
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--epochs", type=int, default=defaults.get("epochs", 200))
+    p.add_argument("--patience", type=int, default=defaults.get("patience", 10))
+    p.add_argument("--eval-every", type=int, default=defaults.get("eval_every", 1))
+    p.add_argument("--layout", default="pre_ln")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-seconds", type=float, default=0.0, help="training time budget (0 = none)")
+    p.add_argument("--run-dir", default=None, help="checkpoint dir, default benchmarks/logs/runs/<stem> (resumes if it holds a run)")
+    p.add_argument("--stem", default=None)
+    return p
+
+
+def run(dataset: str, args, stem: str, notes: str = "") -> dict:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    prepared, split = prepare(dataset)
+    prep_s = time.perf_counter() - t0
+    cfg = SASRecConfig(
+        max_len=args.max_len, dim=args.dim, n_blocks=args.blocks, n_heads=args.heads,
+        dropout=args.dropout, lr=args.lr, batch_size=args.batch_size, epochs=args.epochs,
+        patience=args.patience, eval_every=args.eval_every, loss=args.loss, layout=args.layout,
+        seed=args.seed, num_threads=args.threads, max_train_seconds=args.max_seconds,
+        weight_decay=0.0,
+    )
+    run_dir = Path(args.run_dir or ROOT / "benchmarks" / "logs" / "runs" / stem)
+    model = SASRec(cfg)
+    t1 = time.perf_counter()
+    model.fit(split.train, split.valid, checkpoint_dir=run_dir, progress=False)
+    wall_fit = time.perf_counter() - t1
+    lg = model.training_log
+    results = {
+        "valid": evaluate(model, split.valid, seen_filter="history"),
+        "test": evaluate(model, split.test, seen_filter="history"),
+    }
+    steps_per_epoch = -(-int((split.train.lengths >= 2).sum()) // cfg.batch_size)
+    record = result_record(
+        model="sasrec", variant=args.loss, dataset=dataset, fingerprint=prepared.fingerprint(),
+        protocol="leave-last-out", results=results, seed=cfg.seed, config=cfg,
+        epochs=lg.epochs_run, train_seconds=lg.train_seconds,
+        data={"users": prepared.n_users, "items": prepared.n_items,
+              "interactions": len(prepared.interactions),
+              "preprocessing": list(prepared.interactions.notes)},
+        best_epoch=lg.best_epoch, best_valid=lg.best_metric, stopped=lg.stopped,
+        seconds_per_epoch=lg.train_seconds / max(lg.global_step, 1) * steps_per_epoch,
+        batch_share=lg.batch_share, global_step=lg.global_step,
+        resumed_from_step=lg.resumed_from_step,
+        wall_seconds={"prepare": prep_s, "fit_this_process": wall_fit},
+        validation_log=str((run_dir / "validation.jsonl").relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir / "validation.jsonl"),
+        torch_threads=args.threads, notes=notes,
+    )
+    write_result(record, OUT, stem=stem, metrics=["NDCG@10", "Recall@10", "HR@10", "MRR", "COV@10"])
+    logging.info("wrote %s: test %s", stem, json.dumps(record["metrics"]["test"]))
+    return record

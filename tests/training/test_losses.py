@@ -1,0 +1,106 @@
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqrec.errors import DataError
+from seqrec.training.losses import (
+    bce_loss,
+    full_ce_loss,
+    gbce_beta,
+    gbce_loss,
+    sampled_softmax_loss,
+)
+
+
+def _inputs(seed, b=3, length=6, d=5, n_items=13, bias=True):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(b, length, d, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(n_items + 1, d, generator=g, dtype=torch.float64, requires_grad=True)
+    bb = torch.randn(n_items + 1, generator=g, dtype=torch.float64, requires_grad=True) if bias else None
+    t = torch.randint(1, n_items + 1, (b, length), generator=g)
+    t[0, :3] = 0  # left padding
+    return h, w, bb, t
+
+
+def _grads(loss, tensors):
+    return torch.autograd.grad(loss, [x for x in tensors if x is not None])
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), chunk=st.integers(1, 20), bias=st.booleans())
+def test_full_ce_matches_reference_values_and_gradients(seed, chunk, bias):
+    h, w, b, t = _inputs(seed, bias=bias)
+    ours = full_ce_loss(h, t, w, b, chunk_size=chunk)
+    valid = t > 0
+    logits = h[valid] @ w.T + (0 if b is None else b)
+    logits = torch.cat([torch.full_like(logits[:, :1], float("-inf")), logits[:, 1:]], 1)
+    ref = F.cross_entropy(logits, t[valid])
+    assert torch.allclose(ours, ref)
+    for g1, g2 in zip(_grads(ours, (h, w, b)), _grads(ref, (h, w, b))):
+        assert torch.allclose(g1, g2, atol=1e-10)
+
+
+def test_full_ce_ignores_padding_positions():
+    h, w, b, t = _inputs(1)
+    loss = full_ce_loss(h, t, w, b)
+    h2 = h.detach().clone()
+    h2[t == 0] = 1e6  # garbage at PAD positions must not matter
+    assert torch.allclose(full_ce_loss(h2, t, w, b), loss)
+    (gh,) = torch.autograd.grad(loss, [h])
+    assert torch.all(gh[t == 0] == 0)
+
+
+def test_bce_matches_formula():
+    h, w, _, t = _inputs(2, bias=False)
+    negs = torch.randint(1, 14, t.shape)
+    v = t > 0
+    pos = (h[v] * w[t[v]]).sum(-1)
+    neg = (h[v] * w[negs[v]]).sum(-1)
+    ref = -(torch.log(torch.sigmoid(pos)) + torch.log(1 - torch.sigmoid(neg))).mean()
+    assert torch.allclose(bce_loss(h, t, negs, w), ref)
+
+
+def test_sampled_softmax_with_every_item_equals_full_ce():
+    h, w, b, t = _inputs(3)
+    every = torch.arange(1, w.shape[0])
+    full = full_ce_loss(h, t, w, b)
+    sampled = sampled_softmax_loss(h, t, every, w, b)
+    assert torch.allclose(full, sampled)
+
+
+def test_sampled_softmax_logq_shifts_negatives():
+    h, w, b, t = _inputs(4)
+    negs = torch.tensor([2, 5, 7])
+    plain = sampled_softmax_loss(h, t, negs, w, b)
+    zero = sampled_softmax_loss(h, t, negs, w, b, torch.zeros(3, dtype=torch.float64))
+    assert torch.allclose(plain, zero)
+    # a large log q (very popular negatives) shrinks their logits: the loss drops
+    corrected = sampled_softmax_loss(h, t, negs, w, b, torch.full((3,), 5.0, dtype=torch.float64))
+    assert corrected < plain
+
+
+def test_gbce_reduces_to_bce_at_t0_and_beta_bounds():
+    h, w, _, t = _inputs(5, bias=False)
+    negs = torch.randint(1, 14, (t.shape[0], 4))
+    assert gbce_beta(4, 13, 0.0) == pytest.approx(1.0)
+    assert gbce_beta(4, 13, 1.0) == pytest.approx(4 / 12)
+    v = t > 0
+    pos = (h * w[t]).sum(-1)
+    neg = torch.einsum("bld,bkd->blk", h, w[negs])
+    ref = (F.softplus(-pos) + F.softplus(neg).sum(-1))[v].mean()
+    assert torch.allclose(gbce_loss(h, t, negs, w, t=0.0), ref)
+    beta = gbce_beta(4, 13, 0.75)
+    ref75 = (beta * F.softplus(-pos) + F.softplus(neg).sum(-1))[v].mean()
+    assert torch.allclose(gbce_loss(h, t, negs, w, t=0.75), ref75)
+
+
+def test_losses_reject_batches_without_targets():
+    h, w, b, t = _inputs(6)
+    zeros = torch.zeros_like(t)
+    with pytest.raises(DataError):
+        full_ce_loss(h, zeros, w, b)
+    with pytest.raises(DataError):
+        bce_loss(h, zeros, zeros + 1, w, b)

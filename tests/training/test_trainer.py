@@ -1,0 +1,122 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seqrec.errors import ConfigError
+from seqrec.models.sasrec import SASRec, SASRecConfig
+from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
+
+TINY = dict(max_len=10, dim=16, n_blocks=1, batch_size=8, lr=3e-3, num_threads=1, seed=3)
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from seqrec.models.sasrec import SASRec, SASRecConfig
+    from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
+
+    class Slow(SASRec):
+        def make_batch(self, train, rows, rng):
+            time.sleep(0.05)  # widen the window in which the parent kills us
+            return super().make_batch(train, rows, rng)
+
+    train, valid, test = leave_last_out_small(markov_sequences(n_users=48, n_items=20, seed=5))
+    cfg = SASRecConfig(**eval(sys.argv[3]))
+    Slow(cfg).fit(train, valid, checkpoint_dir=sys.argv[1], checkpoint_every=1, progress=False)
+    open(sys.argv[2], "w").write("finished")
+    """
+)
+
+
+def _history(model):
+    return [{k: h[k] for k in ("epoch", "step", "metrics", "train_loss")}
+            for h in model.training_log.history]
+
+
+@pytest.mark.parametrize("loss", ["bce"])
+def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path, loss):
+    """A subprocess trains with a checkpoint every step; it is SIGKILLed mid-run, training
+    resumes here from its last checkpoint, and everything matches an uninterrupted run."""
+    kwargs = {**TINY, "epochs": 4, "patience": 0, "loss": loss}
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    done = tmp_path / "done"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "run"), str(done),
+                             repr(kwargs)], env=env)
+    try:
+        train, valid, test = leave_last_out_small(markov_sequences(n_users=48, n_items=20, seed=5))
+        reference = SASRec(SASRecConfig(**kwargs)).fit(train, valid, progress=False)
+        deadline = time.time() + 60
+        while not (tmp_path / "run" / "last.pt").exists():
+            assert proc.poll() is None, "child ended before writing a checkpoint"
+            assert time.time() < deadline, "no checkpoint within 60 s"
+            time.sleep(0.01)
+        time.sleep(0.3)  # let it run a few more steps
+        assert proc.poll() is None, "child finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not done.exists()
+    resumed = SASRec(SASRecConfig(**kwargs)).fit(train, valid, checkpoint_dir=tmp_path / "run",
+                                                 progress=False)
+    assert resumed.training_log.resumed_from_step  # it really continued a partial run
+    assert resumed.training_log.resumed_from_step < resumed.training_log.global_step
+    assert _history(resumed) == _history(reference)  # every validation metric identical
+    hist = test.histories()
+    np.testing.assert_array_equal(resumed.score(hist), reference.score(hist))
+    assert not list((tmp_path / "run").glob("*.tmp"))
+
+
+@pytest.fixture(scope="module")
+def data():
+    seqs = markov_sequences(n_users=40, n_items=20, seed=2)
+    return leave_last_out_small(seqs)
+
+
+def test_early_stopping_restores_best_and_logs_every_validation(tmp_path, data):
+    train, valid, _ = data
+    cfg = SASRecConfig(**{**TINY, "lr": 5e-2}, epochs=30, patience=2)  # big lr: overfits, stops early
+    model = SASRec(cfg).fit(train, valid, log_path=tmp_path / "val.jsonl", progress=False)
+    lg = model.training_log
+    lines = [json.loads(x) for x in (tmp_path / "val.jsonl").read_text().splitlines()]
+    assert len(lines) == len(lg.history) == lg.epochs_run
+    metrics = [x["metrics"]["NDCG@10"] for x in lines]
+    assert lg.best_metric == max(metrics)
+    if lg.stopped == "patience":
+        assert lg.epochs_run < 30 and metrics.index(max(metrics)) == len(metrics) - 3
+    # the restored weights are the best validation weights
+    assert model.validation_metrics(valid)["NDCG@10"] == pytest.approx(lg.best_metric)
+    assert 0.0 < lg.batch_share < 1.0
+
+
+def test_time_budget_and_finished_run_resume(tmp_path, data):
+    train, valid, _ = data
+    cfg = SASRecConfig(**TINY, epochs=1000, patience=0, max_train_seconds=0.5)
+    m = SASRec(cfg).fit(train, valid, checkpoint_dir=tmp_path, progress=False)
+    assert m.training_log.stopped == "time_budget" and m.training_log.epochs_run < 1000
+    again = SASRec(cfg).fit(train, valid, checkpoint_dir=tmp_path, progress=False)
+    assert again.training_log.global_step == m.training_log.global_step  # nothing re-trained
+    hist = valid.histories()
+    np.testing.assert_array_equal(m.score(hist), again.score(hist))
+
+
+def test_checkpoint_dir_refuses_another_config(tmp_path, data):
+    train, valid, _ = data
+    SASRec(SASRecConfig(**TINY, epochs=1)).fit(train, None, checkpoint_dir=tmp_path, progress=False)
+    with pytest.raises(ConfigError):
+        SASRec(SASRecConfig(**TINY, epochs=2)).fit(train, None, checkpoint_dir=tmp_path, progress=False)
+
+
+def test_training_without_validation_runs_all_epochs(data):
+    train, _, _ = data
+    m = SASRec(SASRecConfig(**TINY, epochs=2)).fit(train, progress=False)
+    assert m.training_log.epochs_run == 2 and m.training_log.history == []
