@@ -181,6 +181,22 @@ def test_steam_python_literal_lines(tmp_path):
     assert load(tmp_path / "steam_reviews.json.gz").item.tolist() == inter.item.tolist()
 
 
+def test_steam_blocks_match_whole_file(tmp_path):
+    lines = [f"{{'username': 'u{i % 7}', 'product_id': '{100 + i % 5}', 'date': '2017-01-{1 + i % 28:02d}', "
+             f"'text': '{'x' * (i % 13)}'}}" for i in range(60)]
+    path = write(tmp_path / "s.json.xz", "\n".join(lines) + "\n")
+    whole = steam.read_reviews(path)
+    small = steam.read_reviews(path, block_bytes=700)  # several blocks, lines cut across reads
+    assert len(whole) == 60
+    for col in ("user", "item", "timestamp"):
+        assert np.array_equal(getattr(whole, col), getattr(small, col))
+    lines[41] = "{'username': 'x', 'product_id': oops}"
+    with pytest.raises(DataError, match="line 42 is not a Python dict literal"):
+        steam.read_reviews(write(tmp_path / "b.json", "\n".join(lines)), block_bytes=100)
+    with pytest.raises(DataError, match="empty"):
+        steam.read_reviews(write(tmp_path / "e.json.gz", "\n\n"))
+
+
 def test_steam_never_evaluates_code(tmp_path):
     marker = tmp_path / "pwned"
     bad = f"{{'username': __import__('pathlib').Path('{marker}').touch(), 'product_id': '1'}}"
@@ -463,3 +479,18 @@ def test_shared_amazon_beauty():
     inter = load("amazon-beauty", root=SHARED)
     assert (len(inter), inter.n_users, inter.n_items) == (198502, 22363, 12101)
     assert inter.has_time and inter.timestamp.min() > 10**9
+
+
+@needs_shared
+def test_shared_ml1m_raw_dat_agrees_with_seq_file():
+    """The `::` parser on the raw ratings.dat part and the TSV parser agree on users 1-2999."""
+    seq = load("ml-1m", root=SHARED)
+    raw = load("ml-1m-ts", root=SHARED)
+    assert (len(raw), raw.n_users, raw.n_items) == (487650, 2999, 3615) and raw.has_time
+    part = seq.user < 3000
+
+    def triples(u, i, r):
+        return np.sort(u * 10**7 + i * 10 + r.astype(np.int64))
+
+    assert np.array_equal(triples(seq.user[part], seq.item[part], seq.rating[part]),
+                          triples(raw.user, raw.item, raw.rating))

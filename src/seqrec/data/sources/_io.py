@@ -31,6 +31,39 @@ def strip_compression(path: Path) -> tuple[str, str | None]:
     return path.name, None
 
 
+def open_binary(path: str | Path):
+    """A binary stream of the decompressed content (streaming; nothing read yet)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"file not found: {path}")
+    comp = strip_compression(path)[1]
+    return {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(comp, open)(path, "rb")
+
+
+def iter_blocks(path: str | Path, block_bytes: int = 1 << 28):
+    """Yield ``(first_line_number, bytes)`` blocks of whole lines of the decompressed file."""
+    line = 1
+    rest = b""
+    try:
+        with open_binary(path) as fh:
+            while True:
+                chunk = fh.read(block_bytes)
+                if not chunk:
+                    break
+                data = rest + chunk
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:  # no newline yet: keep reading
+                    rest = data
+                    continue
+                block, rest = data[:cut], data[cut:]
+                yield line, block
+                line += block.count(b"\n")
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise DataError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
+    if rest.strip():
+        yield line, rest
+
+
 def read_bytes(path: str | Path) -> bytes:
     """The decompressed content of ``path`` (``.xz``, ``.gz``, ``.bz2`` or plain)."""
     path = Path(path)
