@@ -138,13 +138,20 @@ def test_amazon_ratings_csv_layouts(tmp_path, layout):
             ("AUSER1", "0205616461", 4.0, 1390867200)]
     lines = [(u, i) if layout == "2014" else (i, u) for u, i, *_ in rows]
     text = "".join(f"{a},{b},{r},{t}\n" for (a, b), (_, _, r, t) in zip(lines, rows, strict=True))
-    inter = amazon.read_ratings_csv(write(tmp_path / "ratings_Beauty.csv", text), layout=layout)
+    fname = "ratings_Beauty.csv" if layout == "2014" else "Beauty.csv"  # the releases' names
+    inter = amazon.read_ratings_csv(write(tmp_path / fname, text), layout=layout)
     raw = inter.items["raw_id"][inter.item]
     assert raw.tolist() == [i for _, i, _, _ in rows]
     assert inter.user[0] == inter.user[2] != inter.user[1]
     assert inter.timestamp.tolist() == [t for *_, t in rows] and inter.rating.tolist() == [5, 3, 4]
+    if layout == "2014":  # recognised by its file name
+        assert load(tmp_path / "ratings_Beauty.csv").item.tolist() == inter.item.tolist()
+    else:  # or read generically with the column names given
+        generic_inter = load(tmp_path / fname, has_header=False,
+                             names=["item", "user", "rating", "timestamp"])
+        assert generic_inter.items["raw_id"][generic_inter.item].tolist() == raw.tolist()
     with pytest.raises(ConfigError, match="layout"):
-        amazon.read_ratings_csv(tmp_path / "ratings_Beauty.csv", layout="2015")
+        amazon.read_ratings_csv(tmp_path / fname, layout="2015")
 
 
 def test_amazon_review_json_gz_and_remap(tmp_path):

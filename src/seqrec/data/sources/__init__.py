@@ -10,17 +10,15 @@ Parquet in ``<cache>/parsed`` and reloaded from there while its files are unchan
 (:mod:`.cache`; ``SEQREC_PARSE_CACHE=0`` or ``cache=False`` turns it off).
 
 Anything else is a path: a folder of GroupLens files, ``u.data``, ``ratings.dat``, review JSON
-lines (Amazon / Yelp / Steam, told apart by their keys) or any CSV / TSV / Parquet file, read by
-:func:`.generic.read_file` with its options (``columns=``, ``sep=``, ...).
+lines (Amazon / Yelp / Steam, told apart by their keys), an Amazon 2014 ``ratings_*.csv``, or any
+CSV / TSV / Parquet file, read by :func:`.generic.read_file` with its options (``columns=``,
+``sep=``, ...).
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import importlib
 import inspect
-import lzma
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,13 +223,11 @@ def _load_named(spec: DatasetSpec, root: str | Path | None, use_cache: bool | No
 def _sniff_json(path: Path) -> str:
     from seqrec.data.sources import _io
 
-    comp = _io.strip_compression(path)[1]
-    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(comp, open)
     try:
-        with opener(path, "rb") as fh:
+        with _io.open_binary(path) as fh:
             head = fh.read(4096)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from None
+    except (OSError, EOFError, ValueError) as exc:  # lzma.LZMAError is an Exception subclass
+        raise DataError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
     first = head.split(b"\n", 1)[0]
     if b"reviewerID" in first:
         return "amazon:read_reviews_json"
@@ -256,6 +252,9 @@ def _load_path(path: Path, options: dict[str, Any]) -> Interactions:
     if plain.endswith((".json", ".jsonl")):
         _no_options(options, plain)
         return _call(_sniff_json(path), path)
+    if plain.startswith("ratings_") and plain.endswith(".csv"):  # Amazon 2014 ratings-only
+        _no_options(options, plain)
+        return _call("amazon:read_ratings_csv", path)
     allowed = set(inspect.signature(generic.read_file).parameters) - {"path"}
     unknown = set(options) - allowed
     if unknown:

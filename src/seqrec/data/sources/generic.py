@@ -86,7 +86,8 @@ def _resolve(columns: Mapping[str, str | None] | None, present: list[str], sourc
         if found is None and role in ("user", "item"):
             raise DataError(
                 f"{source}: no {role} column (columns present: {', '.join(present)}); "
-                f"pass columns={{'{role}': '<name>'}}"
+                f"pass columns={{'{role}': '<name>'}} (or has_header=False, names=[...] for a "
+                "file without a header line)"
             )
         if found is None and role == "timestamp" and "timestamp" not in columns:
             raise DataError(
