@@ -257,6 +257,14 @@ def test_generic_tsv_aliases_no_time_and_parquet(tmp_path):
     assert inter.timestamp.tolist() == [1000, 2000] and inter.has_time
 
 
+def test_generic_bom_and_latin1(tmp_path):
+    inter = load(write(tmp_path / "bom.csv", b"\xef\xbb\xbfuser_id,item_id,timestamp\n1,2,3\n"))
+    assert inter.user.tolist() == [1] and inter.timestamp.tolist() == [3]
+    with pytest.raises(DataError) as err:
+        load(write(tmp_path / "l1.csv", b"user_id,item_id,timestamp,title\n1,2,3,Caf\xe9\n"))
+    assert "utf-8" in one_line(err).lower()
+
+
 def test_generic_dates_and_custom_separator(tmp_path):
     path = write(tmp_path / "d.txt", "u::i::day\n1::2::2020-01-02\n1::3::2020-01-01\n")
     inter = load(path, sep="::", columns={"user": "u", "item": "i", "timestamp": "day"})

@@ -77,7 +77,7 @@ def read_bytes(path: str | Path) -> bytes:
         raise DataError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
     if not data.strip():
         raise DataError(f"file {path} is empty")
-    return data
+    return data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Excel exports)
 
 
 def _first_line(msg: str) -> str:
