@@ -217,13 +217,19 @@ def position_unfolding(
 
 
 def position_unfolding_explicit(
-    tensor: PositionalTensor, users: np.ndarray, items: np.ndarray, scale: np.ndarray | None
+    tensor: PositionalTensor,
+    users: np.ndarray,
+    items: np.ndarray,
+    scale: np.ndarray | None,
+    dtype: type = np.float64,
 ) -> np.ndarray:
     """``T [K, r1 * r2]`` explicitly: row ``k`` is ``U[S_k]^T (D V)[J_k]`` (one GEMM over the
-    entries at position ``k``), so the cost is ``2 nnz r1 r2`` and no ``M x N`` slice exists."""
+    entries at position ``k``), so the cost is ``2 nnz r1 r2`` and no ``M x N`` slice exists.
+    ``dtype=np.float32`` halves time and memory (used for the ``K x K`` Gram in HOOI)."""
     k = tensor.shape[2]
-    dv = items if scale is None else items * scale[:, None]
-    out = np.zeros((k, users.shape[1], dv.shape[1]))
+    dv = (items if scale is None else items * scale[:, None]).astype(dtype, copy=False)
+    users = users.astype(dtype, copy=False)
+    out = np.zeros((k, users.shape[1], dv.shape[1]), dtype=dtype)
     order = np.argsort(tensor.positions, kind="stable")
     bounds = np.searchsorted(tensor.positions[order], np.arange(k + 1))
     for p in range(k):
@@ -252,6 +258,22 @@ def _fix_signs(u: np.ndarray) -> np.ndarray:
     return u * signs
 
 
+def _reorthonormalize(u: np.ndarray) -> np.ndarray:
+    """Cholesky-QR (``u R^-1`` with ``R^T R = u^T u``): one small Gram instead of a tall
+    Householder QR, keeping column directions; falls back to QR when ``u`` is rank deficient
+    (a zero singular value inside the requested rank)."""
+    from scipy.linalg import cho_factor, solve_triangular
+
+    try:
+        r, _ = cho_factor(u.T @ u, lower=False, check_finite=False)
+        if np.min(np.abs(np.diag(r))) < 1e-6:
+            raise np.linalg.LinAlgError
+        return solve_triangular(r, u.T, trans="T", lower=False, check_finite=False).T
+    except np.linalg.LinAlgError:
+        q, r = np.linalg.qr(u)
+        return q * np.sign(np.where(np.diag(r) == 0, 1, np.diag(r)))
+
+
 def randomized_left(
     op: LinearOperator | np.ndarray,
     rank: int,
@@ -261,16 +283,20 @@ def randomized_left(
 ) -> np.ndarray:
     """Top-``rank`` left singular vectors by a seeded randomized range finder (Halko et al.
     2011, Alg. 4.4 with QR re-orthonormalisation between power iterations)."""
+    from scipy.linalg import lu
+
     m, n = op.shape
     b = min(rank + oversample, n, m)
     rng = np.random.default_rng(seed)
-    q, _ = np.linalg.qr(op @ rng.standard_normal((n, b)))
+    q = op @ rng.standard_normal((n, b))
     for _ in range(n_iter):
-        z, _ = np.linalg.qr(op.T @ q)
-        q, _ = np.linalg.qr(op @ z)
-    small = (op.T @ q).T  # [b, n] = Q^T op
-    ub, _, _ = np.linalg.svd(small, full_matrices=False)
-    return _fix_signs(q @ ub[:, :rank])
+        # LU normalisation between power steps (as in scikit-learn), QR only at the end
+        q = lu(q, permute_l=True, check_finite=False)[0]
+        q = op @ lu(op.T @ q, permute_l=True, check_finite=False)[0]
+    q, _ = np.linalg.qr(q)
+    small = op.T @ q  # [n, b] = (Q^T op)^T
+    vecs, _ = top_eigvecs(small.T @ small, rank)  # left singular vectors of Q^T op
+    return _fix_signs(q @ vecs)
 
 
 def left_singular(
@@ -296,8 +322,7 @@ def left_singular(
         if n <= m:
             vecs, sig = top_eigvecs(y.T @ y, rank)
             u = y @ (vecs / np.where(sig > 1e-12 * max(sig[0], 1e-300), sig, np.inf))
-            u, r = np.linalg.qr(u)
-            return _fix_signs(u * np.sign(np.where(np.diag(r) == 0, 1, np.diag(r))))
+            return _fix_signs(_reorthonormalize(u))
         return top_eigvecs(y @ y.T, rank)[0]
     if solver == "randomized":
         return randomized_left(op, rank, seed)

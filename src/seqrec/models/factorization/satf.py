@@ -246,8 +246,8 @@ class _SATF(Recommender):
         """``C = T T^T [K, K]`` of the position unfolding compressed by ``U`` and ``D V``."""
         u, v = self.factors["U"], self.factors["V"]
         if self.config.solver in ("auto", "gram"):
-            t = ops.position_unfolding_explicit(self.tensor, u, v, self.scale)
-            return t @ t.T
+            t = ops.position_unfolding_explicit(self.tensor, u, v, self.scale, np.float32)
+            return (t @ t.T).astype(np.float64)
         op = ops.position_unfolding(self.tensor, u, v, self.scale)
         tt = np.stack([op.rmatvec(e) for e in np.eye(self.tensor.shape[2])], axis=1)
         return tt.T @ tt

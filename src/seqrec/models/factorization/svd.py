@@ -53,9 +53,9 @@ def item_projector(
 def fold_in(rows: sp.csr_matrix, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """``[B, n_items + 1]`` float32 scores ``left @ right^T @ p`` for the weighted history rows
     ``rows [B, N]`` (column 0 = PAD is set by ``Recommender.score``)."""
-    latent = rows @ right  # [B, r]
+    latent = (rows @ right).astype(np.float32)  # [B, r]
     out = np.empty((rows.shape[0], left.shape[0] + 1), dtype=np.float32)
-    out[:, 1:] = latent @ left.T
+    out[:, 1:] = latent @ left.T.astype(np.float32)
     out[:, 0] = -np.inf
     return out
 
