@@ -174,6 +174,11 @@ class TorchRecommender(Recommender):
         self.device = resolve_device(config.device)
         self._sampler = None
 
+    @property
+    def epochs_trained(self) -> int | None:
+        """Epochs completed by the last ``fit`` (None before fitting)."""
+        return None if self.training_log is None else self.training_log.epochs_run
+
     # --- hooks models may override -------------------------------------------------------
     def build_encoder(self, n_items: int) -> SequenceEncoder:
         return self.encoder_cls(self.config, n_items)
