@@ -1,0 +1,79 @@
+"""End-to-end CLI checks: the quickstart path works and malformed input gives one-line errors."""
+
+import subprocess
+import sys
+
+import pytest
+
+from seqrec.cli.main import main
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_models_and_data_list(capsys):
+    code, out, _ = _run(capsys, "models")
+    assert code == 0 and "pop" in out
+    code, out, _ = _run(capsys, "data", "list")
+    assert code == 0 and "ml-latest-small" in out
+
+
+def test_describe_shipped_dataset(capsys):
+    code, out, _ = _run(capsys, "data", "describe", "ml-latest-small")
+    assert code == 0
+    assert "610" in out and "100,836" in out
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["data", "describe", "no-such-dataset"], "unknown"),
+        (["train", "--set", "model.name=no-such-model"], "unknown model"),
+        (["train", "--set", "eval.seen_filter=bogus"], "seen_filter"),
+        (["train", "--set", "data.filter=bogus"], "filter"),
+        (["train", "--set", "model.nonsense=1"], "valid keys"),
+        (["train", "--config", "missing.toml"], "does not exist"),
+        (["recommend", "no/such/artifact", "1"], "not a seqrec artifact"),
+    ],
+)
+def test_bad_input_gives_one_line_error(capsys, argv, fragment):
+    code, _, err = _run(capsys, *argv)
+    assert code == 2
+    lines = [ln for ln in err.strip().splitlines() if ln]
+    assert len(lines) == 1 and lines[0].startswith("error:"), err
+    assert fragment in lines[0]
+    assert "Traceback" not in err
+
+
+def test_bad_files_give_one_line_error(tmp_path, capsys):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    garbage = tmp_path / "garbage.csv"
+    garbage.write_text("user,item,timestamp\n1,2,3\nnot,a,number\n")
+    missing = tmp_path / "missing.csv"
+    missing.write_text("user,item\n1,2\n")
+    for path in (empty, garbage, missing):
+        code, _, err = _run(capsys, "data", "describe", str(path))
+        assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1, err
+
+
+def test_train_recommend_roundtrip(tmp_path, capsys):
+    out = tmp_path / "run"
+    code, text, err = _run(capsys, "train", "--set", "model.name=pop", "--out", str(out))
+    assert code == 0, err
+    assert "NDCG@10" in text and (out / "model" / "model.json").exists()
+    assert list(out.glob("*.json")) and list(out.glob("*.md"))
+    code, text, err = _run(capsys, "recommend", str(out / "model"), "1", "2", "999999999", "-k", "3")
+    assert code == 0, err
+    assert "skipped 1 unknown" in text
+    rows = [ln for ln in text.splitlines() if ln[:1].isdigit()]
+    assert len(rows) == 3
+
+
+def test_console_script_entry_point():
+    res = subprocess.run([sys.executable, "-m", "seqrec.cli.main", "--version"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "seqrec" in res.stdout
