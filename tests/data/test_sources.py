@@ -133,9 +133,10 @@ def test_ml20m_ratings_csv_with_quoted_titles(tmp_path):
 
 # --- Amazon -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("layout", ["2014", "2018"])
-def test_amazon_ratings_csv_layouts(tmp_path, layout):
-    rows = [("AUSER1", "B000ITEM1", 5.0, 1390694400), ("AUSER2", "0205616461", 3.0, 1390780800),
-            ("AUSER1", "0205616461", 4.0, 1390867200)]
+def test_amazon_ratings_csv_layouts(tmp_path, layout, caplog):
+    rows = [("AUSER1XYZ0001", "B000ITEM01", 5.0, 1390694400),
+            ("AUSER2XYZ0002", "0205616461", 3.0, 1390780800),
+            ("AUSER1XYZ0001", "0205616461", 4.0, 1390867200)]
     lines = [(u, i) if layout == "2014" else (i, u) for u, i, *_ in rows]
     text = "".join(f"{a},{b},{r},{t}\n" for (a, b), (_, _, r, t) in zip(lines, rows, strict=True))
     fname = "ratings_Beauty.csv" if layout == "2014" else "Beauty.csv"  # the releases' names
@@ -152,6 +153,11 @@ def test_amazon_ratings_csv_layouts(tmp_path, layout):
         assert generic_inter.items["raw_id"][generic_inter.item].tolist() == raw.tolist()
     with pytest.raises(ConfigError, match="layout"):
         amazon.read_ratings_csv(tmp_path / fname, layout="2015")
+    assert "is this a" not in caplog.text  # the right layout does not warn
+    other = "2018" if layout == "2014" else "2014"
+    with caplog.at_level("WARNING", logger="seqrec.data.sources.amazon"):
+        amazon.read_ratings_csv(tmp_path / fname, layout=other)
+    assert f"is this a {layout} file" in caplog.text
 
 
 def test_amazon_review_json_gz_and_remap(tmp_path):

@@ -18,6 +18,7 @@ J. Li, J. McAuley, EMNLP 2019 (2018 data).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import polars as pl
@@ -26,6 +27,7 @@ from seqrec.data.interactions import Interactions
 from seqrec.data.sources import _io
 from seqrec.errors import ConfigError
 
+log = logging.getLogger(__name__)
 LAYOUTS = {
     "2014": ["user", "item", "rating", "timestamp"],
     "2018": ["item", "user", "rating", "timestamp"],
@@ -39,6 +41,10 @@ def read_ratings_csv(path: str | Path, layout: str = "2014", name: str | None = 
     source = str(path)
     df = _io.read_table(_io.read_bytes(path), source, sep=",", header=False,
                         names=LAYOUTS[layout], dtypes={"timestamp": pl.Int64})
+    if _looks_swapped(df):
+        log.warning("%s: the 'user' column looks like ASINs and 'item' like reviewer ids; "
+                    "is this a %s file? (layout=%r)", source,
+                    "2018" if layout == "2014" else "2014", layout)
     user, _ = _io.ids(df, "user", source, header=False)
     item, raw = _io.ids(df, "item", source, header=False)
     return _io.build(
@@ -47,6 +53,18 @@ def read_ratings_csv(path: str | Path, layout: str = "2014", name: str | None = 
         rating=_io.numeric(df, "rating", source, pl.Float32, header=False),
         item_raw=raw, notes=(f"Amazon {layout} ratings-only CSV",),
     )
+
+
+def _looks_swapped(df: pl.DataFrame, n: int = 1000) -> bool:
+    """ASINs are 10 characters (``B0...`` or an ISBN); reviewer ids start with ``A`` and are
+    usually longer. True when most sampled 'user' values look like ASINs and 'item' values not."""
+    head = df.head(n)
+
+    def asin_share(col: str) -> float:
+        s = head[col].cast(pl.String)
+        return float(((s.str.len_chars() == 10) & ~s.str.starts_with("A")).mean() or 0.0)
+
+    return asin_share("user") > 0.9 and asin_share("item") < 0.1
 
 
 _REVIEW_SCHEMA = {"reviewerID": pl.String, "asin": pl.String, "overall": pl.Float64,
