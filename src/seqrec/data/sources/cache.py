@@ -121,3 +121,16 @@ def cached(inputs: Sequence[Path | None], reader: str, parse: Callable[[], Inter
     inter = parse()
     put(k, inter)
     return inter
+
+
+def clear() -> int:
+    """Delete every parse-cache entry; returns how many files were removed."""
+    folder = _folder()
+    if not folder.is_dir():
+        return 0
+    removed = 0
+    for f in folder.iterdir():
+        if f.is_file() and (f.suffix in (".parquet", ".json", ".tmp")):
+            f.unlink(missing_ok=True)
+            removed += 1
+    return removed
