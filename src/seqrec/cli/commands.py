@@ -59,6 +59,8 @@ def cmd_data(args: argparse.Namespace) -> int:
             inter = preprocess(inter, cfg).interactions
         print(format_mapping(describe(inter)))
         return 0
+    if args.data_command == "download":
+        return _download(args)
     # prepare
     from seqrec.experiment import prepare_data
 
@@ -78,6 +80,26 @@ def cmd_data(args: argparse.Namespace) -> int:
             "preprocessing": list(data.prepared.interactions.notes), "seconds": data.seconds}
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
     print(format_mapping({"written": str(out), **{k: v for k, v in info.items() if k != "split"}}))
+    return 0
+
+
+def _download(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from seqrec.data.sources.download import download
+
+    bar = tqdm(unit="B", unit_scale=True, desc=args.name)
+
+    def progress(done: int, total: int | None) -> None:
+        if total and bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        path = download(args.name, force=args.force, progress=progress)
+    finally:
+        bar.close()
+    print(f"{args.name}: {path}")
     return 0
 
 
