@@ -129,6 +129,21 @@ def positional_tensor(seqs: Sequences, max_len: int) -> PositionalTensor:
     )
 
 
+def positional_rows(histories: Sequences, weights: np.ndarray):
+    """Shifted, weighted history matrix ``[B, N]``: the last ``K - 1`` items move one step left
+    (the last to position ``K - 1``, 1-based) and item ``j`` at position ``k`` adds ``weights[k]``
+    to column ``j - 1`` — ``P S (A W w_hat_K)`` of eq. 15 as a sparse matrix."""
+    size = len(weights)
+    lengths = histories.lengths
+    keep = np.minimum(lengths, size - 1)
+    cut = histories.slice_rows(np.arange(len(histories)), lengths - keep, lengths)
+    within = np.arange(len(cut.items)) - np.repeat(cut.offsets[:-1], keep)
+    pos = (size - 1) - np.repeat(keep, keep) + within
+    return sp.csr_matrix(
+        (weights[pos], (cut.row_ids, cut.items - 1)), shape=(len(histories), histories.n_items)
+    )
+
+
 # ---------------------------------------------------------------- compressed unfoldings
 
 

@@ -172,23 +172,6 @@ class LASATFConfig(_CommonConfig):
                               f"({k_s}), got {self.sequences_rank}")
 
 
-def positional_rows(histories: Sequences, weights: np.ndarray):
-    """Shifted, weighted history matrix ``[B, N]``: the last ``K - 1`` items move one step left
-    (the last to position ``K - 1``, 1-based) and item ``j`` at position ``k`` adds ``weights[k]``
-    to column ``j - 1`` — ``P S (A W w_hat_K)`` of eq. 15 as a sparse matrix."""
-    import scipy.sparse as sp
-
-    size = len(weights)
-    lengths = histories.lengths
-    keep = np.minimum(lengths, size - 1)
-    cut = histories.slice_rows(np.arange(len(histories)), lengths - keep, lengths)
-    within = np.arange(len(cut.items)) - np.repeat(cut.offsets[:-1], keep)
-    pos = (size - 1) - np.repeat(keep, keep) + within
-    return sp.csr_matrix(
-        (weights[pos], (cut.row_ids, cut.items - 1)), shape=(len(histories), histories.n_items)
-    )
-
-
 def _orthonormal(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
     return np.linalg.qr(rng.standard_normal((rows, cols)))[0]
 
@@ -303,7 +286,7 @@ class _SATF(Recommender):
 
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
         left, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
-        return fold_in(positional_rows(histories, self.position_weights), left, right)
+        return fold_in(ops.positional_rows(histories, self.position_weights), left, right)
 
     def _state(self) -> dict[str, np.ndarray]:
         state = {k: v for k, v in self.factors.items() if k != "U"}
