@@ -35,9 +35,10 @@ from seqrec.models.lrurec import LRUEncoder
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timeit(fn, repeats: int, min_seconds: float = 0.2) -> float:
+def timeit(fn, repeats: int, min_seconds: float = 0.2, warmup: bool = True) -> float:
     """Median seconds per call over ``repeats`` rounds (each >= min_seconds when cheap)."""
-    fn()  # warm-up
+    if warmup:
+        fn()
     t0 = time.perf_counter()
     fn()
     once = time.perf_counter() - t0
@@ -68,7 +69,10 @@ def scan_case(length: int, batch: int, n: int, repeats: int) -> dict:
     # the two agree (sanity check inside the benchmark)
     diff = (run(lru_parallel_scan) - run(lru_sequential_scan)).abs().max().item()
     t_par = timeit(lambda: run(lru_parallel_scan), repeats)
-    t_seq = timeit(lambda: run(lru_sequential_scan), max(1, repeats // 2), min_seconds=0.0)
+    # the slow loop: fewer rounds at long L (the sanity run above was its warm-up)
+    long = length >= 1024
+    t_seq = timeit(lambda: run(lru_sequential_scan), 1 if long else max(1, repeats // 2),
+                   min_seconds=0.0, warmup=not long)
     return {"L": length, "batch": batch, "N": n, "parallel_s": t_par, "sequential_s": t_seq,
             "speedup": t_seq / t_par, "max_abs_diff": diff}
 
@@ -121,15 +125,15 @@ def incremental_case(length: int, batch: int, n_items: int, repeats: int) -> dic
 
     res = {"L": length, "batch": batch, "n_items": n_items, "sasrec": sas_kind}
     for scored in (False, True):
-        def lru_step():
+        def lru_step(scored=scored):
             _, h = lru.step(state, new)
             return lru.score(h) if scored else h
 
-        def sas_full():
+        def sas_full(scored=scored):
             h = sas(b)[:, -1]
             return sas.score(h) if scored else h
 
-        def lru_full():
+        def lru_full(scored=scored):
             h = lru(b)[:, -1]
             return lru.score(h) if scored else h
 

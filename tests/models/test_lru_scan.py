@@ -83,7 +83,7 @@ def test_parallel_equals_sequential_gradients(dtype, length, pad):
         loss = (out * weights).real.sum() + (out.abs() ** 2).sum() * 0.01
         grads.append(torch.autograd.grad(loss, (uu, ll, hh)))
     tol = DTYPES[dtype] * 50
-    for g_par, g_seq in zip(*grads):
+    for g_par, g_seq in zip(*grads, strict=True):
         torch.testing.assert_close(g_par, g_seq, rtol=tol, atol=tol)
 
 
@@ -100,7 +100,7 @@ def test_gradients_through_the_parametrisation():
         lam = torch.exp(torch.complex(-torch.exp(nl), torch.exp(tl)))
         out = scan(x.to(torch.complex128), lam)
         grads.append(torch.autograd.grad(out.real.sum() - out.imag.pow(2).sum(), (nl, tl)))
-    for a, b in zip(*grads):
+    for a, b in zip(*grads, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
 
 

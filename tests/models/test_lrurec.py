@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError, DataError, NotFittedError
-from seqrec.models.lrurec import LRURec, LRURecConfig, LRUEncoder
+from seqrec.models.lrurec import LRUEncoder, LRURec, LRURecConfig
 from seqrec.registry import get_model
 from seqrec.testing.conformance import ConformanceSuite, _data, fitted
 

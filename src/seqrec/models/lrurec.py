@@ -286,7 +286,7 @@ class LRUEncoder(SequenceEncoder):
         active = item_ids != 0
         x = self._embed(item_ids)  # [B, D]
         new_h = []
-        for block, h in zip(self.blocks, state.h):
+        for block, h in zip(self.blocks, state.h, strict=True):
             h_next = block.lru.lam() * h + block.lru.inputs(x, None)
             h_next = torch.where(active.unsqueeze(-1), h_next, h)
             x = block.ffn(block.lru.output(h_next, x))
