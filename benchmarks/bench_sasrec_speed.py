@@ -47,6 +47,9 @@ class PlainSASRec(nn.Module):
                                              enable_nested_tensor=False)
         self.dropout = nn.Dropout(dropout)
         self.heads = heads
+        for param in self.parameters():  # same initialization as ours (fair starting loss)
+            if param.dim() >= 2:
+                nn.init.xavier_normal_(param)
 
     def loss(self, items: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         b, length = items.shape
@@ -93,7 +96,7 @@ def main() -> None:
         loss = ours.compute_loss(data)
         loss.backward()
         opt_ours.step()
-        return time.perf_counter() - t0, time.process_time() - c0, t1 - t0, float(loss)
+        return time.perf_counter() - t0, time.process_time() - c0, t1 - t0, float(loss.detach())
 
     def step_plain(batch_rows, rng):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -103,7 +106,7 @@ def main() -> None:
         loss = plain.loss(batch.items, batch.targets)
         loss.backward()
         opt_plain.step()
-        return time.perf_counter() - t0, time.process_time() - c0, 0.0, float(loss)
+        return time.perf_counter() - t0, time.process_time() - c0, 0.0, float(loss.detach())
 
     res = {"ours": [], "plain": []}
     for i in range(args.steps + 1):  # step 0 is warm-up

@@ -63,11 +63,16 @@ def fitted(model_cls, config_kwargs: dict[str, Any], **over: Any):
     return _CACHE[key]
 
 
-def _batch(items: np.ndarray) -> SequenceBatch:
-    items = torch.as_tensor(items, dtype=torch.long)
+def _times(items: np.ndarray) -> np.ndarray:
+    """Hourly timestamps aligned to the right (the last column is the latest), 0 at PAD."""
     length = items.shape[1]
-    times = torch.arange(length, dtype=torch.long)[None].expand_as(items) * 3600 + 1_000_000
-    times = times * items.ne(0)
+    times = 1_000_000 + 3600 * np.arange(length, dtype=np.int64)[None].repeat(len(items), 0)
+    return times * (items != 0)
+
+
+def _batch(items: np.ndarray, times: np.ndarray | None = None) -> SequenceBatch:
+    times = torch.as_tensor(_times(items) if times is None else times, dtype=torch.long)
+    items = torch.as_tensor(items, dtype=torch.long)
     return SequenceBatch(items=items, mask=items.ne(0), timestamps=times,
                          query_times=times[:, -1] + 3600, users=torch.arange(len(items)))
 
@@ -123,12 +128,12 @@ def check_padding_invariance(model_cls, config_kwargs: dict[str, Any], atol: flo
     items = rng.integers(1, enc.n_items + 1, size=(4, length))
     items[1, :2] = 0
     items[2, : length - 1] = 0
-    padded = np.concatenate([np.zeros((4, extra), np.int64), items], axis=1)
+    pad = np.zeros((4, extra), np.int64)
+    padded = np.concatenate([pad, items], axis=1)
+    padded_times = np.concatenate([pad, _times(items)], axis=1)  # same times on real positions
     with torch.no_grad():
         short = enc(_batch(items))
-        b = _batch(padded)
-        # keep the same timestamps on real positions
-        long = enc(b)
+        long = enc(_batch(padded, padded_times))
     assert torch.isfinite(long).all(), "NaN/inf at padded positions"
     diff = (long[:, extra:][_batch(items).mask] - short[_batch(items).mask]).abs().max().item()
     assert diff <= atol, f"extra left padding changed real outputs by {diff}"

@@ -1,0 +1,60 @@
+"""The conformance checks must catch broken encoders (a suite that cannot fail proves nothing)."""
+
+import pytest
+import torch
+
+from seqrec.models.layers import causal_padding_mask
+from seqrec.models.sasrec import SASRec, SASRecEncoder
+from seqrec.testing import conformance as C
+
+KW = {"dim": 8, "n_blocks": 1}
+
+
+class _Leaky(SASRecEncoder):
+    """Bidirectional attention: position t sees t+1."""
+
+    def forward(self, batch):
+        valid = batch.mask
+        length = batch.items.shape[1]
+        pos = torch.arange(self.config.max_len - length, self.config.max_len)
+        x = (self.item_emb(batch.items) + self.pos_emb(pos)[None]) * valid[..., None]
+        mask = valid[:, None, :].expand(-1, length, -1) | torch.eye(length, dtype=torch.bool)
+        for block in self.blocks:
+            x = block(x, mask, valid)
+        return self.final_norm(x) * valid[..., None]
+
+
+class _LeftPositions(SASRecEncoder):
+    """Positions counted from the left: outputs depend on the amount of padding."""
+
+    def forward(self, batch):
+        valid = batch.mask
+        length = batch.items.shape[1]
+        x = (self.item_emb(batch.items) + self.pos_emb(torch.arange(length))[None]) * valid[..., None]
+        mask = causal_padding_mask(valid)
+        for block in self.blocks:
+            x = block(x, mask, valid)
+        return self.final_norm(x) * valid[..., None]
+
+
+class LeakySASRec(SASRec):
+    encoder_cls = _Leaky
+
+
+class LeftPosSASRec(SASRec):
+    encoder_cls = _LeftPositions
+
+
+def test_leakage_is_detected():
+    with pytest.raises(AssertionError, match="changed"):
+        C.check_no_causal_leakage(LeakySASRec, KW)
+
+
+def test_padding_dependence_is_detected():
+    with pytest.raises(AssertionError, match="padding"):
+        C.check_padding_invariance(LeftPosSASRec, KW)
+
+
+def test_missing_config_validation_is_detected():
+    with pytest.raises(AssertionError, match="did not raise"):
+        C.check_bad_configs(SASRec, KW, bad_configs=[{"dim": 8}])  # a valid config
