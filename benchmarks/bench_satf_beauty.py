@@ -12,6 +12,10 @@ evaluated on the test window. Then LA-SATF's fit time is measured as the item ra
 
     nohup nice -n 5 .venv/bin/python benchmarks/bench_satf_beauty.py \
         > benchmarks/logs/satf_beauty.log 2>&1 &
+    # or one process per model (the sweep runs with LA-SATF), then rebuild the table:
+    #   ... bench_satf_beauty.py --models la-satf > benchmarks/logs/satf_beauty_la.log
+    #   ... bench_satf_beauty.py --models ga-satf --sweep-ranks "" > benchmarks/logs/satf_beauty_ga.log
+    #   .venv/bin/python benchmarks/bench_satf_beauty.py --table-only
 
 Writes docs/results/beauty_temporal_{ga-satf,la-satf}.{json,md}, satf_fit_time.{json,png} and
 the combined table beauty_temporal_satf.md (with Pop / PureSVD / PureSVD-N when
@@ -129,26 +133,34 @@ def plot(points, cfg, path):
     fig.savefig(path, dpi=120)
 
 
-def combined_table(records):
-    extra = []
-    for stem in ("beauty_temporal_pop", "beauty_temporal_puresvd", "beauty_temporal_puresvd-n"):
-        path = OUT / f"{stem}.json"
+def combined_table():
+    """One Markdown table from every Beauty temporal record on disk (this script and
+    bench_puresvd_beauty.py; the SATF models may run in separate processes)."""
+    recs = []
+    for name in ("pop", "puresvd", "puresvd-n", "ga-satf", "la-satf"):
+        path = OUT / f"beauty_temporal_{name}.json"
         if path.exists():
-            extra.append(json.loads(path.read_text()))
-    table = markdown_table(extra + records, metrics=["HR@10", "NDCG@10", "COV@10", "HR@20", "MRR"],
+            recs.append(json.loads(path.read_text()))
+    if not recs:
+        return
+    table = markdown_table(recs, metrics=["HR@10", "NDCG@10", "COV@10", "HR@20", "MRR"],
                            title="Amazon Beauty 5-core, temporal 3W/3W, K = 50 (paper HR@10 / "
-                                 "NDCG@10: GA-SATF 0.079/0.043, LA-SATF 0.114/0.067, PureSVD-N "
-                                 "0.087/0.047)")
+                                 "NDCG@10 / COV@10: Pop 0.004/0.002/0.007, PureSVD "
+                                 "0.082/0.046/0.251, PureSVD-N 0.087/0.047/0.615, GA-SATF "
+                                 "0.079/0.043/0.182, LA-SATF 0.114/0.067/0.608)")
     (OUT / "beauty_temporal_satf.md").write_text(table)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="la-satf,ga-satf")
-    ap.add_argument("--configs", type=int, default=4, help="grid points per model (in order)")
+    ap.add_argument("--configs", type=int, default=2, help="grid points per model (in order)")
     ap.add_argument("--sweep-ranks", default="100,300,600,1000")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--table-only", action="store_true", help="only rebuild the combined table")
     args = ap.parse_args()
+    if args.table_only:
+        return combined_table()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stdout)
     prepared, split = prepare_beauty()
     log.info("split %s", split.info)
@@ -157,7 +169,7 @@ def main() -> None:
         rows, best = tune(name, split, args.configs)
         rec, best_cfg[name] = final(name, prepared, split, best, rows)
         records.append(rec)
-        combined_table(records)
+        combined_table()
     if "la-satf" in best_cfg and args.sweep_ranks:
         cfg = best_cfg["la-satf"]
         points = sweep(split, cfg, [int(r) for r in args.sweep_ranks.split(",")], args.repeats)
