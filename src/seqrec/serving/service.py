@@ -1,12 +1,14 @@
 """HTTP service over a saved artifact (FastAPI).
 
+(No ``from __future__ import annotations`` here: FastAPI reads the request model annotation
+at runtime, and the model class is local to ``create_app``.)
+
     uvicorn "seqrec.serving.service:app_from_env" --factory   # SEQREC_ARTIFACT=runs/.../model
 
 Endpoints: ``GET /health``, ``GET /info``, ``POST /recommend`` with
 ``{"history": [raw ids, oldest first], "k": 10, "exclude_seen": true}``.
 """
 
-from __future__ import annotations
 
 import os
 from pathlib import Path
