@@ -71,7 +71,7 @@ def _scan_(h: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
         # all pairs of neighbouring blocks at once: [..., pairs, 2, b, N]
         view = h.view(*batch, full // (2 * block), 2, block, n)
         carry = view[..., 0, -1:, :]  # [..., pairs, 1, N] last element of each left block
-        view[..., 1, :, :] += carry * powers
+        view[..., 1, :, :].addcmul_(carry, powers)  # right block j += lam**j * carry
         powers = torch.cat((powers, powers[-1:] * powers), dim=0)
         block *= 2
     return h
@@ -157,8 +157,9 @@ def lru_sequential_scan(
         u.new_zeros(*u.shape[:-2], u.shape[-1]) if h0 is None else h0.to(u.dtype)
     )
     out = []
-    for t in range(u.shape[-2]):
-        state = lam * state + u[..., t, :]
+    # unbind (not u[..., t, :]): its backward is one stack, not L full-size zero fills
+    for u_t in u.unbind(-2):
+        state = lam * state + u_t
         out.append(state)
     if not out:
         return u.clone()
