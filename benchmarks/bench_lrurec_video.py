@@ -12,7 +12,8 @@ Target: test NDCG@10 >= 0.058 (paper 0.062).
         > benchmarks/logs/lrurec_video.log 2>&1 &
 
 Resumable: rerunning the same command continues from benchmarks/logs/runs/<stem>/last.pt
-(``--max-seconds`` caps the training time of one process; rerun to continue). Writes
+(``--max-seconds`` caps the training time; ``--report-only`` tests the best weights of
+an interrupted run's last checkpoint without training, and says so in the record). Writes
 docs/results/<stem>.{json,md}; ``--with-sasrec`` also trains SASRec (same split, CE) and writes a
 side-by-side table. This module also holds the runner that ``bench_lrurec_ml1m.py`` uses.
 """
@@ -69,13 +70,36 @@ def parser(description: str, **defaults) -> argparse.ArgumentParser:
                    default=defaults.get("with_sasrec", False))
     p.add_argument("--sasrec-dropout", type=float, default=defaults["dropout"])
     p.add_argument("--stem", default=defaults["stem"])
+    p.add_argument("--report-only", action="store_true",
+                   help="do not train: test the best weights of the run's last checkpoint "
+                        "(for a run stopped before early stopping; marked in the record)")
     return p
+
+
+def _from_checkpoint(model, train, run_dir: Path):
+    """The best weights and log of an unfinished run (``--report-only``), without training."""
+    from seqrec.training.checkpoint import load_checkpoint
+    from seqrec.training.trainer import LAST, TrainingLog
+
+    ck = load_checkpoint(run_dir / LAST)
+    model._remember_catalogue(train)
+    model.encoder = model.build_encoder(train.n_items).to(model.device)
+    model.encoder.load_state_dict(ck["best_state"] or ck["model"])
+    model.encoder.eval()
+    lg = dict(ck["log"])
+    lg["history"] = json.loads(lg["history"])
+    lg["stopped"] = "interrupted: reported from the last checkpoint (best validation weights)"
+    model.training_log = TrainingLog(**lg)
+    return model
 
 
 def _fit_and_test(name, model, split, prepared, dataset, args, stem, notes):
     run_dir = ROOT / "benchmarks" / "logs" / "runs" / stem
     t0 = time.perf_counter()
-    model.fit(split.train, split.valid, checkpoint_dir=run_dir, progress=False)
+    if args.report_only:
+        _from_checkpoint(model, split.train, run_dir)
+    else:
+        model.fit(split.train, split.valid, checkpoint_dir=run_dir, progress=False)
     wall_fit = time.perf_counter() - t0
     lg = model.training_log
     results = {
