@@ -17,3 +17,73 @@ class TestSASRecConformance(ConformanceSuite):
 class TestSASRecReferenceLayout(ConformanceSuite):
     model_cls = SASRec
     config_kwargs = {"dim": 16, "n_blocks": 1, "n_heads": 1, "layout": "reference"}
+    # the layout-independent checks run once, in the class above
+    test_all_losses = None
+    test_bad_configs = None
+    test_seeded_refit = None
+    test_exclude_seen = None
+
+
+def _reference_attention(att, query, keys, allowed):
+    """Plain softmax(QK^T / sqrt(d_h) + A) V with per-head split, as in the paper."""
+    b, length, dim = query.shape
+    h = att.n_heads
+    q = att.q(query).view(b, length, h, dim // h).transpose(1, 2)
+    k, v = att.kv(keys).view(b, length, 2, h, dim // h).permute(2, 0, 3, 1, 4)
+    logits = q @ k.transpose(-1, -2) / (dim // h) ** 0.5
+    logits = logits.masked_fill(~allowed[:, None], float("-inf"))
+    return (torch.softmax(logits, -1) @ v).transpose(1, 2).reshape(b, length, dim)
+
+
+@pytest.mark.parametrize("heads", [1, 4])
+def test_sdpa_attention_matches_plain_reference_outputs_and_grads(heads):
+    from seqrec.models.layers import causal_padding_mask
+    from seqrec.models.sasrec import CausalSelfAttention
+
+    torch.manual_seed(0)
+    att = CausalSelfAttention(16, heads, 0.0).double()
+    x = torch.randn(3, 7, 16, dtype=torch.float64, requires_grad=True)
+    valid = torch.ones(3, 7, dtype=torch.bool)
+    valid[1, :3] = False
+    valid[2, :6] = False
+    allowed = causal_padding_mask(valid)
+    ours = att(x, x, allowed)
+    ref = _reference_attention(att, x, x, allowed)
+    assert torch.allclose(ours, ref)
+    g1 = torch.autograd.grad(ours[valid].sum(), [x, att.q.weight])
+    g2 = torch.autograd.grad(ref[valid].sum(), [x, att.q.weight])
+    assert all(torch.allclose(a, b) for a, b in zip(g1, g2))
+
+
+def test_fully_padded_rows_give_zero_not_nan():
+    enc = SASRecEncoder(SASRecConfig(max_len=6, dim=8), n_items=9).eval()
+    items = torch.tensor([[0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 2, 3]])
+    out = enc(SequenceBatch(items=items, mask=items.ne(0)))
+    assert torch.isfinite(out).all() and torch.all(out[0] == 0) and torch.all(out[1, :3] == 0)
+
+
+def test_layouts_differ_and_reference_scales_embeddings():
+    torch.manual_seed(0)
+    pre = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0), n_items=9).eval()
+    ref = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="reference"), 9).eval()
+    ref.load_state_dict(pre.state_dict())  # same parameters, different wiring
+    items = torch.tensor([[0, 0, 4, 1, 2, 3]])
+    b = SequenceBatch(items=items, mask=items.ne(0))
+    assert ref.scale == pytest.approx(8 ** 0.5) and pre.scale == 1.0
+    assert not torch.allclose(pre(b), ref(b))
+
+
+def test_too_long_input_and_unavailable_device_raise():
+    enc = SASRecEncoder(SASRecConfig(max_len=4, dim=8), n_items=9)
+    items = torch.ones(1, 5, dtype=torch.long)
+    with pytest.raises(ConfigError):
+        enc(SequenceBatch(items=items, mask=items.ne(0)))
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError):
+            SASRec(SASRecConfig(device="cuda"))
+
+
+def test_item_embedding_is_shared_with_prediction_layer():
+    enc = SASRecEncoder(SASRecConfig(max_len=4, dim=8), n_items=9)
+    weight, bias = enc.output_embeddings()
+    assert weight is enc.item_emb.weight and bias is None
