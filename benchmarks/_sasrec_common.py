@@ -6,7 +6,6 @@ import argparse
 import json
 import logging
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch

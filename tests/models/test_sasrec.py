@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 import torch
 
@@ -52,7 +51,7 @@ def test_sdpa_attention_matches_plain_reference_outputs_and_grads(heads):
     assert torch.allclose(ours, ref)
     g1 = torch.autograd.grad(ours[valid].sum(), [x, att.q.weight])
     g2 = torch.autograd.grad(ref[valid].sum(), [x, att.q.weight])
-    assert all(torch.allclose(a, b) for a, b in zip(g1, g2))
+    assert all(torch.allclose(a, b) for a, b in zip(g1, g2, strict=True))
 
 
 def test_fully_padded_rows_give_zero_not_nan():

@@ -19,7 +19,11 @@ Deviations from the paper (all deliberate, all switchable where noted):
 * PAD queries attend to themselves (never to other keys) to avoid NaN on fully masked rows;
   their outputs are zeroed, so real positions are unaffected.
 * Multi-head attention (``n_heads > 1``) splits d into h heads scaled by sqrt(d/h); like the
-  paper there is no output projection after concatenating heads.
+  paper there is no output projection after concatenating heads. The Q/K/V projections have
+  biases (as the TF reference's dense layers; the guide's code omits them).
+* The FFN applies dropout after the ReLU as well as on its output (as the TF reference).
+* Initialization: Xavier-normal for every matrix (as the PyTorch port of the reference), PAD
+  embedding zero.
 * Losses: ``loss="bce"`` is the paper's objective (one negative per position drawn from items
   the user never interacted with in training, redrawn every step). ``"ce"`` (full softmax,
   the "SASRec+" variant), ``"sampled_softmax"`` and ``"gbce"`` (gSASRec) are extensions.
@@ -141,7 +145,7 @@ class SASRecEncoder(SequenceEncoder):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for name, p in self.named_parameters():
+        for p in self.parameters():
             if p.dim() >= 2:
                 nn.init.xavier_normal_(p)  # as the reference implementation
         with torch.no_grad():

@@ -184,7 +184,7 @@ def check_exclude_seen(model_cls, config_kwargs: dict[str, Any]) -> None:
     model = fitted(model_cls, config_kwargs)
     seqs, *_ = _data()
     raw = [list(model.vocab.decode(seqs.row(r))) for r in range(6)]
-    for hist, rec in zip(raw, model.recommend(raw, k=5, exclude_seen=True)):
+    for hist, rec in zip(raw, model.recommend(raw, k=5, exclude_seen=True), strict=True):
         assert len(rec.items) == 5 and not set(rec.items) & set(hist), (hist, rec.items)
     # without the filter, the top item of a history ending in i is mostly a seen item or not;
     # only check the call shape and ordering

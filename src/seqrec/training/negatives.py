@@ -67,7 +67,7 @@ class NegativeSampler:
             still = self.seen(row_b[bad], redraw)
             bad[bad] = still
         # Rows with almost every item seen: exhaustive fallback, still exact.
-        for idx in zip(*np.nonzero(bad)):
+        for idx in zip(*np.nonzero(bad), strict=True):
             r = row_b[idx]
             lo, hi = np.searchsorted(self._keys, [r * self._stride, (r + 1) * self._stride])
             free = np.setdiff1d(np.arange(1, self.n_items + 1), self._keys[lo:hi] - r * self._stride)
