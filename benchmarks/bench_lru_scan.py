@@ -70,7 +70,7 @@ def scan_case(length: int, batch: int, n: int, repeats: int) -> dict:
     # the two agree (sanity check inside the benchmark; also the warm-up)
     diff = (run(lru_parallel_scan) - run(lru_sequential_scan)).abs().max().item()
     # interleaved rounds, so that the load of a shared machine hits both alike
-    rounds = 2 if length >= 1024 else repeats
+    rounds = 3 if length >= 1024 else repeats
     par, seq = [], []
     for _ in range(rounds):
         par.append(timeit(lambda: run(lru_parallel_scan), 1, warmup=False))
