@@ -62,28 +62,48 @@ def _powers(lam: torch.Tensor, count: int) -> torch.Tensor:
     return powers
 
 
-def _scan_(h: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
-    """In place: the recursive scan of ``h`` ``[..., 2**k, N]`` (no autograd)."""
+def _scan_(h: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    """In place: the recursive scan of ``h`` ``[..., 2**k, N]`` (no autograd).
+
+    ``reverse`` scans backwards in time (``h_t = lam * h_{t+1} + u_t``): the first element of
+    each right block is carried into the left block with ``lam**(b - j)``.
+    """
     *batch, full, n = h.shape
-    powers = lam.unsqueeze(0)  # [b, N]: lam**1 .. lam**b
+    if full < 2:
+        return h
+    powers = _powers(lam, full // 2)  # [full/2, N]: lam**1 .. lam**(full/2), built once
+    if reverse:
+        flipped = powers.flip(0)  # lam**(b - j) for the last b rows: flipped[-b:]
     block = 1
     while block < full:
         # all pairs of neighbouring blocks at once: [..., pairs, 2, b, N]
         view = h.view(*batch, full // (2 * block), 2, block, n)
-        carry = view[..., 0, -1:, :]  # [..., pairs, 1, N] last element of each left block
-        view[..., 1, :, :].addcmul_(carry, powers)  # right block j += lam**j * carry
-        powers = torch.cat((powers, powers[-1:] * powers), dim=0)
+        if reverse:
+            carry = view[..., 1, :1, :]  # first element of each right block
+            view[..., 0, :, :].addcmul_(carry, flipped[full // 2 - block :])
+        else:
+            carry = view[..., 0, -1:, :]  # [..., pairs, 1, N] last element of each left block
+            view[..., 1, :, :].addcmul_(carry, powers[:block])  # right j += lam**j * carry
         block *= 2
     return h
 
 
-def _scan_forward(u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None) -> torch.Tensor:
+def _scan_forward(
+    u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None, reverse: bool = False
+) -> torch.Tensor:
     *batch, length, n = u.shape
     full = next_power_of_two(length)
-    # left padding with zero inputs keeps the state at zero
-    h = u.new_zeros(*batch, full, n)
-    h[..., full - length :, :] = u
-    h = _scan_(h, lam)[..., full - length :, :]
+    if full == length:
+        h = u.clone()
+    else:
+        # zero inputs on the far side keep the state at zero: left padding (right if reverse)
+        h = u.new_zeros(*batch, full, n)
+        if reverse:
+            h[..., :length, :] = u
+        else:
+            h[..., full - length :, :] = u
+    h = _scan_(h, lam, reverse)
+    h = h[..., :length, :] if reverse else h[..., full - length :, :]
     if h0 is not None:
         h = h + _powers(lam, length)[:length] * h0.unsqueeze(-2)
     return h
@@ -93,7 +113,7 @@ class _ParallelScan(torch.autograd.Function):
     """Forward: the recursive scan. Backward: the same scan run backwards in time.
 
     With ``G_t = dL/dh_t`` accumulated over later steps (``G_t = g_t + conj(lam) G_{t+1}``,
-    itself a linear recurrence, so the parallel scan of the time-reversed ``g`` with
+    itself a linear recurrence, so the reverse-time parallel scan of ``g`` with
     ``conj(lam)``), PyTorch's complex-gradient convention gives ``grad u_t = G_t``,
     ``grad lam = sum_t G_t conj(h_{t-1})`` and ``grad h0 = conj(lam) G_0``.
     """
@@ -109,16 +129,12 @@ class _ParallelScan(torch.autograd.Function):
     def backward(ctx, grad):
         h, lam, h0 = ctx.saved_tensors
         lam_c = lam.conj()
-        G = _scan_forward(grad.flip(-2), lam_c, None).flip(-2)
-        prev = torch.cat(
-            (
-                (h.new_zeros(h.shape[:-2] + (1, h.shape[-1])) if ctx.h0_is_none
-                 else h0.unsqueeze(-2)),
-                h[..., :-1, :],
-            ),
-            dim=-2,
-        )
-        grad_lam = (G * prev.conj()).reshape(-1, h.shape[-1]).sum(0)
+        G = _scan_forward(grad, lam_c, None, reverse=True)
+        n = h.shape[-1]
+        # grad lam = sum_t G_t conj(h_{t-1}), h_{-1} = h0 (or 0)
+        grad_lam = (G[..., 1:, :] * h[..., :-1, :].conj()).reshape(-1, n).sum(0)
+        if not ctx.h0_is_none:
+            grad_lam = grad_lam + (G[..., 0, :] * h0.conj()).reshape(-1, n).sum(0)
         grad_h0 = None if ctx.h0_is_none else lam_c * G[..., 0, :]
         return G, grad_lam, grad_h0
 
