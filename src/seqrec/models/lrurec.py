@@ -161,17 +161,20 @@ class LRULayer(nn.Module):
 
     def inputs(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """``gamma * (B x + b)`` as complex ``[..., N]``, zero at PAD positions."""
-        gamma = torch.exp(self.gamma_log)
-        re = (x @ self.B_re.T + self.b_re) * gamma
-        im = (x @ self.B_im.T + self.b_im) * gamma
+        # one real matmul with interleaved (re, im) rows, viewed as complex without a copy
+        w = torch.stack((self.B_re, self.B_im), dim=1).reshape(2 * self.n, self.d)
+        b = torch.stack((self.b_re, self.b_im), dim=1).reshape(2 * self.n)
+        z = nn.functional.linear(x, w, b) * torch.exp(self.gamma_log).repeat_interleave(2)
         if mask is not None:
-            keep = mask.unsqueeze(-1).to(x.dtype)
-            re, im = re * keep, im * keep
-        return torch.complex(re, im)
+            z = z * mask.unsqueeze(-1).to(z.dtype)
+        return torch.view_as_complex(z.reshape(*z.shape[:-1], self.n, 2))
 
     def output(self, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``LayerNorm(Dropout(Re(C h) + c) + x)`` for states ``h`` ``[..., N]``."""
-        y = h.real @ self.C_re.T - h.imag @ self.C_im.T + self.c
+        # Re(C h) = C_re h_re - C_im h_im: one matmul over the interleaved (re, im) view of h
+        w = torch.stack((self.C_re, -self.C_im), dim=-1).reshape(self.d, 2 * self.n)
+        hr = torch.view_as_real(h).reshape(*h.shape[:-1], 2 * self.n)
+        y = nn.functional.linear(hr, w, self.c)
         return self.norm(self.dropout(y) + x)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
