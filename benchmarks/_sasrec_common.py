@@ -48,6 +48,8 @@ def parser(description: str, **defaults) -> argparse.ArgumentParser:
     p.add_argument("--max-seconds", type=float, default=0.0, help="training time budget (0 = none)")
     p.add_argument("--run-dir", default=None, help="checkpoint dir, default benchmarks/logs/runs/<stem> (resumes if it holds a run)")
     p.add_argument("--stem", default=None)
+    p.add_argument("--report-only", action="store_true",
+                   help="do not train: test the best weights of the (possibly unfinished) run")
     return p
 
 
@@ -67,9 +69,12 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
     run_dir = Path(args.run_dir or ROOT / "benchmarks" / "logs" / "runs" / stem)
     model = SASRec(cfg)
     t1 = time.perf_counter()
-    model.fit(split.train, split.valid, checkpoint_dir=run_dir, progress=False)
+    if args.report_only:
+        lg = _load_best(model, split.train, run_dir)
+    else:
+        model.fit(split.train, split.valid, checkpoint_dir=run_dir, progress=False)
+        lg = model.training_log
     wall_fit = time.perf_counter() - t1
-    lg = model.training_log
     results = {
         "valid": evaluate(model, split.valid, seen_filter="history"),
         "test": evaluate(model, split.test, seen_filter="history"),
@@ -90,6 +95,27 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
         validation_log=str((run_dir / "validation.jsonl").relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir / "validation.jsonl"),
         torch_threads=args.threads, notes=notes,
     )
+    if args.report_only:
+        record["partial"] = "training not finished: best validated weights of the last checkpoint"
+    log_file = run_dir / "validation.jsonl"
+    if log_file.exists():  # the per-validation log travels with the result
+        (OUT / f"{stem}.validation.jsonl").write_text(log_file.read_text())
     write_result(record, OUT, stem=stem, metrics=["NDCG@10", "Recall@10", "HR@10", "MRR", "COV@10"])
     logging.info("wrote %s: test %s", stem, json.dumps(record["metrics"]["test"]))
     return record
+
+
+def _load_best(model, train, run_dir: Path):
+    """Best validated weights (or the current ones) of the run's last checkpoint."""
+    from seqrec.training.checkpoint import load_checkpoint
+    from seqrec.training.trainer import TrainingLog
+
+    ck = load_checkpoint(run_dir / "last.pt")
+    model._remember_catalogue(train)
+    model.encoder = model.build_encoder(train.n_items)
+    model.encoder.load_state_dict(ck["best_state"] or ck["model"])
+    model.encoder.eval()
+    lg = dict(ck["log"])
+    lg["history"] = json.loads(lg["history"])
+    lg["stopped"] = "interrupted"
+    return TrainingLog(**lg)
