@@ -152,3 +152,14 @@ def test_stream_edge_cases():
         model.update(session, [], k=0)
     with pytest.raises(NotFittedError):
         LRURec(LRURecConfig(**SMALL)).stream([known])
+
+
+def test_forward_skips_all_pad_columns_exactly():
+    enc = _encoder(double=True)
+    items = torch.tensor([[0, 0, 0, 3, 4], [0, 0, 5, 6, 7]])
+    mask = items != 0
+    with torch.no_grad():
+        out = enc(SequenceBatch(items=items, mask=mask))
+        full, _ = enc.encode(items, mask)  # no skipping
+    assert out.shape == (2, 5, 8) and torch.all(out[:, :2] == 0)
+    torch.testing.assert_close(out[mask], full[mask], rtol=1e-12, atol=1e-12)
