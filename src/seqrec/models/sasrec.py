@@ -96,14 +96,15 @@ class CausalSelfAttention(nn.Module):
         self.kv = nn.Linear(dim, 2 * dim)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        b, length, dim = query.shape
+        """``query [B, Lq, D]``, ``keys [B, L, D]``, ``mask [B, Lq, L]`` -> ``[B, Lq, D]``."""
+        b, lq, dim = query.shape
         h = self.n_heads
-        q = self.q(query).view(b, length, h, dim // h).transpose(1, 2)  # [B, H, L, D/H]
-        k, v = self.kv(keys).view(b, length, 2, h, dim // h).permute(2, 0, 3, 1, 4)
+        q = self.q(query).view(b, lq, h, dim // h).transpose(1, 2)  # [B, H, Lq, D/H]
+        k, v = self.kv(keys).view(b, keys.shape[1], 2, h, dim // h).permute(2, 0, 3, 1, 4)
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0
         )  # scale defaults to 1/sqrt(D/H)
-        return out.transpose(1, 2).reshape(b, length, dim)
+        return out.transpose(1, 2).reshape(b, lq, dim)
 
 
 class SASRecBlock(nn.Module):
@@ -116,13 +117,18 @@ class SASRecBlock(nn.Module):
         self.ffn = PointWiseFFN(cfg.dim, cfg.ffn_dim or cfg.dim, cfg.dropout)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, last_only: bool = False
+    ) -> torch.Tensor:
+        """``[B, L, D]`` -> ``[B, L, D]`` (``[B, 1, D]`` for the last position only)."""
+        q_slice = slice(-1, None) if last_only else slice(None)
+        mask, valid = mask[:, q_slice], valid[:, q_slice]
         if self.layout == "pre_ln":
             z = self.attn_norm(x)
-            x = x + self.dropout(self.attn(z, z, mask))
+            x = x[:, q_slice] + self.dropout(self.attn(z[:, q_slice], z, mask))
             x = x + self.ffn(self.ffn_norm(x))
         else:  # reference: Q = LN(x), K = V = x; residual on the normalized query
-            q = self.attn_norm(x)
+            q = self.attn_norm(x)[:, q_slice]
             x = q + self.dropout(self.attn(q, x, mask))
             x = self.ffn_norm(x)
             x = x + self.ffn(x)
@@ -151,7 +157,7 @@ class SASRecEncoder(SequenceEncoder):
         with torch.no_grad():
             self.item_emb.weight[0].zero_()
 
-    def forward(self, batch: SequenceBatch) -> torch.Tensor:
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
         items = batch.items
         length = items.shape[1]
         if length > self.config.max_len:
@@ -161,9 +167,15 @@ class SASRecEncoder(SequenceEncoder):
         x = self.item_emb(items) * self.scale + self.pos_emb(positions)[None]
         x = self.emb_dropout(x) * valid[..., None]
         mask = causal_padding_mask(valid)
-        for block in self.blocks:
-            x = block(x, mask, valid)
-        return self.final_norm(x) * valid[..., None]  # [B, L, D]
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask, valid, last_only and i == len(self.blocks) - 1)
+        if last_only:
+            valid = valid[:, -1:]
+        return self.final_norm(x) * valid[..., None]  # [B, L, D] ([B, 1, D] if last_only)
+
+    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
+        """Hidden state of the last position ``[B, D]``; the last block computes only it."""
+        return self.forward(batch, last_only=True)[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.item_emb.weight, None

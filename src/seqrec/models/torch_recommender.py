@@ -288,7 +288,9 @@ class TorchRecommender(Recommender):
                 idx = np.arange(start, min(start + cfg.eval_batch_size, len(histories)))
                 qt = None if query_times is None else np.asarray(query_times)[idx]
                 batch = inference_batch(histories.select(idx), cfg.max_len, qt).to(self.device)
-                hidden = self.encoder(batch)[:, -1]  # [B, D] last (most recent) position
+                # [B, D] last (most recent) position; encoders may compute only that one
+                last = getattr(self.encoder, "encode_last", None)
+                hidden = last(batch) if last is not None else self.encoder(batch)[:, -1]
                 out[idx] = self.encoder.score(hidden).float().cpu().numpy()
         return out
 

@@ -15,7 +15,8 @@ or as a pytest mixin (each check becomes its own test)::
         bad_configs = [{"dim": 0}, {"n_heads": 3, "dim": 16}]
 
 ``config_kwargs`` are merged over :data:`TINY` (short sequences, 2 epochs, small batches). The
-checks: output shapes and finiteness; no causal leakage; left-padding invariance; batch-size
+checks: output shapes and finiteness; no causal leakage; an optional ``encode_last`` agrees
+with ``forward``; left-padding invariance; batch-size
 invariance; save/load keeps scores; seeded refit is deterministic; bad configs raise
 ``ConfigError``; ``recommend(exclude_seen=True)`` never returns history items; every loss runs;
 the model learns an easy synthetic pattern.
@@ -120,6 +121,20 @@ def check_no_causal_leakage(model_cls, config_kwargs: dict[str, Any], atol: floa
                 f"output at {t + 1} ignores its own input item")
 
 
+def check_last_position(model_cls, config_kwargs: dict[str, Any], atol: float = 1e-5) -> None:
+    """An optional ``encode_last(batch) -> [B, D]`` must equal ``forward(batch)[:, -1]``."""
+    enc, cfg = _encoder(model_cls, config_kwargs)
+    if not hasattr(enc, "encode_last"):
+        return
+    items = np.random.default_rng(2).integers(1, enc.n_items + 1, size=(3, cfg.max_len))
+    items[1, :4] = 0
+    items[2, :-1] = 0
+    with torch.no_grad():
+        full, last = enc(_batch(items))[:, -1], enc.encode_last(_batch(items))
+    assert last.shape == full.shape, (last.shape, full.shape)
+    assert (last - full).abs().max().item() <= atol, "encode_last differs from forward[:, -1]"
+
+
 def check_padding_invariance(model_cls, config_kwargs: dict[str, Any], atol: float = 1e-5) -> None:
     enc, cfg = _encoder(model_cls, config_kwargs)
     rng = np.random.default_rng(1)
@@ -208,7 +223,8 @@ def check_learns(model_cls, config_kwargs: dict[str, Any], epochs: int = 15, min
     assert best is not None and best >= min_ndcg, f"validation NDCG@10 {best} < {min_ndcg}"
 
 
-CHECKS = (check_shapes, check_no_causal_leakage, check_padding_invariance, check_batch_invariance,
+CHECKS = (check_shapes, check_no_causal_leakage, check_last_position, check_padding_invariance,
+          check_batch_invariance,
           check_save_load, check_seeded_refit, check_exclude_seen, check_all_losses, check_learns)
 
 
@@ -235,6 +251,9 @@ class ConformanceSuite:
 
     def test_no_causal_leakage(self):
         check_no_causal_leakage(self.model_cls, self.config_kwargs, self.atol)
+
+    def test_last_position(self):
+        check_last_position(self.model_cls, self.config_kwargs, self.atol)
 
     def test_padding_invariance(self):
         check_padding_invariance(self.model_cls, self.config_kwargs, self.atol)
