@@ -156,12 +156,12 @@ class HSTULayer(nn.Module):
 
 
 class HSTUEncoder(SequenceEncoder):
-    """Item/position/time embeddings -> ``n_layers`` HSTU layers -> ``[B, L, D]``.
+    """Item/position/time embeddings -> ``n_blocks`` HSTU layers -> ``[B, L, D]``.
 
     Built as ``HSTUEncoder(config, n_items)`` with an ``HSTUConfig``.
     """
 
-    def __init__(self, config, n_items: int):
+    def __init__(self, config: HSTUConfig, n_items: int):
         super().__init__()
         c = config
         self.config = c
