@@ -111,8 +111,21 @@ def test_time_budget_and_finished_run_resume(tmp_path, data):
 def test_checkpoint_dir_refuses_another_config(tmp_path, data):
     train, valid, _ = data
     SASRec(SASRecConfig(**TINY, epochs=1)).fit(train, None, checkpoint_dir=tmp_path, progress=False)
-    with pytest.raises(ConfigError):
-        SASRec(SASRecConfig(**TINY, epochs=2)).fit(train, None, checkpoint_dir=tmp_path, progress=False)
+    with pytest.raises(ConfigError, match="lr"):
+        SASRec(SASRecConfig(**{**TINY, "lr": 1e-2}, epochs=1)).fit(
+            train, None, checkpoint_dir=tmp_path, progress=False)
+
+
+def test_more_epochs_or_budget_continue_a_finished_run(tmp_path, data):
+    train, valid, _ = data
+    one = SASRec(SASRecConfig(**TINY, epochs=1, patience=0)).fit(
+        train, valid, checkpoint_dir=tmp_path, progress=False)
+    two = SASRec(SASRecConfig(**TINY, epochs=2, patience=0)).fit(
+        train, valid, checkpoint_dir=tmp_path, progress=False)
+    straight = SASRec(SASRecConfig(**TINY, epochs=2, patience=0)).fit(train, valid, progress=False)
+    assert two.training_log.global_step == 2 * one.training_log.global_step
+    # continuing after epoch 1 is exact: identical to running 2 epochs straight
+    assert _history(two) == _history(straight)
 
 
 def test_training_without_validation_runs_all_epochs(data):

@@ -305,6 +305,11 @@ class TorchRecommender(Recommender):
         self.encoder.eval()
 
 
+# Fields that only bound or place a run; changing them between resumes is allowed (e.g. a
+# larger time budget or more epochs continue a stopped run).
+RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device", "eval_batch_size")
+
+
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
     """A checkpoint directory belongs to one (model, config, catalogue); refuse to mix."""
     import json
@@ -312,12 +317,20 @@ def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> No
     directory.mkdir(parents=True, exist_ok=True)
     meta = {"model": name, "config": config_to_dict(cfg), "n_items": int(n_items)}
     path = directory / "run.json"
+
+    def identity(m: dict) -> dict:
+        return {**m, "config": {k: v for k, v in m["config"].items() if k not in RUN_CONTROL}}
+
     if path.exists():
         old = json.loads(path.read_text())
-        if old != meta:
-            raise ConfigError(f"{directory} holds a run with another model/config/data; use a new directory")
-    else:
-        path.write_text(json.dumps(meta, indent=2))
+        if identity(old) != identity(meta):
+            changed = sorted(k for k in set(old["config"]) | set(meta["config"])
+                             if k not in RUN_CONTROL and old["config"].get(k) != meta["config"].get(k))
+            raise ConfigError(
+                f"{directory} holds a run with another model/config/data (differs in "
+                f"{', '.join(changed) or 'model or n_items'}); use a new directory"
+            )
+    path.write_text(json.dumps(meta, indent=2))
 
 
 def quick_metrics(model: Recommender, targets: Targets, k: int = 10, chunk: int = 1024) -> dict[str, float]:

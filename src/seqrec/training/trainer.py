@@ -159,6 +159,12 @@ class Trainer:
         lg["history"] = json.loads(lg["history"])
         self.log = TrainingLog(**lg, resumed_from_step=ck["log"]["global_step"])
         set_rng_state(ck["rng"])
+        if self.finished and self.log.stopped in ("epochs", "time_budget"):
+            self.finished = False  # a larger budget / more epochs continue the run
+        if self.config.patience and self.bad_evals >= self.config.patience:
+            self.finished = True
+        elif self.finished and self.log.stopped == "patience":
+            self.finished = False  # a larger patience continues it
         log.info("resumed from %s at epoch %d step %d", self.checkpoint_dir / LAST,
                  self.epoch, self.step_in_epoch)
         return True
@@ -170,7 +176,10 @@ class Trainer:
             self.try_resume()
         bs = cfg.batch_size
         n_steps = math.ceil(len(self.rows) / bs)
+        if cfg.max_train_seconds and self.log.train_seconds >= cfg.max_train_seconds:
+            self.finished = True
         while not self.finished and self.epoch < cfg.epochs:
+            self.log.stopped = "epochs"
             order = np.random.default_rng([cfg.seed, 0x5EED, self.epoch]).permutation(self.rows)
             bar = _bar(n_steps, self.step_in_epoch, self.epoch, self.progress)
             for step in range(self.step_in_epoch, n_steps):
