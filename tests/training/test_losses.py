@@ -103,3 +103,16 @@ def test_losses_reject_batches_without_targets():
         full_ce_loss(h, zeros, w, b)
     with pytest.raises(DataError):
         bce_loss(h, zeros, zeros + 1, w, b)
+
+
+def test_full_ce_chunk_is_capped_by_catalogue_size(monkeypatch):
+    from seqrec.training import losses
+
+    seen = []
+    real = losses._ChunkedSoftmaxCE.apply
+    monkeypatch.setattr(losses._ChunkedSoftmaxCE, "apply",
+                        lambda *a: seen.append(a[4]) or real(*a))
+    h, w, b, t = _inputs(7)  # 14 rows in the prediction layer
+    ref = full_ce_loss(h, t, w, b, chunk_size=1000)
+    capped = full_ce_loss(h, t, w, b, chunk_size=1000, max_chunk_logits=14 * 3)
+    assert seen == [1000, 3] and torch.allclose(ref, capped)

@@ -84,8 +84,8 @@ class NeuralConfig:
     """gBCE calibration parameter t in [0, 1]."""
     logq: bool = False
     """sampled_softmax: draw negatives by popularity and apply the log-Q correction."""
-    ce_chunk: int = 4096
-    """Positions per chunk in the full cross-entropy (bounds memory to chunk x I)."""
+    ce_chunk: int = 256
+    """Positions per chunk in the full cross-entropy (memory chunk x I; small is cache-friendly)."""
     lr: float = 1e-3
     """AdamW learning rate."""
     weight_decay: float = 0.0
@@ -307,7 +307,9 @@ class TorchRecommender(Recommender):
 
 # Fields that only bound or place a run; changing them between resumes is allowed (e.g. a
 # larger time budget or more epochs continue a stopped run).
-RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device", "eval_batch_size")
+# ``ce_chunk`` only changes the floating-point summation order of the loss.
+RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device", "eval_batch_size",
+               "ce_chunk")
 
 
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:

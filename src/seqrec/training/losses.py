@@ -110,14 +110,18 @@ def full_ce_loss(
     targets: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None = None,
-    chunk_size: int = 4096,
+    chunk_size: int = 256,
+    max_chunk_logits: int = 1 << 24,
 ) -> torch.Tensor:
     """Full-softmax cross-entropy over items ``1..I`` on valid positions, in row chunks.
 
-    Peak extra memory is ``chunk_size x (I + 1)`` floats in both passes.
+    Peak extra memory is ``chunk x (I + 1)`` logits with
+    ``chunk = min(chunk_size, max_chunk_logits // (I + 1))`` (at least 1), so huge catalogues
+    get smaller chunks automatically.
     """
     h, t = _valid(hidden, targets)
-    return _ChunkedSoftmaxCE.apply(h, weight, bias, t, int(chunk_size)) / h.shape[0]
+    chunk = max(1, min(int(chunk_size), max_chunk_logits // weight.shape[0]))
+    return _ChunkedSoftmaxCE.apply(h, weight, bias, t, chunk) / h.shape[0]
 
 
 def sampled_softmax_loss(
