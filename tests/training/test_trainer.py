@@ -132,3 +132,17 @@ def test_training_without_validation_runs_all_epochs(data):
     train, _, _ = data
     m = SASRec(SASRecConfig(**TINY, epochs=2)).fit(train, progress=False)
     assert m.training_log.epochs_run == 2 and m.training_log.history == []
+
+
+def test_tensorboard_is_optional(tmp_path, data, caplog):
+    train, _, _ = data
+    try:
+        import tensorboard  # noqa: F401
+
+        has_tb = True
+    except ImportError:
+        has_tb = False
+    m = SASRec(SASRecConfig(**TINY, epochs=1)).fit(train, tensorboard_dir=tmp_path / "tb", progress=False)
+    assert m.training_log.epochs_run == 1
+    if not has_tb:
+        assert "tensorboard is not installed" in caplog.text
