@@ -42,6 +42,7 @@ from bench_puresvd_beauty import (  # noqa: E402
 )
 
 from seqrec.evaluation import base_record, markdown_table, write_result  # noqa: E402
+from seqrec.evaluation.results import hardware_line  # noqa: E402
 from seqrec.models.factorization import GASATF, LASATF, GASATFConfig, LASATFConfig  # noqa: E402
 
 log = logging.getLogger("bench")
@@ -151,6 +152,24 @@ def combined_table():
     (OUT / "beauty_temporal_satf.md").write_text(table)
 
 
+def sweep_markdown() -> None:
+    path = OUT / "satf_fit_time.json"
+    if not path.exists():
+        return
+    rec = json.loads(path.read_text())
+    lines = ["### LA-SATF fit time vs item rank (Amazon Beauty, train+valid of the 3W/3W split)", "",
+             f"- config: `{rec['config']}` (user rank capped at item rank x r3 x r4)",
+             f"- hardware: {hardware_line(rec['hardware'])}; {rec.get('note', '')}",
+             f"- command: `{rec['command']}`; created {rec['created']}",
+             f"- peak RSS of the whole benchmark process: {rec['peak_rss_gib']:.2f} GiB", "",
+             "| item rank r2 | user rank r1 | fit s (mean) | runs |", "|---|---|---|---|"]
+    for p in rec["points"]:
+        lines.append(f"| {p['item_rank']} | {p['user_rank']} | {p['mean_seconds']:.1f} | "
+                     f"{len(p['seconds'])} |")
+    lines += ["", "![fit time](satf_fit_time.png)", ""]
+    (OUT / "satf_fit_time.md").write_text("\n".join(lines))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="la-satf,ga-satf")
@@ -160,6 +179,7 @@ def main() -> None:
     ap.add_argument("--table-only", action="store_true", help="only rebuild the combined table")
     args = ap.parse_args()
     if args.table_only:
+        sweep_markdown()
         return combined_table()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stdout)
     prepared, split = prepare_beauty()
@@ -180,6 +200,7 @@ def main() -> None:
                                 note="OPENBLAS_NUM_THREADS=1 on a 2-core machine shared with "
                                      "other jobs; times are wall-clock")
         (OUT / "satf_fit_time.json").write_text(json.dumps(sweep_rec, indent=2, default=str) + "\n")
+        sweep_markdown()
     log.info("done, peak RSS %.2f GiB", peak_rss_gib())
 
 
