@@ -35,6 +35,10 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    # a writer killed mid-write (SIGKILL skips the cleanup above) leaves its temp file behind;
+    # one writer per run directory, so any older temp file of this checkpoint is stale
+    for stale in path.parent.glob(f"{path.name}*.tmp"):
+        stale.unlink(missing_ok=True)
     try:  # make the rename itself durable
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
