@@ -26,7 +26,6 @@ import logging  # noqa: E402
 import resource  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from seqrec.data.preprocess import PreprocessConfig, preprocess  # noqa: E402

@@ -38,7 +38,11 @@ from dataclasses import asdict, replace  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_puresvd_beauty import (  # noqa: E402
-    OUT, evaluate_split, peak_rss_gib, prepare_beauty, record,
+    OUT,
+    evaluate_split,
+    peak_rss_gib,
+    prepare_beauty,
+    record,
 )
 
 from seqrec.evaluation import base_record, markdown_table, write_result  # noqa: E402

@@ -53,7 +53,7 @@ def test_randomized_solver_matches_on_low_rank_data():
 @given(counts=st.lists(st.integers(0, 50), min_size=1, max_size=8), s=st.floats(-1, 2))
 def test_scaling_weights_formula(counts, s):
     d = scaling_weights(np.array(counts), s)
-    for c, w in zip(counts, d):
+    for c, w in zip(counts, d, strict=True):
         assert w == pytest.approx(c ** ((s - 1) / 2) if c > 0 else 1.0)
 
 

@@ -8,7 +8,7 @@
 """
 
 from seqrec.models.factorization.pop import Pop, PopConfig
-from seqrec.models.factorization.satf import PAPER_GRID, GASATF, LASATF, GASATFConfig, LASATFConfig
+from seqrec.models.factorization.satf import GASATF, LASATF, PAPER_GRID, GASATFConfig, LASATFConfig
 from seqrec.models.factorization.svd import PureSVD, PureSVDConfig
 
 __all__ = [
