@@ -274,3 +274,19 @@ def test_factorization_package_never_imports_torch():
             "attention_rank=1, sequences_rank=1, max_iters=1)).fit(s).score(s);"
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_paper_grid_names_real_config_fields_with_valid_values():
+    from dataclasses import fields, replace
+
+    from seqrec.models.factorization import PAPER_GRID, PureSVDConfig
+
+    for name, cfg in (("puresvd", PureSVDConfig()), ("ga-satf", GASATFConfig()),
+                      ("la-satf", LASATFConfig(attention_window=10, max_len=50))):
+        known = {f.name for f in fields(cfg)}
+        assert set(PAPER_GRID[name]) <= known, name
+        for key, values in PAPER_GRID[name].items():
+            if key in ("attention_rank", "sequences_rank", "attention_window"):
+                continue  # coupled: rank <= window is checked by the config
+            for value in values:
+                replace(cfg, **{key: value})  # every grid value is a valid setting
