@@ -64,6 +64,8 @@ def main() -> None:
     p.add_argument("--budget", type=float, default=600.0, help="training seconds per variant")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--summary-only", action="store_true",
+                   help="only rebuild the side-by-side summary from existing result files")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
@@ -87,6 +89,8 @@ def main() -> None:
         if path.exists():
             records[name] = json.loads(path.read_text())
             logging.info("%s exists, skipped", path.name)
+            continue
+        if args.summary_only:
             continue
         cfg = HSTUConfig(
             max_len=args.max_len, dim=args.dim, n_blocks=args.blocks, n_heads=args.heads,
