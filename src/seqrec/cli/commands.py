@@ -19,11 +19,13 @@ TABLE_METRICS = ("HR@10", "NDCG@10", "HR@20", "NDCG@20", "MRR", "COV@10")
 
 # Short training budgets for the quickstart on ml-latest-small (keys a model lacks are ignored).
 DEMO_MODELS = ("pop", "puresvd", "sasrec", "lrurec", "hstu")
+# Neural models get a wall-clock budget so the quickstart stays a few minutes on 2 CPU cores.
+_NEURAL_DEMO = {"epochs": 20, "max_len": 50, "patience": 3, "max_train_seconds": 60.0}
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "puresvd": {"rank": 64, "scaling": 0.4},
-    "sasrec": {"epochs": 30, "max_len": 100, "patience": 5},
-    "lrurec": {"epochs": 30, "max_len": 100, "patience": 5},
-    "hstu": {"epochs": 30, "max_len": 100, "patience": 5},
+    "sasrec": dict(_NEURAL_DEMO),
+    "lrurec": dict(_NEURAL_DEMO),
+    "hstu": dict(_NEURAL_DEMO),
 }
 QUICK_PARAMS = {"epochs": 1, "max_len": 20, "rank": 8, "hidden": 16, "hidden_size": 16}
 
