@@ -161,7 +161,7 @@ def main() -> None:
     )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.out_stem}.json").write_text(json.dumps(record, indent=2) + "\n")
-    lines = [f"# HSTU vs SASRec training-step time\n",
+    lines = ["# HSTU vs SASRec training-step time\n",
              f"`{record['command']}`  \n{record['hardware']}  \nload average at end: "
              f"{record['load_average']}  \nB={args.batch_size}, L={args.max_len}, d={args.dim}, "
              f"{args.blocks} blocks, {h} head(s), I={args.items}; one [B,H,L,L] float tensor = "

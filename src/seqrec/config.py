@@ -9,10 +9,11 @@ Sections: ``data``, ``split``, ``model``, ``train``, ``eval`` (plus top-level ``
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from seqrec.data.preprocess import PreprocessConfig
 from seqrec.errors import ConfigError

@@ -39,8 +39,8 @@ def test_training_batch_targets_are_next_items(rows, max_len):
     assert (mask == (items != 0)).all()
     assert (targets[~mask] == 0).all()
     for r, row in enumerate(rows):
-        pairs = list(zip(row[:-1], row[1:]))[-max_len:]
-        got = [(a, b) for a, b, m in zip(items[r], targets[r], mask[r]) if m]
+        pairs = list(zip(row[:-1], row[1:], strict=False))[-max_len:]
+        got = [(a, b) for a, b, m in zip(items[r], targets[r], mask[r], strict=False) if m]
         assert got == pairs
 
 

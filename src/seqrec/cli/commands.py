@@ -180,7 +180,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if rec.fallback:
         print(f"note: empty history, showing the {rec.fallback} ranking")
     rows = []
-    for rank, (item, score) in enumerate(zip(rec.items, rec.scores), 1):
+    for rank, (item, score) in enumerate(zip(rec.items, rec.scores, strict=False), 1):
         internal = int(model.vocab.encode([item])[0])
         rows.append([rank, item, score, model.vocab.title(internal) or ""])
     print(format_table(["rank", "item", "score", "title"], rows))

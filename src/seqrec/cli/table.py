@@ -16,9 +16,9 @@ def _fmt(value: Any) -> str:
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[_fmt(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False))
     sep = "  ".join("-" * w for w in widths)
-    body = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    body = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False)))
             for r in cells]
     return "\n".join([line, sep, *body])
 

@@ -8,31 +8,16 @@ model has one, ``vocab.npz`` (raw item ids and titles, as strings).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from seqrec.atomic import atomic_write
 from seqrec.errors import DataError
 
 FORMAT_VERSION = 1
-
-
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def save_recommender(model: Any, path: Path) -> Path:
@@ -48,14 +33,14 @@ def save_recommender(model: Any, path: Path) -> Path:
     }
     state = dict(model._state())
     state["__popularity__"] = np.asarray(model.popularity, dtype=np.float32)
-    _atomic_write(path / "state.npz", lambda fh: np.savez(fh, **state))
+    atomic_write(path / "state.npz", lambda fh: np.savez(fh, **state))
     if model.vocab is not None:
         vocab = {"raw": np.asarray(model.vocab.raw).astype(str)}
         vocab["raw_kind"] = np.array(np.asarray(model.vocab.raw).dtype.kind)
         if model.vocab.titles is not None:
             vocab["titles"] = np.asarray(model.vocab.titles).astype(str)
-        _atomic_write(path / "vocab.npz", lambda fh: np.savez(fh, **vocab))
-    _atomic_write(path / "model.json", lambda fh: fh.write(json.dumps(meta, indent=2).encode()))
+        atomic_write(path / "vocab.npz", lambda fh: np.savez(fh, **vocab))
+    atomic_write(path / "model.json", lambda fh: fh.write(json.dumps(meta, indent=2).encode()))
     return path
 
 

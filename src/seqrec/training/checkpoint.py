@@ -8,46 +8,20 @@ target (so a crash never leaves a half-written checkpoint). It is read back with
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from seqrec.atomic import atomic_write
 from seqrec.errors import DataError
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
     """Write ``payload`` to ``path`` atomically (temp file, fsync, rename, fsync dir)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(payload, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    # a writer killed mid-write (SIGKILL skips the cleanup above) leaves its temp file behind;
-    # one writer per run directory, so any older temp file of this checkpoint is stale
-    for stale in path.parent.glob(f"{path.name}*.tmp"):
-        stale.unlink(missing_ok=True)
-    try:  # make the rename itself durable
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:  # pragma: no cover - some filesystems refuse fsync on directories
-        pass
-    return path
+    return atomic_write(path, lambda fh: torch.save(payload, fh))
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
