@@ -91,7 +91,7 @@ def main() -> int:
     shared = [] if args.ml1m_only else all_shared()
     record = base_record(
         benchmark="load_ml1m",
-        dataset=f"ml-1m ({data_dir() / 'ml-1m.seq.tsv.xz'}), iterative 5-core",
+        dataset="ml-1m (ml-1m.seq.tsv.xz in the shared data dir), iterative 5-core",
         dataset_fingerprint=prepared.fingerprint(),
         protocol="leave-last-out" if leave_last_out else "none (splits not available)",
         preprocessing=list(prepared.interactions.notes),
