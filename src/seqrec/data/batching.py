@@ -93,12 +93,12 @@ def training_batch(seqs: Sequences, rows: np.ndarray, max_len: int) -> SequenceB
 
 def _shift_view(seqs: Sequences) -> Sequences:
     """Rows without their first item (so position j holds the successor of input j)."""
+    cached = getattr(seqs, "_shifted", None)
+    if cached is not None:  # built once per Sequences, not once per batch
+        return cached
     n = len(seqs)
     lengths = seqs.lengths
     starts = np.minimum(seqs.offsets[:-1] + 1, seqs.offsets[1:])
-    cached = getattr(seqs, "_shifted", None)
-    if cached is not None:
-        return cached
     shifted = seqs.slice_rows(np.arange(n), starts - seqs.offsets[:-1], lengths)
     object.__setattr__(seqs, "_shifted", shifted)  # Sequences is frozen; cache by identity
     return shifted
