@@ -11,7 +11,8 @@ HSTU uses the paper's released ML-1M configuration: d=50, 2 layers, 1 head, drop
 max_len 200, sampled softmax with 128 negatives, L2-normalised embeddings, temperature 0.05,
 AdamW lr 1e-3. SASRec (pre-LN layout, d=50, 2 blocks, 1 head, dropout 0.2, max_len 200) is
 trained with full cross-entropy (its strongest variant, "SASRec+") unless ``--sasrec-loss``
-says otherwise.
+says otherwise; ``--sasrec-loss sampled_softmax`` gives it HSTU's loss (128 negatives, L2-normalised
+embeddings, temperature 0.05), the HSTU paper's own baseline.
 
 Resumable: each model checkpoints under ``benchmarks/logs/runs/`` and a model whose result file
 exists is skipped, so the same command continues an interrupted run.
@@ -85,7 +86,10 @@ def main() -> None:
                              temperature=0.05)
             model = HSTU(cfg)
         elif name == "sasrec":
-            cfg = SASRecConfig(**common, loss=args.sasrec_loss)
+            same_loss = {}
+            if args.sasrec_loss == "sampled_softmax":  # the HSTU paper's SASRec baseline
+                same_loss = dict(n_negatives=128, l2_norm=True, temperature=0.05)
+            cfg = SASRecConfig(**common, loss=args.sasrec_loss, **same_loss)
             model = SASRec(cfg)
         else:
             raise SystemExit(f"unknown model {name!r}")

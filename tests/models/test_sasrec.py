@@ -86,3 +86,29 @@ def test_item_embedding_is_shared_with_prediction_layer():
     enc = SASRecEncoder(SASRecConfig(max_len=4, dim=8), n_items=9)
     weight, bias = enc.output_embeddings()
     assert weight is enc.item_emb.weight and bias is None
+
+
+def test_l2_norm_gives_cosine_scores_divided_by_temperature():
+    torch.manual_seed(0)
+    enc = SASRecEncoder(SASRecConfig(max_len=6, dim=8, l2_norm=True, temperature=0.05), 9).eval()
+    items = torch.tensor([[0, 0, 4, 1, 2, 3]])
+    h = enc.encode_last(SequenceBatch(items=items, mask=items.ne(0)))
+    weight, _ = enc.output_embeddings()
+    scores = h @ weight[1:].T
+    assert torch.allclose(h.norm(dim=-1), torch.ones(1))
+    assert scores.abs().max() <= 1 / 0.05 + 1e-4 and scores.abs().max() > 1.0
+
+
+def test_resume_accepts_a_run_started_before_a_config_field_existed(tmp_path):
+    import json
+
+    from seqrec.models.torch_recommender import _check_same_config
+
+    cfg = SASRecConfig(max_len=6, dim=8)
+    _check_same_config(tmp_path, cfg, "sasrec", 9)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    del meta["config"]["l2_norm"]  # as written by an older version
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    _check_same_config(tmp_path, cfg, "sasrec", 9)  # the missing field is its default: same run
+    with pytest.raises(ConfigError, match="l2_norm"):
+        _check_same_config(tmp_path, SASRecConfig(max_len=6, dim=8, l2_norm=True), "sasrec", 9)

@@ -29,6 +29,8 @@ Deviations from the paper (all deliberate, all switchable where noted):
   the "SASRec+" variant), ``"sampled_softmax"`` and ``"gbce"`` (gSASRec) are extensions.
 * Attention-weight dropout is a separate option (``attn_dropout``, default 0 as in the guide's
   block; the TF reference applies ``dropout`` there, set ``attn_dropout=dropout`` to match).
+* ``l2_norm`` / ``temperature`` (off by default) give the cosine-similarity output of the HSTU
+  paper's sampled-softmax SASRec baseline; the paper itself uses raw inner products.
 * Optimizer is AdamW (``weight_decay=0`` equals the paper's Adam); the paper's L2 on
   embeddings is not applied.
 """
@@ -73,10 +75,15 @@ class SASRecConfig(NeuralConfig):
     """'pre_ln' (guide) or 'reference' (authors' TensorFlow code, with sqrt(d) scaling)."""
     ffn_dim: int = 0
     """FFN inner size (0 = d, as in the paper)."""
+    l2_norm: bool = False
+    """L2-normalise the encoder output and the item table (the HSTU paper's sampled-softmax
+    SASRec baseline); scores become cosine similarities."""
+    temperature: float = 1.0
+    """Logits are divided by this (0.05 in the HSTU paper's sampled-softmax configurations)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "dim", "n_blocks", "n_heads")
+        check_positive(self, "dim", "n_blocks", "n_heads", "temperature")
         check_range(self, "dropout", 0.0, 0.99)
         check_range(self, "attn_dropout", 0.0, 0.99)
         check_choice(self, "layout", ("pre_ln", "reference"))
@@ -171,14 +178,20 @@ class SASRecEncoder(SequenceEncoder):
             x = block(x, mask, valid, last_only and i == len(self.blocks) - 1)
         if last_only:
             valid = valid[:, -1:]
-        return self.final_norm(x) * valid[..., None]  # [B, L, D] ([B, 1, D] if last_only)
+        x = self.final_norm(x) * valid[..., None]  # [B, L, D] ([B, 1, D] if last_only)
+        return F.normalize(x, dim=-1) if self.config.l2_norm else x
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
         """Hidden state of the last position ``[B, D]``; the last block computes only it."""
         return self.forward(batch, last_only=True)[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        return self.item_emb.weight, None
+        w = self.item_emb.weight
+        if self.config.l2_norm:
+            w = F.normalize(w, dim=-1)
+        if self.config.temperature != 1.0:
+            w = w / self.config.temperature
+        return w, None
 
 
 class SASRec(TorchRecommender):

@@ -314,6 +314,7 @@ RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device
 
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
     """A checkpoint directory belongs to one (model, config, catalogue); refuse to mix."""
+    import dataclasses
     import json
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -325,6 +326,11 @@ def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> No
 
     if path.exists():
         old = json.loads(path.read_text())
+        # A field added to the config class after the run started counts as its default.
+        defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+        for k, v in meta["config"].items():
+            if k not in old["config"] and k in defaults and json.loads(json.dumps(defaults[k], default=str)) == v:
+                old["config"][k] = v
         if identity(old) != identity(meta):
             changed = sorted(k for k in set(old["config"]) | set(meta["config"])
                              if k not in RUN_CONTROL and old["config"].get(k) != meta["config"].get(k))
