@@ -43,6 +43,9 @@ def parser(description: str, **defaults) -> argparse.ArgumentParser:
     p.add_argument("--patience", type=int, default=defaults.get("patience", 10))
     p.add_argument("--eval-every", type=int, default=defaults.get("eval_every", 1))
     p.add_argument("--layout", default="pre_ln")
+    p.add_argument("--windows", default="last", choices=("last", "sliding"),
+                   help="training windows: the most recent max_len transitions per user, or "
+                        "every transition once (long histories cut into windows)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-seconds", type=float, default=0.0, help="training time budget (0 = none)")
@@ -64,7 +67,7 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
         dropout=args.dropout, lr=args.lr, batch_size=args.batch_size, epochs=args.epochs,
         patience=args.patience, eval_every=args.eval_every, loss=args.loss, layout=args.layout,
         seed=args.seed, num_threads=args.threads, max_train_seconds=args.max_seconds,
-        weight_decay=0.0,
+        weight_decay=0.0, train_windows=args.windows,
     )
     run_dir = Path(args.run_dir or ROOT / "benchmarks" / "logs" / "runs" / stem)
     model = SASRec(cfg)
@@ -79,7 +82,8 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
         "valid": evaluate(model, split.valid, seen_filter="history"),
         "test": evaluate(model, split.test, seen_filter="history"),
     }
-    steps_per_epoch = -(-int((split.train.lengths >= 2).sum()) // cfg.batch_size)
+    from seqrec.models.torch_recommender import steps_per_epoch
+
     record = result_record(
         model="sasrec", variant=args.loss, dataset=dataset, fingerprint=prepared.fingerprint(),
         protocol="leave-last-out", results=results, seed=cfg.seed, config=cfg,
@@ -88,7 +92,7 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
               "interactions": len(prepared.interactions),
               "preprocessing": list(prepared.interactions.notes)},
         best_epoch=lg.best_epoch, best_valid=lg.best_metric, stopped=lg.stopped,
-        seconds_per_epoch=lg.train_seconds / max(lg.global_step, 1) * steps_per_epoch,
+        seconds_per_epoch=lg.train_seconds / max(lg.global_step, 1) * steps_per_epoch(split.train, cfg),
         batch_share=lg.batch_share, global_step=lg.global_step,
         resumed_from_step=lg.resumed_from_step,
         wall_seconds={"prepare": prep_s, "fit_this_process": wall_fit},

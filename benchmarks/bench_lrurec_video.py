@@ -108,7 +108,8 @@ def _fit_and_test(name, model, split, prepared, dataset, args, stem, notes):
     }
     best = [h for h in lg.history if h["step"] == lg.best_step]
     cfg = model.config
-    steps_per_epoch = -(-int((split.train.lengths >= 2).sum()) // cfg.batch_size)
+    from seqrec.models.torch_recommender import steps_per_epoch
+
     record = result_record(
         model=name, variant="ce", dataset=dataset, fingerprint=prepared.fingerprint(),
         protocol="leave-last-out", results=results, seed=cfg.seed, config=cfg,
@@ -118,7 +119,7 @@ def _fit_and_test(name, model, split, prepared, dataset, args, stem, notes):
               "preprocessing": list(prepared.interactions.notes)},
         best_epoch=lg.best_epoch, best_valid=lg.best_metric, stopped=lg.stopped,
         train_seconds_to_best_valid=best[0]["train_seconds"] if best else None,
-        seconds_per_epoch=lg.train_seconds / max(lg.global_step, 1) * steps_per_epoch,
+        seconds_per_epoch=lg.train_seconds / max(lg.global_step, 1) * steps_per_epoch(split.train, cfg),
         global_step=lg.global_step, resumed_from_step=lg.resumed_from_step,
         wall_seconds={"fit_this_process": wall_fit},
         validation_log=str((run_dir / "validation.jsonl").relative_to(ROOT)),

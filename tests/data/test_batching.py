@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqrec.data.batching import inference_batch, left_pad, training_batch
+from seqrec.data.batching import inference_batch, left_pad, sliding_windows, training_batch
 from seqrec.data.sequences import Sequences
 
 rows_strategy = st.lists(st.lists(st.integers(1, 30), min_size=0, max_size=25), min_size=1, max_size=8)
@@ -50,3 +50,26 @@ def test_inference_batch_matches_left_pad():
     assert batch.items.tolist() == [[0, 1, 2, 3], [0, 0, 0, 4], [6, 7, 8, 9]]
     assert batch.query_times.tolist() == [1, 2, 3]
     assert batch.to("cpu").items.shape == (3, 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=rows_strategy, max_len=st.integers(1, 30))
+def test_sliding_windows_train_every_transition_exactly_once(rows, max_len):
+    seqs = _seqs(rows)
+    windows, source = sliding_windows(seqs, max_len)
+    assert len(source) == len(windows) and (windows.lengths <= max_len + 1).all()
+    batch = training_batch(windows, np.arange(len(windows)), max_len)
+    items, targets, mask = batch.items.numpy(), batch.targets.numpy(), batch.mask.numpy()
+    for r, row in enumerate(rows):
+        got = []
+        for w in np.flatnonzero(source == r)[::-1]:  # oldest window first
+            got += [(a, b) for a, b, m in zip(items[w], targets[w], mask[w], strict=False) if m]
+        assert got == list(zip(row[:-1], row[1:], strict=False))  # all of them, in order, once
+        assert windows.timestamps is not None
+
+
+def test_sliding_windows_keep_short_rows_whole():
+    seqs = _seqs([[1, 2, 3], [4, 5, 6, 7, 8, 9, 10]])
+    windows, source = sliding_windows(seqs, 3)
+    assert source.tolist() == [0, 1, 1]
+    assert [windows.row(i).tolist() for i in range(3)] == [[1, 2, 3], [7, 8, 9, 10], [4, 5, 6, 7]]

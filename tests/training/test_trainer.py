@@ -146,3 +146,16 @@ def test_tensorboard_is_optional(tmp_path, data, caplog):
     assert m.training_log.epochs_run == 1
     if not has_tb:
         assert "tensorboard is not installed" in caplog.text
+
+
+@pytest.mark.parametrize("loss", ["bce", "ce"])
+def test_sliding_windows_train_on_more_rows_and_sample_negatives_per_user(data, loss):
+    train, valid, _ = data
+    short = dict(TINY, max_len=4, epochs=1, patience=0, loss=loss)
+    last = SASRec(SASRecConfig(**short)).fit(train, valid, progress=False)
+    sliding = SASRec(SASRecConfig(**short, train_windows="sliding")).fit(train, valid, progress=False)
+    n_windows = int(sum(max(1, -(-(n - 1) // 4)) for n in train.lengths if n >= 2))
+    assert sliding.training_log.global_step == -(-n_windows // TINY["batch_size"])
+    assert sliding.training_log.global_step > last.training_log.global_step
+    with pytest.raises(ConfigError):
+        SASRecConfig(train_windows="random")

@@ -117,3 +117,30 @@ def inference_batch(
         query_times=_tensor(None if query_times is None else np.asarray(query_times, np.int64)),
         users=_tensor(histories.users),
     )
+
+
+def sliding_windows(seqs: Sequences, max_len: int) -> tuple[Sequences, np.ndarray]:
+    """Cut every row into windows of at most ``max_len + 1`` items (``max_len`` transitions).
+
+    The newest window ends at the row's last item and each older one ends where the next
+    starts (they share one item), so every transition ``x_t -> x_{t+1}`` of a row is a training
+    target exactly once, instead of only the most recent ``max_len`` ones. This is the training
+    data of the LRURec code (``sliding_window_size = 1``), which however cuts only rows of at
+    least ``2 * max_len`` items and drops the oldest remainder.
+
+    Returns:
+        the windows (rows in order: each source row's windows newest first) and the source row
+        of each window (``int64 [W]``).
+    """
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
+    lengths = seqs.lengths
+    # windows per row: ceil((n - 1) / max_len), at least 1
+    counts = np.maximum(1, -(-(lengths - 1) // max_len))
+    source = np.repeat(np.arange(len(seqs), dtype=np.int64), counts)
+    # k-th window of a row, newest first: ends at n - k*max_len
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    k = np.arange(len(source), dtype=np.int64) - np.repeat(first, counts)
+    stops = lengths[source] - k * max_len
+    starts = np.maximum(0, stops - max_len - 1)
+    return seqs.slice_rows(source, starts, stops), source

@@ -116,11 +116,15 @@ class NeuralConfig:
     """Stop training after this many seconds of steps (0 = no budget)."""
     eval_batch_size: int = 1024
     """Histories per scoring chunk."""
+    train_windows: str = "last"
+    """'last': each user's most recent ``max_len`` transitions (the SASRec paper); 'sliding':
+    every transition once, long histories cut into windows (the LRURec code's loader)."""
 
     def __post_init__(self) -> None:
         check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr", "batch_size",
                        "epochs", "eval_every", "eval_batch_size")
         check_choice(self, "loss", LOSSES)
+        check_choice(self, "train_windows", ("last", "sliding"))
         check_range(self, "gbce_t", 0.0, 1.0)
         for name in ("weight_decay", "patience", "eval_every_steps", "grad_clip", "num_threads",
                      "max_train_seconds"):
@@ -173,6 +177,7 @@ class TorchRecommender(Recommender):
         self.training_log = None
         self.device = resolve_device(config.device)
         self._sampler = None
+        self._row_source: np.ndarray | None = None  # window -> user row (sliding windows)
 
     @property
     def epochs_trained(self) -> int | None:
@@ -188,11 +193,13 @@ class TorchRecommender(Recommender):
         cfg = self.config
         batch = training_batch(train, rows, cfg.max_len)
         out: dict[str, Any] = {"batch": batch}
+        # negatives avoid the whole user's history, not only the window's
+        users = rows if self._row_source is None else self._row_source[rows]
         if cfg.loss == "bce":
-            negs = self._sampler.per_row(rng, rows, (cfg.max_len,))
+            negs = self._sampler.per_row(rng, users, (cfg.max_len,))
             out["negatives"] = torch.from_numpy(negs)
         elif cfg.loss == "gbce":
-            out["negatives"] = torch.from_numpy(self._sampler.per_row(rng, rows, (cfg.n_negatives,)))
+            out["negatives"] = torch.from_numpy(self._sampler.per_row(rng, users, (cfg.n_negatives,)))
         elif cfg.loss == "sampled_softmax":
             negs, logq = self._sampler.shared(rng, cfg.n_negatives)
             out["negatives"] = torch.from_numpy(negs)
@@ -243,7 +250,7 @@ class TorchRecommender(Recommender):
 
         self._remember_catalogue(train)
         cfg = self.config
-        rows = np.flatnonzero(train.lengths >= 2)
+        windows, self._row_source, rows = training_rows(train, cfg)
         with _Threads(cfg.num_threads):
             torch.manual_seed(cfg.seed)
             self.encoder = self.build_encoder(train.n_items).to(self.device)
@@ -254,7 +261,7 @@ class TorchRecommender(Recommender):
                 _check_same_config(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
             trainer = Trainer(
                 self.encoder, cfg, rows,
-                make_batch=lambda r, rng: self.make_batch(train, r, rng),
+                make_batch=lambda r, rng: self.make_batch(windows, r, rng),
                 compute_loss=self.compute_loss,
                 validate=None if valid is None else (lambda: self.validation_metrics(valid)),
                 checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
@@ -303,6 +310,21 @@ class TorchRecommender(Recommender):
         self.encoder = self.build_encoder(self.n_items).to(self.device)
         self.encoder.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
         self.encoder.eval()
+
+
+def training_rows(train: Sequences, cfg: Any) -> tuple[Sequences, np.ndarray | None, np.ndarray]:
+    """What one epoch iterates over: the training sequences (``train`` itself, or its sliding
+    windows), the user row of each window (None without windows) and the rows with at least
+    one transition."""
+    from seqrec.data.batching import sliding_windows
+
+    windows, source = (sliding_windows(train, cfg.max_len) if cfg.train_windows == "sliding"
+                       else (train, None))
+    return windows, source, np.flatnonzero(windows.lengths >= 2)
+
+
+def steps_per_epoch(train: Sequences, cfg: Any) -> int:
+    return -(-len(training_rows(train, cfg)[2]) // cfg.batch_size)
 
 
 # Fields that only bound or place a run; changing them between resumes is allowed (e.g. a
