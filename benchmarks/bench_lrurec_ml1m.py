@@ -1,13 +1,17 @@
 """LRURec vs SASRec on ML-1M (issue 4, must-show 1), trained in the same run on the same split.
 
 Data ``ml-1m`` (``../shared/data/ml-1m.seq.tsv.xz``), iterative 5-core (3,416 items),
-leave-last-out, full ranking, history filter, max_len 200, d 64, 2 blocks, dropout 0.2, full
-cross-entropy, AdamW lr 1e-3 (LRURec: weight decay 1e-2; SASRec: the SASRec benchmark's
-settings), batch 128, model picked by validation NDCG@10 (patience 10 validations).
+leave-last-out, full ranking, history filter, max_len 200, d 64, 2 blocks, full cross-entropy,
+batch 128, sliding training windows (every transition once, as the LRURec code's loader),
+validation every 2 epochs, model picked by validation NDCG@10 (patience 5 validations).
+LRURec: dropout 0.2, AdamW lr 1e-3, weight decay 1e-2, gradient clipping 5 (the LRURec code).
+SASRec: the SASRec benchmark's run ``sasrec_ml1m_ce_windows`` (reference layout, dropout 0.1, no
+weight decay, same windows): both scripts share its checkpoint, so it is trained once.
 Targets: LRURec test NDCG@10 >= 0.185 and Recall@10 >= 0.315 (paper 0.193 / 0.326).
 
-    nohup nice -n 5 .venv/bin/python benchmarks/bench_lrurec_ml1m.py \
+    nohup .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec \
         > benchmarks/logs/lrurec_ml1m.log 2>&1 &
+    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models sasrec   # or the SASRec benchmark
 
 Resumable (benchmarks/logs/runs/lrurec_ml1m*/last.pt); writes docs/results/lrurec_ml1m.{json,md},
 lrurec_ml1m_sasrec.{json,md} and the side-by-side lrurec_ml1m_vs_sasrec.md (with the training
@@ -18,6 +22,7 @@ from bench_lrurec_video import parser, run
 
 if __name__ == "__main__":
     cli = parser(__doc__, max_len=200, dropout=0.2, stem="lrurec_ml1m", with_sasrec=True,
-                 filter="k_core")
+                 filter="k_core", eval_every=2, patience=5, sasrec_dropout=0.1,
+                 sasrec_layout="reference", sasrec_run="sasrec_ml1m_ce_windows")
     run("ml-1m", cli.parse_args(),
         notes="targets: LRURec test NDCG@10 >= 0.185 and Recall@10 >= 0.315 (paper 0.193 / 0.326)")
