@@ -176,13 +176,17 @@ def evaluate(
     T = len(targets)
     ranks = np.empty(T, np.int64)
     topk = np.zeros((T, kmax), np.int64)
+    # Targets in order of history length: a chunk then holds histories of similar length,
+    # which sequence models encode with less padding (each target is scored independently).
+    order = np.argsort(targets.cutoffs, kind="stable")
     for sl in chunks(T, int(chunk_size), progress, "evaluate"):
-        hist = targets.histories(sl)
-        qt = None if targets.times is None else targets.times[sl]
+        idx = order[sl]
+        hist = targets.histories(idx)
+        qt = None if targets.times is None else targets.times[idx]
         scores = recommender.score(hist, query_times=qt)
         scores = check_scores(scores, len(hist), n_items + 1)
-        ranks[sl], topk[sl] = rank_chunk(
-            scores, hist, targets.items[sl], seen_filter, window, ties, kmax
+        ranks[idx], topk[idx] = rank_chunk(
+            scores, hist, targets.items[idx], seen_filter, window, ties, kmax
         )
     groups = user_groups(targets)
     metrics, ci95 = summarize(ranks, ks, groups if average == "user" else None)

@@ -90,11 +90,13 @@ class Recommender(ABC):
                 f"histories use {histories.n_items} items, the model knows {self.n_items}"
             )
         lengths = histories.lengths
-        out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
         nonempty = np.flatnonzero(lengths > 0)
-        if len(nonempty) == len(histories):
-            out[:] = self._score(histories, query_times)
+        if len(nonempty) == len(histories):  # no copy of a [B, I] block that may be large
+            out = np.asarray(self._score(histories, query_times), dtype=np.float32)
+            if not out.flags.writeable:
+                out = out.copy()
         else:
+            out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
             if len(nonempty):
                 qt = None if query_times is None else np.asarray(query_times)[nonempty]
                 out[nonempty] = self._score(histories.select(nonempty), qt)

@@ -31,10 +31,14 @@ class SequenceEncoder(nn.Module):
         """Prediction-layer weight ``[n_items + 1, D]`` (row 0 = PAD) and optional bias."""
         raise NotImplementedError
 
-    def score(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Logits over the whole catalogue for hidden states ``[..., D]``."""
+    def score(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits over the whole catalogue for hidden states ``[B, D]`` (or ``[..., D]``
+        without ``out``); ``out`` is an optional ``[B, I + 1]`` buffer written in place."""
         weight, bias = self.output_embeddings()
-        logits = hidden @ weight.T
+        if out is None:
+            logits = hidden @ weight.T
+            return logits if bias is None else logits + bias
+        torch.mm(hidden, weight.T, out=out)
         if bias is not None:
-            logits = logits + bias
-        return logits
+            out += bias
+        return out

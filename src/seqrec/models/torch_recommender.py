@@ -290,15 +290,30 @@ class TorchRecommender(Recommender):
         cfg = self.config
         out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
         self.encoder.eval()
+        # Chunks of similar length, each cut to its longest history: short histories are not
+        # run through max_len positions of padding (encoders are left-padding invariant,
+        # which the conformance suite checks). On Video Games (max_len 50, mean length ~9)
+        # this made full-ranking evaluation several times faster.
+        lengths = np.minimum(histories.lengths, cfg.max_len)
+        order = np.argsort(lengths, kind="stable")
+        buf = None
         with _Threads(cfg.num_threads), torch.inference_mode():
             for start in range(0, len(histories), cfg.eval_batch_size):
-                idx = np.arange(start, min(start + cfg.eval_batch_size, len(histories)))
+                idx = order[start : start + cfg.eval_batch_size]
                 qt = None if query_times is None else np.asarray(query_times)[idx]
-                batch = inference_batch(histories.select(idx), cfg.max_len, qt).to(self.device)
+                width = max(1, int(lengths[idx].max()))
+                batch = inference_batch(histories.select(idx), width, qt).to(self.device)
                 # [B, D] last (most recent) position; encoders may compute only that one
                 last = getattr(self.encoder, "encode_last", None)
                 hidden = last(batch) if last is not None else self.encoder(batch)[:, -1]
-                out[idx] = self.encoder.score(hidden).float().cpu().numpy()
+                if self.device.type == "cpu" and hidden.dtype == torch.float32:
+                    if buf is None:  # one reused block: fresh ones cost page faults
+                        buf = hidden.new_empty(min(cfg.eval_batch_size, len(histories)),
+                                               self.n_items + 1)
+                    logits = self.encoder.score(hidden, out=buf[: len(idx)])
+                else:
+                    logits = self.encoder.score(hidden).float().cpu()
+                out[idx] = logits.numpy()
         return out
 
     def _state(self) -> dict[str, np.ndarray]:

@@ -24,6 +24,8 @@ the model learns an easy synthetic pattern.
 
 from __future__ import annotations
 
+import dataclasses
+
 import tempfile
 from typing import Any
 
@@ -162,6 +164,11 @@ def check_batch_invariance(model_cls, config_kwargs: dict[str, Any], atol: float
     alone = np.concatenate([model.score(hist.select(np.array([i]))) for i in range(0, len(hist), 5)])
     diff = np.abs(alone[:, 1:] - together[::5, 1:]).max()
     assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), f"batch composition changed scores by {diff}"
+    if hasattr(model.config, "eval_batch_size"):  # small scoring chunks, each cut to its width
+        model.config = dataclasses.replace(model.config, eval_batch_size=3)
+        chunked = model.score(hist)
+        diff = np.abs(chunked[:, 1:] - together[:, 1:]).max()
+        assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), f"chunking changed scores by {diff}"
 
 
 def check_save_load(model_cls, config_kwargs: dict[str, Any]) -> None:
