@@ -197,3 +197,20 @@ def test_model_cache_is_not_modified_and_progress_bar_runs():
     assert res.ranks.tolist() == [0]  # items 1, 2 filtered in the copy; 3 scores highest
     d = res.to_dict()
     assert d["ranking"] == "full" and d["n_targets"] == 1 and "ranks" not in d
+
+
+def test_topk_torch_and_numpy_paths_agree(monkeypatch):
+    import sys
+
+    import torch  # noqa: F401  (loaded: the fast path is taken)
+
+    rng = np.random.default_rng(0)
+    scores = rng.permutation(40 * 300).reshape(40, 300).astype(np.float32)  # no ties
+    scores[:, 0] = -np.inf
+    scores[3, 5:] = -np.inf  # fewer finite scores than k: zeros at the end
+    fast = topk_items(scores.copy(), 10)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    slow = topk_items(scores.copy(), 10)
+    np.testing.assert_array_equal(fast, slow)
+    assert sorted(fast[3, :4].tolist()) == [1, 2, 3, 4] and fast[3, 4:].tolist() == [0] * 6
+    assert (np.diff(np.take_along_axis(scores[:2], fast[:2], 1), axis=1) < 0).all()

@@ -25,7 +25,6 @@ the model learns an easy synthetic pattern.
 from __future__ import annotations
 
 import dataclasses
-
 import tempfile
 from typing import Any
 
