@@ -39,6 +39,11 @@ Choices where the paper is silent (deviations, all documented):
 * Training loss, optimiser, early stopping: the shared trainer (cross-entropy over all items,
   AdamW, early stopping on the validation metric of ``TorchRecommender``); the paper selects
   on validation Recall@10.
+* Training data: the authors' loader cuts long histories into windows
+  (``sliding_window_size = 1``). ``train_windows="sliding"`` does this so that every transition
+  is a target exactly once; theirs cuts only histories of at least ``2 * max_len`` items and
+  drops the oldest remainder. The default ``"last"`` trains on the most recent ``max_len``
+  transitions per user, like SASRec. Their gradient clipping (norm 5) is ``grad_clip=5``.
 
 **Incremental inference.** :meth:`LRUEncoder.step` advances a cached per-layer state by one
 item in ``O(D^2)`` per layer, independent of the history length, with no re-encoding; it equals

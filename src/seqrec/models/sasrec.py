@@ -31,6 +31,9 @@ Deviations from the paper (all deliberate, all switchable where noted):
   block; the TF reference applies ``dropout`` there, set ``attn_dropout=dropout`` to match).
 * ``l2_norm`` / ``temperature`` (off by default) give the cosine-similarity output of the HSTU
   paper's sampled-softmax SASRec baseline; the paper itself uses raw inner products.
+* Training windows: like the paper, each user contributes its most recent ``max_len``
+  transitions per epoch (``train_windows="last"``); ``"sliding"`` trains every transition once
+  (long histories cut into windows, as the LRURec code does for all its models).
 * Optimizer is AdamW (``weight_decay=0`` equals the paper's Adam); the paper's L2 on
   embeddings is not applied.
 """
