@@ -29,6 +29,9 @@ Choices and deviations (the write-up leaves them open or differs from the paper)
   uses one ``rab`` for all layers (cheaper; the paper has one per layer, the default).
 * Time buckets of the pairwise |dt| are computed once per forward and shared by all layers.
 * Dropout: on the input embeddings and on the gated input of ``f2`` (Meta's reference).
+* Sampled softmax draws ``n_negatives`` uniform negatives shared by the whole batch (one
+  ``[positions, N]`` logit block); Meta's reference draws them per position, which on CPU
+  would mean gathering a ``[positions, N, D]`` tensor every step.
 """
 
 from __future__ import annotations
