@@ -17,8 +17,11 @@ embeddings, temperature 0.05), the HSTU paper's own baseline.
 Resumable: each model checkpoints under ``benchmarks/logs/runs/`` and a model whose result file
 exists is skipped, so the same command continues an interrupted run.
 
-    nohup nice -n 5 python benchmarks/bench_hstu_ml1m.py --budget 3600 \
-        > benchmarks/logs/hstu_ml1m.log 2>&1 &
+    # the HSTU paper's comparison: both models with sampled softmax, one process per core,
+    # the same training-time budget; then the side-by-side table from the two results
+    python benchmarks/bench_hstu_ml1m.py --models hstu --sasrec-loss sampled_softmax --epochs 101 --budget 3000
+    python benchmarks/bench_hstu_ml1m.py --models sasrec --sasrec-loss sampled_softmax --epochs 101 --budget 3000
+    python benchmarks/bench_hstu_ml1m.py --models hstu,sasrec --sasrec-loss sampled_softmax
 """
 
 from __future__ import annotations
