@@ -112,3 +112,15 @@ def test_resume_accepts_a_run_started_before_a_config_field_existed(tmp_path):
     _check_same_config(tmp_path, cfg, "sasrec", 9)  # the missing field is its default: same run
     with pytest.raises(ConfigError, match="l2_norm"):
         _check_same_config(tmp_path, SASRecConfig(max_len=6, dim=8, l2_norm=True), "sasrec", 9)
+
+
+def test_normal_init_draws_small_weights_and_zero_biases():
+    torch.manual_seed(0)
+    enc = SASRecEncoder(SASRecConfig(max_len=8, dim=32, init="normal"), n_items=500)
+    assert abs(enc.item_emb.weight[1:].std().item() - 0.02) < 0.002
+    assert torch.all(enc.item_emb.weight[0] == 0) and torch.all(enc.blocks[0].attn.q.bias == 0)
+    assert torch.all(enc.blocks[0].attn_norm.weight == 1)
+    xavier = SASRecEncoder(SASRecConfig(max_len=8, dim=32), n_items=500)
+    assert xavier.blocks[0].attn.q.weight.std() > 3 * enc.blocks[0].attn.q.weight.std()
+    with pytest.raises(ConfigError):
+        SASRecConfig(init="uniform")

@@ -23,7 +23,7 @@ Deviations from the paper (all deliberate, all switchable where noted):
   biases (as the TF reference's dense layers; the guide's code omits them).
 * The FFN applies dropout after the ReLU as well as on its output (as the TF reference).
 * Initialization: Xavier-normal for every matrix (as the PyTorch port of the reference), PAD
-  embedding zero.
+  embedding zero; ``init="normal"`` draws N(0, 0.02) as RecBole and the Dross SASRec+ code.
 * Losses: ``loss="bce"`` is the paper's objective (one negative per position drawn from items
   the user never interacted with in training, redrawn every step). ``"ce"`` (full softmax,
   the "SASRec+" variant), ``"sampled_softmax"`` and ``"gbce"`` (gSASRec) are extensions.
@@ -78,6 +78,9 @@ class SASRecConfig(NeuralConfig):
     """'pre_ln' (guide) or 'reference' (authors' TensorFlow code, with sqrt(d) scaling)."""
     ffn_dim: int = 0
     """FFN inner size (0 = d, as in the paper)."""
+    init: str = "xavier"
+    """'xavier' (Xavier-normal matrices, the PyTorch port of the reference) or 'normal'
+    (N(0, 0.02) matrices and zero biases, as RecBole and the Dross SASRec+ code)."""
     l2_norm: bool = False
     """L2-normalise the encoder output and the item table (the HSTU paper's sampled-softmax
     SASRec baseline); scores become cosine similarities."""
@@ -90,6 +93,7 @@ class SASRecConfig(NeuralConfig):
         check_range(self, "dropout", 0.0, 0.99)
         check_range(self, "attn_dropout", 0.0, 0.99)
         check_choice(self, "layout", ("pre_ln", "reference"))
+        check_choice(self, "init", ("xavier", "normal"))
         if self.dim % self.n_heads:
             raise ConfigError(f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}")
         if self.ffn_dim < 0:
@@ -161,9 +165,18 @@ class SASRecEncoder(SequenceEncoder):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for p in self.parameters():
-            if p.dim() >= 2:
-                nn.init.xavier_normal_(p)  # as the reference implementation
+        if self.config.init == "normal":  # N(0, 0.02) weights, zero biases (RecBole, Dross)
+            for name, p in self.named_parameters():
+                if "norm" in name:
+                    continue  # LayerNorms keep weight 1, bias 0
+                if p.dim() >= 2:
+                    nn.init.normal_(p, 0.0, 0.02)
+                else:
+                    nn.init.zeros_(p)
+        else:
+            for p in self.parameters():
+                if p.dim() >= 2:
+                    nn.init.xavier_normal_(p)  # as the reference implementation
         with torch.no_grad():
             self.item_emb.weight[0].zero_()
 
