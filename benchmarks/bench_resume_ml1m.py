@@ -7,8 +7,9 @@ dropout 0.1, the paper's BCE loss (the cheapest real objective: the check is abo
 trainer, which every loss shares), 4 epochs, validation (full ranking, history filter) after
 every epoch, a checkpoint every 10 steps.
 
-1. a child process trains in run directory ``killed/``; once epoch 2 is validated and a
-   mid-epoch checkpoint of epoch 3 exists, the parent sends SIGKILL;
+1. a child process trains in run directory ``killed/``; once epoch 2 is validated and the
+   checkpoint file changes again (the end-of-epoch-2 or a mid-epoch-3 checkpoint), the parent
+   waits 3 s (a few steps of epoch 3, which the kill loses) and sends SIGKILL;
 2. the same command resumes from ``killed/last.pt`` and finishes;
 3. an uninterrupted run trains in ``clean/``.
 The validation logs (every metric and training loss of every epoch) and the test metrics of
@@ -86,7 +87,7 @@ def main() -> None:
                 mtime = ckpt.stat().st_mtime_ns
                 if seen_after_epoch2 is None:
                     seen_after_epoch2 = mtime
-                elif mtime != seen_after_epoch2:  # a mid-epoch-3 checkpoint was written
+                elif mtime != seen_after_epoch2:  # a later checkpoint was written
                     time.sleep(3.0)  # and some further steps that the kill will lose
                     break
             time.sleep(0.05)
