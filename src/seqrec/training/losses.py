@@ -71,7 +71,7 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
         grad_b = torch.zeros_like(bias) if (bias is not None and need_b) else None
         total = h.new_zeros(())
         # One reused [chunk, I+1] buffer: a fresh multi-MB tensor per chunk costs page faults
-        # that took as long as the matmul itself (measured on ML-1M, 1 thread).
+        # comparable to the matmul itself.
         buf = h.new_empty((min(chunk, h.shape[0]), weight.shape[0]))
         wt = weight.T
         for start in range(0, h.shape[0], chunk):
