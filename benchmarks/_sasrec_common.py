@@ -45,6 +45,8 @@ def parser(description: str, **defaults) -> argparse.ArgumentParser:
     p.add_argument("--layout", default="pre_ln")
     p.add_argument("--init", default="xavier", choices=("xavier", "normal"))
     p.add_argument("--attn-dropout", type=float, default=0.0)
+    p.add_argument("--attn-out-proj", action="store_true",
+                   help="attention output projection (as nn.MultiheadAttention / Dross)")
     p.add_argument("--windows", default="last", choices=("last", "sliding"),
                    help="training windows: the most recent max_len transitions per user, or "
                         "every transition once (long histories cut into windows)")
@@ -70,7 +72,7 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
         patience=args.patience, eval_every=args.eval_every, loss=args.loss, layout=args.layout,
         seed=args.seed, num_threads=args.threads, max_train_seconds=args.max_seconds,
         weight_decay=0.0, train_windows=args.windows, init=args.init,
-        attn_dropout=args.attn_dropout,
+        attn_dropout=args.attn_dropout, attn_out_proj=args.attn_out_proj,
     )
     run_dir = Path(args.run_dir or ROOT / "benchmarks" / "logs" / "runs" / stem)
     model = SASRec(cfg)

@@ -23,6 +23,27 @@ class TestSASRecReferenceLayout(ConformanceSuite):
     test_exclude_seen = None
 
 
+class TestSASRecDrossVariant(ConformanceSuite):
+    """Reference layout plus the Dross code's choices: output projection, N(0, 0.02) init,
+    attention dropout."""
+
+    model_cls = SASRec
+    config_kwargs = {"dim": 16, "n_blocks": 1, "n_heads": 2, "layout": "reference",
+                     "attn_out_proj": True, "init": "normal", "attn_dropout": 0.1}
+    test_all_losses = None
+    test_bad_configs = None
+    test_seeded_refit = None
+    test_exclude_seen = None
+
+
+def test_attention_output_projection_is_optional():
+    plain = SASRecEncoder(SASRecConfig(max_len=4, dim=8), n_items=9)
+    projected = SASRecEncoder(SASRecConfig(max_len=4, dim=8, attn_out_proj=True), n_items=9)
+    n_plain = sum(p.numel() for p in plain.parameters())
+    n_proj = sum(p.numel() for p in projected.parameters())
+    assert plain.blocks[0].attn.out is None and n_proj - n_plain == 2 * (8 * 8 + 8)
+
+
 def _reference_attention(att, query, keys, allowed):
     """Plain softmax(QK^T / sqrt(d_h) + A) V with per-head split, as in the paper."""
     b, length, dim = query.shape

@@ -24,6 +24,8 @@ Deviations from the paper (all deliberate, all switchable where noted):
 * The FFN applies dropout after the ReLU as well as on its output (as the TF reference).
 * Initialization: Xavier-normal for every matrix (as the PyTorch port of the reference), PAD
   embedding zero; ``init="normal"`` draws N(0, 0.02) as RecBole and the Dross SASRec+ code.
+* ``attn_out_proj`` (off) adds the attention output projection of ``nn.MultiheadAttention``
+  used by the PyTorch port and the Dross code; the paper has none.
 * Losses: ``loss="bce"`` is the paper's objective (one negative per position drawn from items
   the user never interacted with in training, redrawn every step). ``"ce"`` (full softmax,
   the "SASRec+" variant), ``"sampled_softmax"`` and ``"gbce"`` (gSASRec) are extensions.
@@ -78,6 +80,9 @@ class SASRecConfig(NeuralConfig):
     """'pre_ln' (guide) or 'reference' (authors' TensorFlow code, with sqrt(d) scaling)."""
     ffn_dim: int = 0
     """FFN inner size (0 = d, as in the paper)."""
+    attn_out_proj: bool = False
+    """Project the attention output with a D x D linear layer (``nn.MultiheadAttention``, so the
+    PyTorch port and the Dross code have it; the paper and its TF code do not)."""
     init: str = "xavier"
     """'xavier' (Xavier-normal matrices, the PyTorch port of the reference) or 'normal'
     (N(0, 0.02) matrices and zero biases, as RecBole and the Dross SASRec+ code)."""
@@ -103,11 +108,12 @@ class SASRecConfig(NeuralConfig):
 class CausalSelfAttention(nn.Module):
     """Multi-head scaled dot-product attention without output projection (SASRec eq. 2)."""
 
-    def __init__(self, dim: int, n_heads: int, dropout: float) -> None:
+    def __init__(self, dim: int, n_heads: int, dropout: float, out_proj: bool = False) -> None:
         super().__init__()
         self.n_heads, self.dropout = n_heads, dropout
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)
+        self.out = nn.Linear(dim, dim) if out_proj else None
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``query [B, Lq, D]``, ``keys [B, L, D]``, ``mask [B, Lq, L]`` -> ``[B, Lq, D]``."""
@@ -118,7 +124,8 @@ class CausalSelfAttention(nn.Module):
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0
         )  # scale defaults to 1/sqrt(D/H)
-        return out.transpose(1, 2).reshape(b, lq, dim)
+        out = out.transpose(1, 2).reshape(b, lq, dim)
+        return out if self.out is None else self.out(out)
 
 
 class SASRecBlock(nn.Module):
@@ -127,7 +134,7 @@ class SASRecBlock(nn.Module):
         self.layout = cfg.layout
         self.attn_norm = nn.LayerNorm(cfg.dim)
         self.ffn_norm = nn.LayerNorm(cfg.dim)
-        self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.attn_dropout)
+        self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.attn_dropout, cfg.attn_out_proj)
         self.ffn = PointWiseFFN(cfg.dim, cfg.ffn_dim or cfg.dim, cfg.dropout)
         self.dropout = nn.Dropout(cfg.dropout)
 
