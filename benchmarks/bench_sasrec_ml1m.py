@@ -1,10 +1,17 @@
 """SASRec on ML-1M (issue 3, must-show 1): iterative 5-core (3,416 items), leave-last-out, full
-ranking, history filter, max_len 200, d 64, 2 blocks, dropout 0.2, lr 1e-3, batch 128, model
-picked by validation NDCG@10 (early stopping, patience 10 validations).
+ranking, history filter, max_len 200, d 64, 2 blocks, lr 1e-3, batch 128, model picked by
+validation NDCG@10 (early stopping). The runs in docs/results:
 
-    nohup nice -n 5 .venv/bin/python benchmarks/bench_sasrec_ml1m.py --loss ce \
-        > benchmarks/logs/sasrec_ml1m_ce.log 2>&1 &
-    .venv/bin/python benchmarks/bench_sasrec_ml1m.py --loss bce   # paper objective
+    # paper BCE (1 negative), the Dross settings: reference layout, dropout 0.1
+    .venv/bin/python benchmarks/bench_sasrec_ml1m.py --loss bce --layout reference --dropout 0.1 \
+        --eval-every 2 --patience 5 --stem sasrec_ml1m_bce
+    # full cross-entropy, every transition trained once (sliding windows)
+    .venv/bin/python benchmarks/bench_sasrec_ml1m.py --loss ce --layout reference --dropout 0.1 \
+        --windows sliding --eval-every 2 --patience 5 --threads 2 --stem sasrec_ml1m_ce_windows
+    # the same plus the Dross code's N(0, 0.02) init and attention dropout
+    .venv/bin/python benchmarks/bench_sasrec_ml1m.py --loss ce --layout reference --dropout 0.1 \
+        --attn-dropout 0.1 --init normal --windows sliding --eval-every 2 --patience 5 \
+        --threads 2 --stem sasrec_ml1m_ce_dross
 
 Resumable: rerunning the same command continues from benchmarks/logs/runs/<stem>/last.pt.
 Writes docs/results/sasrec_ml1m_<loss>.{json,md}; every validation is in
