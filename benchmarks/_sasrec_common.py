@@ -47,6 +47,15 @@ def parser(description: str, **defaults) -> argparse.ArgumentParser:
     p.add_argument("--attn-dropout", type=float, default=0.0)
     p.add_argument("--attn-out-proj", action="store_true",
                    help="attention output projection (as nn.MultiheadAttention / Dross)")
+    p.add_argument("--positions", default="from_end", choices=("from_end", "from_start"),
+                   help="position numbering: the paper's (last item fixed) or from the oldest "
+                        "item of the window (right-padded codes such as Dross)")
+    p.add_argument("--weight-decay", type=float, default=0.0,
+                   help="AdamW weight decay (0: the paper's Adam; the LRURec code uses 0.01)")
+    p.add_argument("--grad-clip", type=float, default=0.0,
+                   help="gradient-norm clipping (0: none; the LRURec code clips at 5)")
+    p.add_argument("--betas", default="0.9,0.98",
+                   help="Adam betas (0.9,0.98: the SASRec paper; 0.9,0.999: torch default, Dross)")
     p.add_argument("--windows", default="last", choices=("last", "sliding"),
                    help="training windows: the most recent max_len transitions per user, or "
                         "every transition once (long histories cut into windows)")
@@ -71,8 +80,9 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
         dropout=args.dropout, lr=args.lr, batch_size=args.batch_size, epochs=args.epochs,
         patience=args.patience, eval_every=args.eval_every, loss=args.loss, layout=args.layout,
         seed=args.seed, num_threads=args.threads, max_train_seconds=args.max_seconds,
-        weight_decay=0.0, train_windows=args.windows, init=args.init,
+        weight_decay=args.weight_decay, grad_clip=args.grad_clip, train_windows=args.windows, init=args.init,
         attn_dropout=args.attn_dropout, attn_out_proj=args.attn_out_proj,
+        positions=args.positions, betas=tuple(float(b) for b in args.betas.split(",")),
     )
     run_dir = Path(args.run_dir or ROOT / "benchmarks" / "logs" / "runs" / stem)
     model = SASRec(cfg)

@@ -36,6 +36,45 @@ class TestSASRecDrossVariant(ConformanceSuite):
     test_exclude_seen = None
 
 
+class TestSASRecPositionsFromStart(ConformanceSuite):
+    """Positions counted from the oldest item of the window (right-padded implementations)."""
+
+    model_cls = SASRec
+    config_kwargs = {"dim": 16, "n_blocks": 1, "layout": "reference", "positions": "from_start"}
+    test_all_losses = None
+    test_bad_configs = None
+    test_seeded_refit = None
+    test_exclude_seen = None
+
+
+def test_positions_from_start_number_the_window_from_its_oldest_item():
+    torch.manual_seed(0)
+    enc = SASRecEncoder(SASRecConfig(max_len=6, dim=8, positions="from_start", dropout=0.0),
+                        n_items=9).eval()
+    items = torch.tensor([[0, 0, 0, 3, 4, 5]])
+    got = enc(SequenceBatch(items=items, mask=items.ne(0)))
+    # the same items right-aligned in a shorter window, i.e. the embedding the from_start
+    # scheme must reproduce: positions 0, 1, 2 for items 3, 4, 5
+    x = enc.item_emb(items[:, 3:]) + enc.pos_emb(torch.arange(3))[None]
+    assert not torch.allclose(enc.pos_emb.weight[0], enc.pos_emb.weight[3])
+    from_end = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0), n_items=9).eval()
+    from_end.load_state_dict(enc.state_dict())
+    assert not torch.allclose(from_end(SequenceBatch(items=items, mask=items.ne(0))), got)
+    assert torch.allclose(got[:, 3:], _encode_from_embeddings(enc, x), atol=1e-6)
+    assert SASRecConfig(positions="from_start").positions == "from_start"
+    with pytest.raises(ConfigError):
+        SASRecConfig(positions="middle")
+
+
+def _encode_from_embeddings(enc, x):
+    valid = torch.ones(x.shape[:2], dtype=torch.bool)
+    from seqrec.models.layers import causal_padding_mask
+    mask = causal_padding_mask(valid)
+    for block in enc.blocks:
+        x = block(x, mask, valid, False)
+    return enc.final_norm(x)
+
+
 def test_attention_output_projection_is_optional():
     plain = SASRecEncoder(SASRecConfig(max_len=4, dim=8), n_items=9)
     projected = SASRecEncoder(SASRecConfig(max_len=4, dim=8, attn_out_proj=True), n_items=9)

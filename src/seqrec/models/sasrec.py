@@ -16,6 +16,9 @@ Deviations from the paper (all deliberate, all switchable where noted):
 * Positions are counted from the right (the most recent item always has the same position
   embedding). With inputs always padded to ``max_len`` this is the paper's absolute position
   scheme relabelled; it additionally makes outputs independent of extra left padding.
+  ``positions="from_start"`` numbers the items of the window from its oldest one (0, 1, ...),
+  which is what right-padded implementations such as the Dross SASRec+ code compute; the
+  position of the last item then tells the model how long a short history is.
 * PAD queries attend to themselves (never to other keys) to avoid NaN on fully masked rows;
   their outputs are zeroed, so real positions are unaffected.
 * Multi-head attention (``n_heads > 1``) splits d into h heads scaled by sqrt(d/h); like the
@@ -31,6 +34,8 @@ Deviations from the paper (all deliberate, all switchable where noted):
   the "SASRec+" variant), ``"sampled_softmax"`` and ``"gbce"`` (gSASRec) are extensions.
 * Attention-weight dropout is a separate option (``attn_dropout``, default 0 as in the guide's
   block; the TF reference applies ``dropout`` there, set ``attn_dropout=dropout`` to match).
+  Both layouts also apply ``dropout`` to the attention output before its residual (the guide's
+  block); the TF reference and the PyTorch port drop only the attention weights.
 * ``l2_norm`` / ``temperature`` (off by default) give the cosine-similarity output of the HSTU
   paper's sampled-softmax SASRec baseline; the paper itself uses raw inner products.
 * Training windows: like the paper, each user contributes its most recent ``max_len``
@@ -86,6 +91,10 @@ class SASRecConfig(NeuralConfig):
     init: str = "xavier"
     """'xavier' (Xavier-normal matrices, the PyTorch port of the reference) or 'normal'
     (N(0, 0.02) matrices and zero biases, as RecBole and the Dross SASRec+ code)."""
+    positions: str = "from_end"
+    """'from_end' (the paper's left-padded absolute positions: the last item always has the
+    same one) or 'from_start' (counted from the oldest item of the window, as right-padded
+    implementations such as the Dross code)."""
     l2_norm: bool = False
     """L2-normalise the encoder output and the item table (the HSTU paper's sampled-softmax
     SASRec baseline); scores become cosine similarities."""
@@ -99,6 +108,7 @@ class SASRecConfig(NeuralConfig):
         check_range(self, "attn_dropout", 0.0, 0.99)
         check_choice(self, "layout", ("pre_ln", "reference"))
         check_choice(self, "init", ("xavier", "normal"))
+        check_choice(self, "positions", ("from_end", "from_start"))
         if self.dim % self.n_heads:
             raise ConfigError(f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}")
         if self.ffn_dim < 0:
@@ -193,8 +203,13 @@ class SASRecEncoder(SequenceEncoder):
         if length > self.config.max_len:
             raise ConfigError(f"input length {length} exceeds max_len {self.config.max_len}")
         valid = batch.mask if batch.mask is not None else items.ne(0)
-        positions = torch.arange(self.config.max_len - length, self.config.max_len, device=items.device)
-        x = self.item_emb(items) * self.scale + self.pos_emb(positions)[None]
+        if self.config.positions == "from_start":
+            # number of earlier real items in the window; independent of left padding
+            pos = self.pos_emb((valid.cumsum(1) - 1).clamp_(min=0))  # [B, L, D]
+        else:
+            positions = torch.arange(self.config.max_len - length, self.config.max_len, device=items.device)
+            pos = self.pos_emb(positions)[None]
+        x = self.item_emb(items) * self.scale + pos
         x = self.emb_dropout(x) * valid[..., None]
         mask = causal_padding_mask(valid)
         for i, block in enumerate(self.blocks):
