@@ -2,9 +2,10 @@
 
 ``ml-1m.seq.tsv.xz`` (our ML-1M) is in time order, but its same-second ties come from the
 BERT4Rec-VAE preprocessing and are in arbitrary order (see ``../shared/data/README.md``).
-SASRec's own ``ml-1m.txt`` sorts ``ratings.dat`` by time with a stable sort, so its ties keep
-the ``ratings.dat`` line order. More than half of adjacent ratings share a second, so the two
-files disagree on many validation and test targets.
+The SASRec preprocessing sorts each user's ``ratings.dat`` lines by time with a stable sort, so
+its ties presumably keep the ``ratings.dat`` line order. ML-1M users rate many movies within
+the same second, so the two orders disagree on many positions and targets (the benchmark counts
+them).
 
 For users 1-2999 we have the raw ``ratings.dat`` lines (dataset ``ml-1m-ts``), so both orders
 can be built for the same users and the same items (the items of the full 5-core, 3,416):
