@@ -13,6 +13,19 @@ validation NDCG@10 (early stopping). The runs in docs/results:
         --attn-dropout 0.1 --init normal --windows sliding --eval-every 2 --patience 5 \
         --threads 2 --stem sasrec_ml1m_ce_dross
 
+Partial runs whose validation curves are in docs/results/ml1m_validation_curves.md (stopped
+early, resumable with the same command):
+
+    # the Dross code in full: + output projection, positions from the window start, Adam betas
+    .venv/bin/python benchmarks/bench_sasrec_ml1m.py --loss ce --layout reference --dropout 0.1 \
+        --attn-dropout 0.1 --init normal --attn-out-proj --positions from_start \
+        --betas 0.9,0.999 --windows sliding --eval-every 2 --patience 5 --threads 1 \
+        --stem sasrec_ml1m_ce_fromstart
+    # the LRURec code's hyperparameters
+    .venv/bin/python benchmarks/bench_sasrec_ml1m.py --loss ce --layout reference --dropout 0.2 \
+        --attn-dropout 0.2 --heads 2 --weight-decay 0.01 --grad-clip 5 --windows sliding \
+        --eval-every 2 --patience 5 --threads 1 --stem sasrec_ml1m_ce_lruhp
+
 Resumable: rerunning the same command continues from benchmarks/logs/runs/<stem>/last.pt.
 Writes docs/results/sasrec_ml1m_<loss>.{json,md}; every validation is in
 benchmarks/logs/runs/<stem>/validation.jsonl.
