@@ -100,11 +100,11 @@ def main() -> None:
     for order in args.orders.split(","):
         stem = f"ml1m_tie_order_{order}"
         path = OUT / f"{stem}.json"
-        prep = prepared[order]
-        split = leave_last_out(prep.sequences())
         if path.exists() and json.loads(path.read_text()).get("stopped") in ("patience", "epochs"):
             records[order] = json.loads(path.read_text())
             continue
+        prep = prepared[order]
+        split = leave_last_out(prep.sequences())
         cfg = SASRecConfig(max_len=200, dim=64, n_blocks=2, n_heads=1, dropout=0.1,
                            layout="reference", loss="ce", lr=1e-3, batch_size=128,
                            epochs=args.epochs, patience=5, eval_every=2, seed=args.seed,
