@@ -5,7 +5,8 @@ BERT4Rec-VAE preprocessing and are in arbitrary order (see ``../shared/data/READ
 The SASRec preprocessing sorts each user's ``ratings.dat`` lines by time with a stable sort, so
 its ties presumably keep the ``ratings.dat`` line order. ML-1M users rate many movies within
 the same second, so the two orders disagree on many positions and targets (the benchmark counts
-them).
+them) and checks that the file's order inside same-second groups is no better than a
+random permutation of the ``ratings.dat`` order.
 
 For users 1-2999 we have the raw ``ratings.dat`` lines (dataset ``ml-1m-ts``), so both orders
 can be built for the same users and the same items (the items of the full 5-core, 3,416):
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -68,6 +70,41 @@ def _raw_sequences(p) -> dict[int, list[int]]:
     return out
 
 
+def _tie_groups(prepared) -> dict:
+    """How the file orders same-second ratings, against ``ratings.dat`` (stable) order.
+
+    A tie group is a user's ratings sharing one timestamp (at least 2). If the file kept the
+    ``ratings.dat`` order, every group would agree; if its order is arbitrary, a group of size
+    n agrees with probability 1/n!, so the observed share is compared with the mean of 1/n!.
+    """
+    stable = prepared["stable"]
+    inter = stable.interactions
+    time_of = {(int(u), int(i)): int(t) for u, i, t in
+               zip(stable.user_raw[inter.user], stable.vocab.decode(inter.item), inter.timestamp)}
+    file_seq, stable_seq = (_raw_sequences(prepared[k]) for k in ("file", "stable"))
+    sizes, agree = [], []
+    for u, seq in stable_seq.items():
+        groups: dict[int, list[int]] = {}
+        for i in seq:
+            groups.setdefault(time_of[(u, i)], []).append(i)
+        file_groups: dict[int, list[int]] = {}
+        for i in file_seq[u]:
+            file_groups.setdefault(time_of[(u, i)], []).append(i)
+        for t, g in groups.items():
+            if len(g) > 1:
+                sizes.append(len(g))
+                agree.append(file_groups[t] == g)
+    sizes_arr = np.asarray(sizes)
+    inv_fact = np.array([1.0 / math.factorial(min(n, 20)) for n in sizes])
+    return {
+        "tie_groups": len(sizes),
+        "interactions_in_ties": int(sizes_arr.sum()),
+        "mean_group_size": float(sizes_arr.mean()),
+        "groups_in_stable_order": float(np.mean(agree)),
+        "groups_in_stable_order_if_random": float(inv_fact.mean()),
+    }
+
+
 def _compare(prepared) -> dict:
     """Both orders must hold the same (user, item) pairs; how often do positions differ?"""
     a, b = (_raw_sequences(prepared[k]) for k in ("file", "stable"))
@@ -75,6 +112,7 @@ def _compare(prepared) -> dict:
         raise SystemExit("the two orders do not hold the same (user, item) pairs")
     users = sorted(a)
     return {
+        **_tie_groups(prepared),
         "users": len(users),
         "interactions": sum(len(a[u]) for u in users),
         "test_target_differs": float(np.mean([a[u][-1] != b[u][-1] for u in users])),
@@ -141,7 +179,11 @@ def main() -> None:
              f"{stats['users']} users, {stats['interactions']} interactions; the two orders put "
              f"a different item at the same position for {1 - stats['same_position_share']:.1%} "
              f"of interactions; the test target differs for {stats['test_target_differs']:.1%} "
-             f"of users, the validation target for {stats['valid_target_differs']:.1%}.", "",
+             f"of users, the validation target for {stats['valid_target_differs']:.1%}. "
+             f"{stats['interactions_in_ties']} interactions lie in {stats['tie_groups']} "
+             f"same-second groups (mean size {stats['mean_group_size']:.1f}); the file keeps the "
+             f"`ratings.dat` order in {stats['groups_in_stable_order']:.1%} of them, against "
+             f"{stats['groups_in_stable_order_if_random']:.1%} expected from a random order.", "",
              "| order | valid NDCG@10 | test NDCG@10 (95% CI) | test Recall@10 | best epoch | "
              "epochs | stop |", "|---|---:|---:|---:|---:|---:|---|"]
     for k, r in records.items():
