@@ -65,7 +65,7 @@ def _raw_sequences(p) -> dict[int, list[int]]:
     """Raw user id -> raw item ids in the prepared (chronological) order."""
     inter = p.interactions
     out: dict[int, list[int]] = {}
-    for u, i in zip(p.user_raw[inter.user], p.vocab.decode(inter.item)):
+    for u, i in zip(p.user_raw[inter.user], p.vocab.decode(inter.item), strict=True):
         out.setdefault(int(u), []).append(int(i))
     return out
 
@@ -80,7 +80,8 @@ def _tie_groups(prepared) -> dict:
     stable = prepared["stable"]
     inter = stable.interactions
     time_of = {(int(u), int(i)): int(t) for u, i, t in
-               zip(stable.user_raw[inter.user], stable.vocab.decode(inter.item), inter.timestamp)}
+               zip(stable.user_raw[inter.user], stable.vocab.decode(inter.item), inter.timestamp,
+                   strict=True)}
     file_seq, stable_seq = (_raw_sequences(prepared[k]) for k in ("file", "stable"))
     sizes, agree = [], []
     for u, seq in stable_seq.items():
@@ -117,7 +118,7 @@ def _compare(prepared) -> dict:
         "interactions": sum(len(a[u]) for u in users),
         "test_target_differs": float(np.mean([a[u][-1] != b[u][-1] for u in users])),
         "valid_target_differs": float(np.mean([a[u][-2] != b[u][-2] for u in users])),
-        "same_position_share": float(sum(x == y for u in users for x, y in zip(a[u], b[u]))
+        "same_position_share": float(sum(x == y for u in users for x, y in zip(a[u], b[u], strict=True))
                                      / sum(len(a[u]) for u in users)),
     }
 
