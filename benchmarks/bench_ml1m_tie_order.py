@@ -21,6 +21,9 @@ Writes ``docs/results/ml1m_tie_order.{json,md}`` and the per-order result files.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ml1m_tie_order.py --orders file,stable
 
+A larger ``--epochs`` continues runs that stopped at the old limit (the epoch limit is run control,
+so the checkpoint resumes).
+
 Resumable: checkpoints under ``benchmarks/logs/runs/ml1m_tie_order_<order>``.
 """
 
@@ -123,6 +126,12 @@ def _compare(prepared) -> dict:
     }
 
 
+def _finished(record: dict, epochs: int) -> bool:
+    """A written result is final unless a larger ``--epochs`` asks to continue its run."""
+    return record.get("stopped") == "patience" or (
+        record.get("stopped") == "epochs" and record.get("epochs", 0) >= epochs)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--orders", default="file,stable")
@@ -139,7 +148,7 @@ def main() -> None:
     for order in args.orders.split(","):
         stem = f"ml1m_tie_order_{order}"
         path = OUT / f"{stem}.json"
-        if path.exists() and json.loads(path.read_text()).get("stopped") in ("patience", "epochs"):
+        if path.exists() and _finished(json.loads(path.read_text()), args.epochs):
             records[order] = json.loads(path.read_text())
             continue
         prep = prepared[order]
