@@ -1,4 +1,4 @@
-"""Does the order of same-second ratings change SASRec's ML-1M numbers?
+"""Does the order of same-second ratings change SASRec's and LRURec's ML-1M numbers?
 
 ``ml-1m.seq.tsv.xz`` (our ML-1M) is in time order, but its same-second ties come from the
 BERT4Rec-VAE preprocessing and are in arbitrary order (see ``../shared/data/README.md``).
@@ -14,17 +14,20 @@ can be built for the same users and the same items (the items of the full 5-core
 * ``file``: the order of ``ml-1m.seq.tsv.xz``;
 * ``stable``: ``ratings.dat`` stably sorted by timestamp (the SASRec preprocessing).
 
-The same SASRec (full cross-entropy, reference layout, dropout 0.1, sliding windows, d 64,
-2 blocks, max_len 200, batch 128, validation every 2 epochs, patience 5, at most ``--epochs``)
-is trained on each with the same seed, leave-last-out, full ranking, history filter.
+The same model is trained on each order with the same seed (full cross-entropy, sliding
+windows, d 64, 2 blocks, max_len 200, batch 128, validation every 2 epochs, patience 5, at most
+``--epochs``), leave-last-out, full ranking, history filter: SASRec as in the SASRec benchmark's
+best run (reference layout, dropout 0.1), LRURec (``--models lrurec``) as in the LRURec ML-1M
+benchmark (dropout 0.2, weight decay 1e-2, gradient clipping 5).
 Writes ``docs/results/ml1m_tie_order.{json,md}`` and the per-order result files.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ml1m_tie_order.py --orders file,stable
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ml1m_tie_order.py --models lrurec
 
 A larger ``--epochs`` continues runs that stopped at the old limit (the epoch limit is run control,
 so the checkpoint resumes).
 
-Resumable: checkpoints under ``benchmarks/logs/runs/ml1m_tie_order_<order>``.
+Resumable: checkpoints under ``benchmarks/logs/runs/ml1m_tie_order_[lrurec_]<order>``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from seqrec.data.sources import load
 from seqrec.data.splits import leave_last_out
 from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import base_record, result_record, write_result
+from seqrec.models.lrurec import LRURec, LRURecConfig
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,9 +136,50 @@ def _finished(record: dict, epochs: int) -> bool:
         record.get("stopped") == "epochs" and record.get("epochs", 0) >= epochs)
 
 
+def _model(name: str, args):
+    """SASRec as in the SASRec benchmark's best run; LRURec as in the LRURec ML-1M benchmark."""
+    common = dict(max_len=200, dim=64, n_blocks=2, loss="ce", lr=1e-3, batch_size=128,
+                  epochs=args.epochs, patience=5, eval_every=2, seed=args.seed,
+                  num_threads=args.threads, train_windows="sliding")
+    if name == "sasrec":
+        return SASRec(SASRecConfig(n_heads=1, dropout=0.1, layout="reference", weight_decay=0.0,
+                                   **common))
+    return LRURec(LRURecConfig(dropout=0.2, weight_decay=1e-2, grad_clip=5.0, **common))
+
+
+def _stem(name: str, order: str) -> str:
+    # the SASRec runs came first and keep their original names
+    return f"ml1m_tie_order_{order}" if name == "sasrec" else f"ml1m_tie_order_{name}_{order}"
+
+
+def _train(name: str, order: str, prep, args) -> None:
+    split = leave_last_out(prep.sequences())
+    model = _model(name, args)
+    stem = _stem(name, order)
+    t0 = time.perf_counter()
+    model.fit(split.train, split.valid, checkpoint_dir=ROOT / "benchmarks" / "logs" / "runs" / stem,
+              progress=False)
+    lg, cfg = model.training_log, model.config
+    results = {"valid": evaluate(model, split.valid, ks=(10, 20), seen_filter="history"),
+               "test": evaluate(model, split.test, ks=(10, 20), seen_filter="history")}
+    record = result_record(
+        model=name, variant=f"ce, {order} order", dataset=f"ml-1m users 1-2999 ({order})",
+        fingerprint=prep.fingerprint(), protocol="leave-last-out", results=results,
+        seed=cfg.seed, config=cfg, epochs=lg.epochs_run, train_seconds=lg.train_seconds,
+        best_epoch=lg.best_epoch, best_valid=lg.best_metric, stopped=lg.stopped,
+        data={"users": prep.n_users, "items": prep.n_items,
+              "interactions": len(prep.interactions),
+              "preprocessing": list(prep.interactions.notes)},
+        wall_seconds={"fit_this_process": time.perf_counter() - t0},
+        torch_threads=args.threads, notes=f"tie order experiment: {order}",
+    )
+    write_result(record, OUT, stem=stem, metrics=METRICS)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--orders", default="file,stable")
+    p.add_argument("--models", default="sasrec", help="comma-separated: sasrec, lrurec")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -144,47 +189,26 @@ def main() -> None:
 
     prepared, stats = build_orders()
     logging.info("orders: %s", json.dumps(stats))
-    records = {}
-    for order in args.orders.split(","):
-        stem = f"ml1m_tie_order_{order}"
-        path = OUT / f"{stem}.json"
-        if path.exists() and _finished(json.loads(path.read_text()), args.epochs):
-            records[order] = json.loads(path.read_text())
-            continue
-        prep = prepared[order]
-        split = leave_last_out(prep.sequences())
-        cfg = SASRecConfig(max_len=200, dim=64, n_blocks=2, n_heads=1, dropout=0.1,
-                           layout="reference", loss="ce", lr=1e-3, batch_size=128,
-                           epochs=args.epochs, patience=5, eval_every=2, seed=args.seed,
-                           num_threads=args.threads, weight_decay=0.0, train_windows="sliding")
-        model = SASRec(cfg)
-        run_dir = ROOT / "benchmarks" / "logs" / "runs" / stem
-        t0 = time.perf_counter()
-        model.fit(split.train, split.valid, checkpoint_dir=run_dir, progress=False)
-        lg = model.training_log
-        results = {"valid": evaluate(model, split.valid, ks=(10, 20), seen_filter="history"),
-                   "test": evaluate(model, split.test, ks=(10, 20), seen_filter="history")}
-        record = result_record(
-            model="sasrec", variant=f"ce, {order} order", dataset=f"ml-1m users 1-2999 ({order})",
-            fingerprint=prep.fingerprint(), protocol="leave-last-out", results=results,
-            seed=cfg.seed, config=cfg, epochs=lg.epochs_run, train_seconds=lg.train_seconds,
-            best_epoch=lg.best_epoch, best_valid=lg.best_metric, stopped=lg.stopped,
-            data={"users": prep.n_users, "items": prep.n_items,
-                  "interactions": len(prep.interactions),
-                  "preprocessing": list(prep.interactions.notes)},
-            wall_seconds={"fit_this_process": time.perf_counter() - t0},
-            torch_threads=args.threads, notes=f"tie order experiment: {order}",
-        )
-        write_result(record, OUT, stem=stem, metrics=METRICS)
-        records[order] = json.loads(path.read_text())
+    for name in args.models.split(","):
+        if name not in ("sasrec", "lrurec"):
+            raise SystemExit(f"unknown model {name!r} (sasrec, lrurec)")
+        for order in args.orders.split(","):
+            path = OUT / f"{_stem(name, order)}.json"
+            if not (path.exists() and _finished(json.loads(path.read_text()), args.epochs)):
+                _train(name, order, prepared[order], args)
 
+    # the summary shows every (model, order) result written so far, by this or earlier runs
+    records = {(name, order): json.loads((OUT / f"{_stem(name, order)}.json").read_text())
+               for name in ("sasrec", "lrurec") for order in ("file", "stable")
+               if (OUT / f"{_stem(name, order)}.json").exists()}
     summary = base_record(benchmark="ml1m_tie_order", orders=stats,
-                          models={k: {"metrics": r["metrics"], "ci95": r["ci95"],
-                                      "epochs": r["epochs"], "best_epoch": r.get("best_epoch"),
-                                      "stopped": r.get("stopped")}
-                                  for k, r in records.items()})
+                          models={f"{m}/{o}": {"metrics": r["metrics"], "ci95": r["ci95"],
+                                               "epochs": r["epochs"],
+                                               "best_epoch": r.get("best_epoch"),
+                                               "stopped": r.get("stopped")}
+                                  for (m, o), r in records.items()})
     (OUT / "ml1m_tie_order.json").write_text(json.dumps(summary, indent=2) + "\n")
-    lines = ["# ML-1M users 1-2999: SASRec (full CE) under two orders of same-second ratings", "",
+    lines = ["# ML-1M users 1-2999: full-CE models under two orders of same-second ratings", "",
              f"Command: `{summary['command']}`; created {summary['created']}.", "",
              f"{stats['users']} users, {stats['interactions']} interactions; the two orders put "
              f"a different item at the same position for {1 - stats['same_position_share']:.1%} "
@@ -194,13 +218,13 @@ def main() -> None:
              f"same-second groups (mean size {stats['mean_group_size']:.1f}); the file keeps the "
              f"`ratings.dat` order in {stats['groups_in_stable_order']:.1%} of them, against "
              f"{stats['groups_in_stable_order_if_random']:.1%} expected from a random order.", "",
-             "| order | valid NDCG@10 | test NDCG@10 (95% CI) | test Recall@10 | best epoch | "
-             "epochs | stop |", "|---|---:|---:|---:|---:|---:|---|"]
-    for k, r in records.items():
+             "| model | order | valid NDCG@10 | test NDCG@10 (95% CI) | test Recall@10 | "
+             "best epoch | epochs | stop |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    for (m, o), r in records.items():
         t, ci = r["metrics"]["test"], r["ci95"]["test"]["NDCG@10"]
-        lines.append(f"| {k} | {r['metrics']['valid']['NDCG@10']:.4f} | {t['NDCG@10']:.4f} "
-                     f"({ci[0]:.4f}-{ci[1]:.4f}) | {t['Recall@10']:.4f} | {r.get('best_epoch')} | "
-                     f"{r['epochs']} | {r.get('stopped')} |")
+        lines.append(f"| {m} | {o} | {r['metrics']['valid']['NDCG@10']:.4f} | "
+                     f"{t['NDCG@10']:.4f} ({ci[0]:.4f}-{ci[1]:.4f}) | {t['Recall@10']:.4f} | "
+                     f"{r.get('best_epoch')} | {r['epochs']} | {r.get('stopped')} |")
     (OUT / "ml1m_tie_order.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
