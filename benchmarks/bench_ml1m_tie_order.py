@@ -209,7 +209,9 @@ def main() -> None:
                                   for (m, o), r in records.items()})
     (OUT / "ml1m_tie_order.json").write_text(json.dumps(summary, indent=2) + "\n")
     lines = ["# ML-1M users 1-2999: full-CE models under two orders of same-second ratings", "",
-             f"Command: `{summary['command']}`; created {summary['created']}.", "",
+             f"Summary written by `{summary['command']}`, {summary['created']}; each row was "
+             "trained by the command in its own result file (`ml1m_tie_order_[lrurec_]<order>`).",
+             "",
              f"{stats['users']} users, {stats['interactions']} interactions; the two orders put "
              f"a different item at the same position for {1 - stats['same_position_share']:.1%} "
              f"of interactions; the test target differs for {stats['test_target_differs']:.1%} "
