@@ -143,6 +143,9 @@ def _fit_and_test(name, model, split, prepared, dataset, args, stem, notes, run_
         torch_threads=args.threads, notes=notes,
     )
     write_result(record, OUT, stem=stem, metrics=METRICS)
+    log_file = run_dir / "validation.jsonl"
+    if log_file.exists():  # the run directory is git-ignored: keep the curve with the result
+        (OUT / f"{stem}.validation.jsonl").write_text(log_file.read_text())
     logging.info("wrote %s: test %s", stem, json.dumps(record["metrics"]["test"]))
     return record
 
