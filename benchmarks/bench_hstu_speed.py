@@ -11,6 +11,10 @@ tensor.
 
     python benchmarks/bench_hstu_speed.py                 # ML-1M-sized: I=3706, L=200, d=50
     python benchmarks/bench_hstu_speed.py --rounds 3 --out-stem speed_quick
+    python benchmarks/bench_hstu_speed.py --models sasrec,lrurec --losses ce --dim 64 \
+        --items 3416 --out-stem lrurec_step_ml1m      # LRURec vs SASRec at the ML-1M shape
+
+``lrurec`` is measured like the others (its gradient clipping is not part of the step).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import torch
 from seqrec.data.sequences import Sequences
 from seqrec.evaluation.results import base_record
 from seqrec.models.hstu import HSTU, HSTUConfig
+from seqrec.models.lrurec import LRURec, LRURecConfig
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +53,9 @@ def build(kind: str, args, loss: str):
                   dropout=0.2, loss=loss, n_negatives=128, batch_size=args.batch_size, seed=0)
     if kind == "sasrec":
         return SASRec(SASRecConfig(**common))
+    if kind == "lrurec":  # LRURec has no heads
+        common.pop("n_heads")
+        return LRURec(LRURecConfig(**common))
     extra = {
         "hstu_pos": {"rab_time": False},
         "hstu_pt": {},
@@ -161,7 +169,7 @@ def main() -> None:
     )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.out_stem}.json").write_text(json.dumps(record, indent=2) + "\n")
-    lines = ["# HSTU vs SASRec training-step time\n",
+    lines = [f"# Training-step time: {', '.join(kinds)}\n",
              f"`{record['command']}`  \n{record['hardware']}  \nload average at end: "
              f"{record['load_average']}  \nB={args.batch_size}, L={args.max_len}, d={args.dim}, "
              f"{args.blocks} blocks, {h} head(s), I={args.items}; one [B,H,L,L] float tensor = "
