@@ -106,12 +106,21 @@ def _from_checkpoint(model, train, run_dir: Path):
     return model
 
 
+def _keep_log(run_dir: Path) -> None:
+    """Copy the run's validation log to docs/results/<run>.validation.jsonl (the run directory
+    is git-ignored); named by run, so a run shared by two benchmarks is kept once."""
+    log_file = run_dir / "validation.jsonl"
+    if log_file.exists():
+        (OUT / f"{run_dir.name}.validation.jsonl").write_text(log_file.read_text())
+
+
 def _fit_and_test(name, model, split, prepared, dataset, args, stem, notes, run_stem=None):
     path = OUT / f"{stem}.json"
+    run_dir = ROOT / "benchmarks" / "logs" / "runs" / (run_stem or stem)
     if args.report_only is False and path.exists() and json.loads(path.read_text()).get(
             "stopped") in ("patience", "epochs"):
+        _keep_log(run_dir)
         return json.loads(path.read_text())  # finished earlier: nothing to train
-    run_dir = ROOT / "benchmarks" / "logs" / "runs" / (run_stem or stem)
     t0 = time.perf_counter()
     if args.report_only:
         _from_checkpoint(model, split.train, run_dir)
@@ -143,9 +152,7 @@ def _fit_and_test(name, model, split, prepared, dataset, args, stem, notes, run_
         torch_threads=args.threads, notes=notes,
     )
     write_result(record, OUT, stem=stem, metrics=METRICS)
-    log_file = run_dir / "validation.jsonl"
-    if log_file.exists():  # the run directory is git-ignored: keep the curve with the result
-        (OUT / f"{stem}.validation.jsonl").write_text(log_file.read_text())
+    _keep_log(run_dir)
     logging.info("wrote %s: test %s", stem, json.dumps(record["metrics"]["test"]))
     return record
 
