@@ -33,7 +33,7 @@ from seqrec.data.sources import load
 from seqrec.data.splits import leave_last_out
 from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import markdown_table, result_record, write_result
-from seqrec.models.lrurec import LRURec, LRURecConfig
+from seqrec.models.lrurec import EMBED_DROPOUT_AT, LRURec, LRURecConfig
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +82,10 @@ def parser(description: str, **defaults) -> argparse.ArgumentParser:
                    help="training windows (the LRURec code trains on sliding windows)")
     p.add_argument("--grad-clip", type=float, default=defaults.get("grad_clip", 5.0),
                    help="gradient-norm clipping (the LRURec code's max_grad_norm 5)")
+    p.add_argument("--embed-dropout-at", default="before_norm", choices=EMBED_DROPOUT_AT,
+                   help="LRURec embedding dropout: before its LayerNorm (the authors' code) or "
+                        "after it (seqrec before 2026-11-30: the runs lrurec_video, lrurec_ml1m "
+                        "and its grid variants; resume them with after_norm)")
     p.add_argument("--stem", default=defaults["stem"])
     p.add_argument("--report-only", action="store_true",
                    help="do not train: test the best weights of the run's last checkpoint "
@@ -114,11 +118,21 @@ def _keep_log(run_dir: Path) -> None:
         (OUT / f"{run_dir.name}.validation.jsonl").write_text(log_file.read_text())
 
 
+def _finished(record: dict, args) -> bool:
+    """A written result is final unless a larger ``--patience`` (or ``--epochs``) asks to continue
+    the run that stopped on it: both are run control, so the checkpoint resumes."""
+    cfg = record.get("config", {})
+    if record.get("stopped") == "patience":
+        return args.patience <= cfg.get("patience", args.patience)
+    if record.get("stopped") == "epochs":
+        return args.epochs <= cfg.get("epochs", args.epochs)
+    return False
+
+
 def _fit_and_test(name, model, split, prepared, dataset, args, stem, notes, run_stem=None):
     path = OUT / f"{stem}.json"
     run_dir = ROOT / "benchmarks" / "logs" / "runs" / (run_stem or stem)
-    if args.report_only is False and path.exists() and json.loads(path.read_text()).get(
-            "stopped") in ("patience", "epochs"):
+    if args.report_only is False and path.exists() and _finished(json.loads(path.read_text()), args):
         _keep_log(run_dir)
         return json.loads(path.read_text())  # finished earlier: nothing to train
     t0 = time.perf_counter()
@@ -171,7 +185,8 @@ def run(dataset: str, args, notes: str = "") -> list[dict]:
     records = []
     if "lrurec" in models:
         lru_cfg = LRURecConfig(dropout=args.dropout, weight_decay=args.weight_decay,
-                               grad_clip=args.grad_clip, **common)
+                               grad_clip=args.grad_clip, embed_dropout_at=args.embed_dropout_at,
+                               **common)
         records.append(_fit_and_test("lrurec", LRURec(lru_cfg), split, prepared, dataset, args,
                                      args.stem, notes))
     if args.with_sasrec and "sasrec" in models:

@@ -23,7 +23,7 @@ class TestLRURecConformance(ConformanceSuite):
     model_cls = LRURec
     config_kwargs = SMALL
     bad_configs = [{"dim": 0}, {"n_blocks": 0}, {"dropout": 1.5}, {"r_min": 0.99, "r_max": 0.8},
-                   {"r_max": 1.0}, {"r_min": 0.0}]
+                   {"r_max": 1.0}, {"r_min": 0.0}, {"embed_dropout_at": "middle"}]
 
 
 def _encoder(n_items=30, dim=8, double=False, seed=0) -> LRUEncoder:
@@ -39,6 +39,27 @@ def test_registry_and_defaults():
     assert (cfg.dim, cfg.n_blocks, cfg.weight_decay, cfg.loss) == (64, 2, 1e-2, "ce")
     with pytest.raises(ConfigError, match="r_min"):
         LRURecConfig(r_min=0.5, r_max=0.4)
+
+
+@pytest.mark.parametrize("where", ["before_norm", "after_norm"])
+def test_embedding_dropout_position(where):
+    """before_norm = LayerNorm(Dropout(E x)) (authors' code), after_norm = Dropout(LayerNorm(E x))."""
+    torch.manual_seed(0)
+    enc = LRUEncoder(LRURecConfig(dim=8, dropout=0.5, embed_dropout_at=where), 20).train()
+    items = torch.arange(1, 11).reshape(2, 5)
+    torch.manual_seed(1)
+    got = enc._embed(items)
+    e = enc.embedding(items)
+    torch.manual_seed(1)
+    keep = torch.nn.functional.dropout(torch.ones_like(e), 0.5, training=True)  # the same mask
+    ln = enc.embed_norm
+    want = ln(e * keep) if where == "before_norm" else ln(e) * keep
+    torch.testing.assert_close(got, want)
+    if where == "before_norm":  # LayerNorm last: every row is normalised, none has zeros left
+        assert torch.allclose(got.mean(-1), torch.zeros(2, 5), atol=1e-5)
+    else:
+        assert (got == 0).any()
+    assert LRURecConfig().embed_dropout_at == "before_norm"
 
 
 def test_ring_initialisation():

@@ -7,7 +7,10 @@ Recurrent Neural Networks for Long Sequences".
 The displayed equations are missing from our copy of the paper; the model below is rebuilt
 from its prose and from Orvieto et al.:
 
-* **Embedding** (Sec. 3.4): ``x = Dropout(LayerNorm(E[item]))``, ``E`` ``[I + 1, D]``.
+* **Embedding** (Sec. 3.4): ``x = LayerNorm(Dropout(E[item]))``, ``E`` ``[I + 1, D]``. The paper
+  only says LayerNorm follows the embedding lookup; the dropout before it is the authors' code
+  (``embed_dropout_at="before_norm"``). ``"after_norm"`` gives ``Dropout(LayerNorm(E[item]))``,
+  the order seqrec used before 2026-11-30 (the Video and ML-1M results written before then).
 * **LRU layer** (Eq. 5): ``N = 2 D`` complex states ("we double the size of H in Lambda")::
 
       lam   = exp(-exp(nu_log) + i exp(theta_log))                  [N]
@@ -76,6 +79,7 @@ from seqrec.models.torch_recommender import (
 )
 
 INIT_STD = 0.02
+EMBED_DROPOUT_AT = ("before_norm", "after_norm")
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,17 @@ class LRURecConfig(NeuralConfig):
     """AdamW decoupled weight decay (paper grid {0, 1e-6, 1e-4, 1e-2}; README uses 1e-2)."""
     betas: tuple[float, float] = (0.9, 0.999)
     """AdamW betas (PyTorch defaults, as in the authors' code)."""
+    embed_dropout_at: str = "before_norm"
+    """``before_norm``: ``LayerNorm(Dropout(E x))`` (the authors' code); ``after_norm``:
+    ``Dropout(LayerNorm(E x))`` (seqrec before 2026-11-30)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive(self, "dim", "n_blocks")
         check_range(self, "dropout", 0.0, 0.99)
+        if self.embed_dropout_at not in EMBED_DROPOUT_AT:
+            raise ConfigError(f"embed_dropout_at must be one of {EMBED_DROPOUT_AT}, "
+                              f"got {self.embed_dropout_at!r}")
         if not 0.0 < self.r_min <= self.r_max < 1.0:
             raise ConfigError(
                 f"need 0 < r_min <= r_max < 1, got r_min={self.r_min}, r_max={self.r_max}"
@@ -231,6 +241,7 @@ class LRUEncoder(SequenceEncoder):
         _trunc_normal_(self.out_bias)
         self.embed_norm = nn.LayerNorm(d)
         self.embed_dropout = nn.Dropout(config.dropout)
+        self.dropout_before_norm = config.embed_dropout_at == "before_norm"
         self.blocks = nn.ModuleList(
             LRUBlock(d, config.r_min, config.r_max, config.dropout)
             for _ in range(config.n_blocks)
@@ -238,7 +249,10 @@ class LRUEncoder(SequenceEncoder):
 
     # --- full (parallel) encoding ------------------------------------------------------
     def _embed(self, items: torch.Tensor) -> torch.Tensor:
-        return self.embed_dropout(self.embed_norm(self.embedding(items)))
+        e = self.embedding(items)
+        if self.dropout_before_norm:
+            return self.embed_norm(self.embed_dropout(e))
+        return self.embed_dropout(self.embed_norm(e))
 
     def encode(
         self, items: torch.Tensor, mask: torch.Tensor
