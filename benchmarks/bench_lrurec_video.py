@@ -33,7 +33,7 @@ from seqrec.data.sources import load
 from seqrec.data.splits import leave_last_out
 from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import markdown_table, result_record, write_result
-from seqrec.models.lrurec import EMBED_DROPOUT_AT, LRURec, LRURecConfig
+from seqrec.models.lrurec import LEGACY, LRURec, LRURecConfig
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,10 +82,10 @@ def parser(description: str, **defaults) -> argparse.ArgumentParser:
                    help="training windows (the LRURec code trains on sliding windows)")
     p.add_argument("--grad-clip", type=float, default=defaults.get("grad_clip", 5.0),
                    help="gradient-norm clipping (the LRURec code's max_grad_norm 5)")
-    p.add_argument("--embed-dropout-at", default="before_norm", choices=EMBED_DROPOUT_AT,
-                   help="LRURec embedding dropout: before its LayerNorm (the authors' code) or "
-                        "after it (seqrec before 2026-11-30: the runs lrurec_video, lrurec_ml1m "
-                        "and its grid variants; resume them with after_norm)")
+    p.add_argument("--legacy", action="store_true",
+                   help="the LRURec of seqrec before 2026-11-30 (embedding dropout after its "
+                        "LayerNorm, weight decay on biases and norms too), which trained the runs "
+                        "lrurec_video, lrurec_ml1m and its grid variants: resume those with it")
     p.add_argument("--stem", default=defaults["stem"])
     p.add_argument("--report-only", action="store_true",
                    help="do not train: test the best weights of the run's last checkpoint "
@@ -185,7 +185,7 @@ def run(dataset: str, args, notes: str = "") -> list[dict]:
     records = []
     if "lrurec" in models:
         lru_cfg = LRURecConfig(dropout=args.dropout, weight_decay=args.weight_decay,
-                               grad_clip=args.grad_clip, embed_dropout_at=args.embed_dropout_at,
+                               grad_clip=args.grad_clip, **LEGACY if args.legacy else {},
                                **common)
         records.append(_fit_and_test("lrurec", LRURec(lru_cfg), split, prepared, dataset, args,
                                      args.stem, notes))

@@ -32,6 +32,12 @@ Writes ``docs/results/ml1m_tie_order.{json,md}`` and the per-order result files.
         --models lrurec --orders time_item --epochs 30
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ml1m_tie_order.py \
         --models sasrec --orders time_item --epochs 40
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ml1m_tie_order.py \
+        --models lrurec --lrurec authors --orders file --epochs 30
+
+``--lrurec authors`` trains the LRURec of the authors' code (embedding dropout before its
+LayerNorm, no weight decay on biases and norms); the other LRURec rows are seqrec's LRURec
+before 2026-11-30 (``LEGACY``).
 
 A larger ``--epochs`` continues runs that stopped at the old limit (the epoch limit is run control,
 so the checkpoint resumes).
@@ -56,7 +62,7 @@ from seqrec.data.sources import load
 from seqrec.data.splits import leave_last_out
 from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import base_record, result_record, write_result
-from seqrec.models.lrurec import LRURec, LRURecConfig
+from seqrec.models.lrurec import LEGACY, LRURec, LRURecConfig
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,15 +168,17 @@ def _model(name: str, args):
     if name == "sasrec":
         return SASRec(SASRecConfig(n_heads=1, dropout=0.1, layout="reference", weight_decay=0.0,
                                    **common))
-    # embedding dropout after its LayerNorm: the order of the first runs here, kept so that
-    # every order is compared under one model (the authors' code has it before)
-    return LRURec(LRURecConfig(dropout=0.2, weight_decay=1e-2, grad_clip=5.0,
-                               embed_dropout_at="after_norm", **common))
+    # seqrec's LRURec before 2026-11-30 trained the first runs here, so every order is compared
+    # under it; --lrurec authors is the model of the authors' code (see LRURecConfig)
+    legacy = LEGACY if args.lrurec == "legacy" else {}
+    return LRURec(LRURecConfig(dropout=0.2, weight_decay=1e-2, grad_clip=5.0, **legacy, **common))
 
 
 def _stem(name: str, order: str) -> str:
     # the SASRec runs came first and keep their original names
-    return f"ml1m_tie_order_{order}" if name == "sasrec" else f"ml1m_tie_order_{name}_{order}"
+    if name == "sasrec":
+        return f"ml1m_tie_order_{order}"
+    return f"ml1m_tie_order_{name.replace('/authors', '_authors')}_{order}"
 
 
 def _train(name: str, order: str, prep, args) -> None:
@@ -204,6 +212,10 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lrurec", default="legacy", choices=("legacy", "authors"),
+                   help="LRURec as seqrec had it before 2026-11-30 (all runs of the table so far) "
+                        "or as in the authors' code (dropout before the embedding LayerNorm, no "
+                        "decay on biases and norms); authors rows are named lrurec/authors")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
@@ -213,16 +225,17 @@ def main() -> None:
     for name in args.models.split(","):
         if name not in ("sasrec", "lrurec"):
             raise SystemExit(f"unknown model {name!r} (sasrec, lrurec)")
+        row = f"{name}/authors" if name == "lrurec" and args.lrurec == "authors" else name
         for order in args.orders.split(","):
             if order not in prepared:
                 raise SystemExit(f"unknown order {order!r} ({', '.join(prepared)})")
-            path = OUT / f"{_stem(name, order)}.json"
+            path = OUT / f"{_stem(row, order)}.json"
             if not (path.exists() and _finished(json.loads(path.read_text()), args.epochs)):
-                _train(name, order, prepared[order], args)
+                _train(row, order, prepared[order], args)
 
     # the summary shows every (model, order) result written so far, by this or earlier runs
     records = {(name, order): json.loads((OUT / f"{_stem(name, order)}.json").read_text())
-               for name in ("sasrec", "lrurec") for order in prepared
+               for name in ("sasrec", "lrurec", "lrurec/authors") for order in prepared
                if (OUT / f"{_stem(name, order)}.json").exists()}
     summary = base_record(benchmark="ml1m_tie_order", orders=stats,
                           models={f"{m}/{o}": {"metrics": r["metrics"], "ci95": r["ci95"],

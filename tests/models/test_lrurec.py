@@ -184,3 +184,24 @@ def test_forward_skips_all_pad_columns_exactly():
         full, _ = enc.encode(items, mask)  # no skipping
     assert out.shape == (2, 5, 8) and torch.all(out[:, :2] == 0)
     torch.testing.assert_close(out[mask], full[mask], rtol=1e-12, atol=1e-12)
+
+
+def test_weight_decay_skips_biases_and_norms_like_the_authors_code():
+    from seqrec.training.trainer import _param_groups
+
+    enc = _encoder(dim=8)
+    skip = enc.no_decay_names()
+    names = dict(enc.named_parameters())
+    assert {"out_bias", "embed_norm.weight", "embed_norm.bias", "blocks.0.lru.b_re",
+            "blocks.0.lru.b_im", "blocks.0.lru.c", "blocks.1.lru.norm.weight",
+            "blocks.1.ffn.w1.bias", "blocks.1.ffn.norm.bias"} <= skip <= set(names)
+    for decayed in ("embedding.weight", "blocks.0.lru.nu_log", "blocks.0.lru.gamma_log",
+                    "blocks.0.lru.B_re", "blocks.1.lru.C_im", "blocks.1.ffn.w2.weight"):
+        assert decayed not in skip
+    groups = _param_groups(enc, LRURecConfig(dim=8))
+    assert len(groups) == 2 and groups[1]["weight_decay"] == 0.0
+    assert {id(p) for p in groups[1]["params"]} == {id(names[n]) for n in skip}
+    assert len(groups[0]["params"]) + len(groups[1]["params"]) == len(names)
+    # the old behaviour (and any model with decay off or without the grouping): one group
+    assert len(_param_groups(enc, LRURecConfig(dim=8, decay_biases_and_norms=True))) == 1
+    assert len(_param_groups(enc, LRURecConfig(dim=8, weight_decay=0.0))) == 1

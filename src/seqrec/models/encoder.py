@@ -31,6 +31,17 @@ class SequenceEncoder(nn.Module):
         """Prediction-layer weight ``[n_items + 1, D]`` (row 0 = PAD) and optional bias."""
         raise NotImplementedError
 
+    def no_decay_names(self) -> set[str]:
+        """Parameters exempt from weight decay when ``decay_biases_and_norms`` is off: every
+        parameter of a LayerNorm and every parameter named ``bias``. Subclasses add their own
+        bias-like parameters."""
+        names = set()
+        for mod_name, mod in self.named_modules():
+            for p_name, _ in mod.named_parameters(recurse=False):
+                if isinstance(mod, nn.LayerNorm) or p_name == "bias":
+                    names.add(f"{mod_name}.{p_name}" if mod_name else p_name)
+        return names
+
     def score(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Logits over the whole catalogue for hidden states ``[B, D]`` (or ``[..., D]``
         without ``out``); ``out`` is an optional ``[B, I + 1]`` buffer written in place."""

@@ -41,7 +41,9 @@ Choices where the paper is silent (deviations, all documented):
 * ``Re(C h + c)``: the imaginary part of the output bias would be discarded, so ``c`` is real.
 * Training loss, optimiser, early stopping: the shared trainer (cross-entropy over all items,
   AdamW, early stopping on the validation metric of ``TorchRecommender``); the paper selects
-  on validation Recall@10.
+  on validation Recall@10. As in the authors' code, weight decay skips biases and LayerNorms
+  (``decay_biases_and_norms=False``) but applies to ``nu/theta/gamma``; their AdamW
+  ``eps = 1e-9`` is not copied (PyTorch's 1e-8).
 * Training data: the authors' loader cuts long histories into windows
   (``sliding_window_size = 1``). ``train_windows="sliding"`` does this so that every transition
   is a target exactly once; theirs cuts only histories of at least ``2 * max_len`` items and
@@ -80,6 +82,8 @@ from seqrec.models.torch_recommender import (
 
 INIT_STD = 0.02
 EMBED_DROPOUT_AT = ("before_norm", "after_norm")
+# LRURecConfig overrides that give the model seqrec trained before 2026-11-30 (resume its runs)
+LEGACY = {"embed_dropout_at": "after_norm", "decay_biases_and_norms": True}
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,9 @@ class LRURecConfig(NeuralConfig):
     """AdamW decoupled weight decay (paper grid {0, 1e-6, 1e-4, 1e-2}; README uses 1e-2)."""
     betas: tuple[float, float] = (0.9, 0.999)
     """AdamW betas (PyTorch defaults, as in the authors' code)."""
+    decay_biases_and_norms: bool = False
+    """The authors' code decays neither biases nor LayerNorms (``nu/theta/gamma`` are decayed);
+    seqrec before 2026-11-30 decayed every parameter (``True``)."""
     embed_dropout_at: str = "before_norm"
     """``before_norm``: ``LayerNorm(Dropout(E x))`` (the authors' code); ``after_norm``:
     ``Dropout(LayerNorm(E x))`` (seqrec before 2026-11-30)."""
@@ -280,6 +287,12 @@ class LRUEncoder(SequenceEncoder):
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.embedding.weight, self.out_bias
+
+    def no_decay_names(self) -> set[str]:
+        # the LRU biases are stored as b_re/b_im/c (the complex Linear biases of the code)
+        extra = {n for n, _ in self.named_parameters()
+                 if n == "out_bias" or n.rsplit(".", 1)[-1] in ("b_re", "b_im", "c")}
+        return super().no_decay_names() | extra
 
     # --- recurrent (incremental) mode --------------------------------------------------
     def init_state(self, batch_size: int) -> LRUState:

@@ -90,6 +90,9 @@ class NeuralConfig:
     """AdamW learning rate."""
     weight_decay: float = 0.0
     """AdamW decoupled weight decay."""
+    decay_biases_and_norms: bool = True
+    """Decay biases and LayerNorm parameters too; False decays only the other parameters (the
+    grouping of the BERT4Rec / LRURec code, ``SequenceEncoder.no_decay_names``)."""
     betas: tuple[float, float] = (0.9, 0.98)
     """AdamW betas (the SASRec paper uses beta2 = 0.98)."""
     batch_size: int = 128

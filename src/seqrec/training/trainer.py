@@ -106,7 +106,7 @@ class Trainer:
         self.progress = progress and sys.stderr.isatty()
         self.writer = _tensorboard(tensorboard_dir)
         self.optimizer = torch.optim.AdamW(
-            model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
+            _param_groups(model, config), lr=config.lr, weight_decay=config.weight_decay,
             betas=tuple(config.betas),
         )
         self.log = TrainingLog()
@@ -280,6 +280,19 @@ class Trainer:
         if self.config.patience and self.bad_evals >= self.config.patience:
             lg.stopped = "patience"
             self.finished = True
+
+
+def _param_groups(model: nn.Module, config: Any) -> list[dict]:
+    """AdamW parameter groups: one, or (when ``decay_biases_and_norms`` is off and the model
+    names its biases and norms) the decayed weights and the undecayed rest."""
+    params = list(model.named_parameters())
+    skip = set()
+    if config.weight_decay > 0 and not getattr(config, "decay_biases_and_norms", True):
+        skip = model.no_decay_names() if hasattr(model, "no_decay_names") else set()
+    if not skip:
+        return [{"params": [p for _, p in params]}]
+    return [{"params": [p for n, p in params if n not in skip]},
+            {"params": [p for n, p in params if n in skip], "weight_decay": 0.0}]
 
 
 def _bar(total: int, initial: int, epoch: int, enabled: bool):
