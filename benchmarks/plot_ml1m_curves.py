@@ -10,6 +10,9 @@ log is missing are skipped with a message.
 
     .venv/bin/python benchmarks/plot_ml1m_curves.py
     .venv/bin/python benchmarks/plot_ml1m_curves.py --runs sasrec_ml1m_ce_windows,lrurec_ml1m
+
+``--set tie_order`` draws the runs of ``bench_ml1m_tie_order.py`` instead (users 1-2999 under
+three orders of same-second ratings) into ``docs/results/ml1m_tie_order_curves.*``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,31 @@ RUNS = {
     "hstu_ml1m_ce_hstu": "HSTU, full CE",
     "lrurec_ml1m": "LRURec",
 }
+TIE_ORDER_RUNS = {
+    f"ml1m_tie_order_{model}{order}": f"{label}, {order.strip('_')} order"
+    for model, label in (("", "SASRec"), ("lrurec_", "LRURec"),
+                         ("lrurec_authors_", "LRURec (authors' code)"))
+    for order in ("file", "stable", "time_item")
+}
+SETS = {  # name: (runs, output stem, what the runs share)
+    "ml1m": (RUNS, "ml1m_validation_curves",
+             "ML-1M (iterative 5-core), leave-last-out, full ranking, history filter"),
+    "tie_order": (TIE_ORDER_RUNS, "ml1m_tie_order_curves",
+                  "ML-1M users 1-2999 (items of the 5-core), leave-last-out, full ranking, "
+                  "history filter; file / stable / time_item order of same-second ratings"),
+}
+
+
+ORDER_COLOURS = {"file": "tab:blue", "stable": "tab:orange", "time_item": "tab:green"}
+
+
+def style(run: str) -> dict:
+    """Tie-order runs: colour = order, line = model; other runs: matplotlib's cycle."""
+    if not run.startswith("ml1m_tie_order_"):
+        return {}
+    order = next(o for o in ORDER_COLOURS if run.endswith(o))
+    line = "--" if "lrurec" not in run else (":" if "authors" in run else "-")
+    return {"color": ORDER_COLOURS[order], "linestyle": line}
 
 
 def read_log(run: str) -> list[dict] | None:
@@ -43,9 +71,12 @@ def read_log(run: str) -> list[dict] | None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--runs", default=",".join(RUNS), help="comma-separated run names")
+    p.add_argument("--set", default="ml1m", choices=tuple(SETS))
+    p.add_argument("--runs", default=None, help="comma-separated run names (default: the set's)")
     p.add_argument("--metric", default="NDCG@10")
     args = p.parse_args()
+    labels, stem, shared = SETS[args.set]
+    args.runs = args.runs or ",".join(labels)
 
     curves = {}
     for run in args.runs.split(","):
@@ -66,37 +97,37 @@ def main() -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for run, pts in curves.items():
-        label = RUNS.get(run, run)
-        axes[0].plot([q["epoch"] for q in pts], [q[args.metric] for q in pts], ".-", label=label)
+        label = labels.get(run, run)
+        axes[0].plot([q["epoch"] for q in pts], [q[args.metric] for q in pts], ".-", label=label,
+                     **style(run))
         axes[1].plot([q["train_seconds"] / 60 for q in pts], [q[args.metric] for q in pts], ".-",
-                     label=label)
+                     label=label, **style(run))
     axes[0].set_xlabel("epoch")
     axes[1].set_xlabel("training minutes (2-core CPU, shared; 1 or 2 threads per run)")
     axes[0].set_ylabel(f"validation {args.metric}")
     for ax in axes:
         ax.grid(True, alpha=0.3)
     axes[0].legend(fontsize=8, loc="lower right")
-    fig.suptitle("ML-1M, leave-last-out, full ranking, history filter: validation curves")
+    fig.suptitle(f"validation curves: {shared}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(OUT / "ml1m_validation_curves.png", dpi=110)
+    fig.savefig(OUT / f"{stem}.png", dpi=110)
 
     best = {run: max(pts, key=lambda q: q[args.metric]) for run, pts in curves.items()}
-    record = base_record(benchmark="ml1m_validation_curves", dataset="ml-1m",
+    record = base_record(benchmark=stem, dataset="ml-1m", data=shared,
                          metric=args.metric, curves=curves, best=best,
-                         labels={run: RUNS.get(run, run) for run in curves})
-    (OUT / "ml1m_validation_curves.json").write_text(json.dumps(record, indent=2) + "\n")
+                         labels={run: labels.get(run, run) for run in curves})
+    (OUT / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
     lines = [f"# ML-1M validation curves ({args.metric})", "",
              f"Command: `{record['command']}`; created {record['created']}. "
-             "Same split for every run (iterative 5-core, leave-last-out, full ranking, history "
-             "filter); the curve data are in `ml1m_validation_curves.json`.", "",
-             "![validation curves](ml1m_validation_curves.png)", "",
+             f"Every run: {shared}. The curve data are in `{stem}.json`.", "",
+             f"![validation curves]({stem}.png)", "",
              f"| run | what | validations | last epoch | best valid {args.metric} | at epoch | "
              "train min to best |", "|---|---|---:|---:|---:|---:|---:|"]
     for run, pts in curves.items():
         b = best[run]
-        lines.append(f"| {run} | {RUNS.get(run, run)} | {len(pts)} | {pts[-1]['epoch']} | "
+        lines.append(f"| {run} | {labels.get(run, run)} | {len(pts)} | {pts[-1]['epoch']} | "
                      f"{b[args.metric]:.4f} | {b['epoch']} | {b['train_seconds'] / 60:.0f} |")
-    (OUT / "ml1m_validation_curves.md").write_text("\n".join(lines) + "\n")
+    (OUT / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
