@@ -259,7 +259,9 @@ def main() -> None:
              "`time_item` (ties by ascending MovieID, the LRURec code's order) has the "
              f"file's test target for {1 - stats['time_item_vs_file']['test_target_differs']:.1%} "
              f"of users and the file's item at {stats['time_item_vs_file']['same_position_share']:.1%} "
-             "of positions.", "",
+             "of positions. Rows `lrurec` are seqrec's LRURec before 2026-11-30 (embedding "
+             "dropout after its LayerNorm, weight decay on every parameter); rows "
+             "`lrurec/authors` are the model of the authors' code.", "",
              "| model | order | valid NDCG@10 | test NDCG@10 (95% CI) | test Recall@10 | "
              "best epoch | epochs | stop |", "|---|---|---:|---:|---:|---:|---:|---|"]
     for (m, o), r in records.items():
