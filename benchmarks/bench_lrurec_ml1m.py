@@ -13,12 +13,23 @@ Targets: LRURec test NDCG@10 >= 0.185 and Recall@10 >= 0.315 (paper 0.193 / 0.32
         > benchmarks/logs/lrurec_ml1m.log 2>&1 &
     .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models sasrec   # or the SASRec benchmark
 
-Measured (2026-11-30): LRURec test NDCG@10 0.1802 / Recall@10 0.3121 (early-stopped at epoch 70,
-best validation at 60) vs SASRec 0.1686 / 0.2960. Variants from the paper's grid (dropout
-{0.2, 0.4, 0.6, 0.8}, weight decay {0, 1e-6, 1e-4, 1e-2}) were started after it, unfinished:
+The run ``lrurec_ml1m`` (and its grid variants below) started before 2026-11-30 with seqrec's
+earlier LRURec (embedding dropout after its LayerNorm, weight decay on every parameter): resume
+them with ``--legacy``. Without it the model is that of the authors' code.
 
-    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec --dropout 0.4 --stem lrurec_ml1m_d04
-    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec --weight-decay 0 --stem lrurec_ml1m_wd0
+First measured (2026-11-30) with patience 5 (10 epochs): LRURec test NDCG@10 0.1802 / Recall@10
+0.3121 (stopped at epoch 70, best validation at 60) vs SASRec 0.1686 / 0.2960. The paper
+validates every 500 iterations and stops after 10 validations without improvement, i.e. 5,000
+steps; here a validation is 136 steps (2 epochs), so the same patience is 37 validations.
+The run continues with it (patience is run control, the checkpoint resumes):
+
+    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec --patience 37 --legacy --threads 2
+
+Variants from the paper's grid (dropout {0.2, 0.4, 0.6, 0.8}, weight decay {0, 1e-6, 1e-4,
+1e-2}) were started after the first run, unfinished:
+
+    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec --legacy --dropout 0.4 --stem lrurec_ml1m_d04
+    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec --legacy --weight-decay 0 --stem lrurec_ml1m_wd0
 
 Resumable (benchmarks/logs/runs/lrurec_ml1m*/last.pt); writes docs/results/lrurec_ml1m.{json,md},
 lrurec_ml1m_sasrec.{json,md} and the side-by-side lrurec_ml1m_vs_sasrec.md (with the training

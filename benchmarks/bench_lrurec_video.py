@@ -8,6 +8,10 @@ d 64, 2 blocks, dropout 0.6, full cross-entropy, AdamW lr 1e-3, weight decay 1e-
 model picked by validation NDCG@10 (early stopping after 10 validations without gain).
 Target: test NDCG@10 >= 0.058 (paper 0.062).
 
+Measured (2026-11-30): test NDCG@10 0.0613, by seqrec's LRURec before 2026-11-30 (embedding
+dropout after its LayerNorm, weight decay on every parameter); ``--legacy`` selects that model,
+the default is the model of the authors' code.
+
     nohup nice -n 5 .venv/bin/python benchmarks/bench_lrurec_video.py \
         > benchmarks/logs/lrurec_video.log 2>&1 &
 
