@@ -24,6 +24,11 @@ steps; here a validation is 136 steps (2 epochs), so the same patience is 37 val
 The run continues with it (patience is run control, the checkpoint resumes):
 
     .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec --patience 37 --legacy --threads 2
+    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models sasrec --patience 37 --threads 2
+
+Measured (2026-11-30, reported with ``--report-only`` at epoch 136, the run not finished): best
+validation 0.1819 at epoch 130, test NDCG@10 0.1857 / Recall@10 0.3207. SASRec's run under the
+same patience was started after it (from its epoch 58) and is unfinished.
 
 Variants from the paper's grid (dropout {0.2, 0.4, 0.6, 0.8}, weight decay {0, 1e-6, 1e-4,
 1e-2}) were started after the first run, unfinished:
