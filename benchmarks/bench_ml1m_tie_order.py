@@ -8,7 +8,7 @@ the same second, so the two orders disagree on many positions and targets (the b
 them) and checks that the file's order inside same-second groups is no better than a
 random permutation of the ``ratings.dat`` order.
 
-For users 1-2999 we have the raw ``ratings.dat`` lines (dataset ``ml-1m-ts``), so both orders
+For users 1-2999 we have the raw ``ratings.dat`` lines (dataset ``ml-1m-ts``), so these orders
 can be built for the same users and the same items (the items of the full 5-core, 3,416):
 
 * ``file``: the order of ``ml-1m.seq.tsv.xz``;
@@ -246,7 +246,7 @@ def main() -> None:
     (OUT / "ml1m_tie_order.json").write_text(json.dumps(summary, indent=2) + "\n")
     lines = ["# ML-1M users 1-2999: full-CE models under three orders of same-second ratings", "",
              f"Summary written by `{summary['command']}`, {summary['created']}; each row was "
-             "trained by the command in its own result file (`ml1m_tie_order_[lrurec_]<order>`).",
+             "trained by the command in its own result file (`ml1m_tie_order_[lrurec_[authors_]]<order>`).",
              "",
              f"{stats['users']} users, {stats['interactions']} interactions; `file` and `stable` put "
              f"a different item at the same position for {1 - stats['same_position_share']:.1%} "

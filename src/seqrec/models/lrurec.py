@@ -76,6 +76,7 @@ from seqrec.models.torch_recommender import (
     NeuralConfig,
     TorchRecommender,
     _Threads,
+    check_choice,
     check_positive,
     check_range,
 )
@@ -120,9 +121,7 @@ class LRURecConfig(NeuralConfig):
         super().__post_init__()
         check_positive(self, "dim", "n_blocks")
         check_range(self, "dropout", 0.0, 0.99)
-        if self.embed_dropout_at not in EMBED_DROPOUT_AT:
-            raise ConfigError(f"embed_dropout_at must be one of {EMBED_DROPOUT_AT}, "
-                              f"got {self.embed_dropout_at!r}")
+        check_choice(self, "embed_dropout_at", EMBED_DROPOUT_AT)
         if not 0.0 < self.r_min <= self.r_max < 1.0:
             raise ConfigError(
                 f"need 0 < r_min <= r_max < 1, got r_min={self.r_min}, r_max={self.r_max}"
