@@ -202,17 +202,52 @@ def run(dataset: str, args, notes: str = "") -> list[dict]:
     done = [OUT / f"{stem}.json" for stem in (args.stem, sas_stem)]
     if args.with_sasrec and all(p.exists() for p in done):
         records = [json.loads(p.read_text()) for p in done]
-        lines = [markdown_table(records, METRICS, split="test",
-                                title=f"LRURec vs SASRec, {dataset}"), "",
-                 "| model | best epoch | train s to best valid | train s total | s/epoch | "
-                 "stopped |", "|---|---:|---:|---:|---:|---|"]
-        for r in records:
-            lines.append(f"| {r['model']} | {r['best_epoch']} | "
-                         f"{r['train_seconds_to_best_valid'] or float('nan'):.0f} | "
-                         f"{r['train_seconds']:.0f} | {r['seconds_per_epoch']:.0f} | "
-                         f"{r['stopped']} |")
-        (OUT / f"{args.stem}_vs_sasrec.md").write_text("\n".join(lines) + "\n")
+        (OUT / f"{args.stem}_vs_sasrec.md").write_text(side_by_side(records, dataset))
     return records
+
+
+def _validation_curve(record: dict) -> list[dict]:
+    """The run's validations, from the copy ``_keep_log`` wrote next to the results."""
+    copy = OUT / f"{Path(record['validation_log']).parent.name}.validation.jsonl"
+    if not copy.exists():
+        return []
+    return [json.loads(line) for line in copy.read_text().splitlines() if line.strip()]
+
+
+def _first_reaching(curve: list[dict], level: float, metric: str = "NDCG@10"):
+    """The first validation whose ``metric`` reaches ``level`` (None if none does)."""
+    return next((h for h in curve if h["metrics"][metric] >= level), None)
+
+
+def side_by_side(records: list[dict], dataset: str) -> str:
+    """Test metrics, then the budget each model used: the patience it ran under, steps and
+    training seconds to its best validation, and when each reached the other's best validation.
+    Steps compare the budgets independently of the machine's load; seconds add up every
+    process of a resumed run, whatever its thread count and neighbours, so they are not a
+    speed comparison (the training-step ratio is measured in one run: lrurec_step_ml1m.md)."""
+    curves = {r["model"]: _validation_curve(r) for r in records}
+    lines = [markdown_table(records, METRICS, split="test", title=f"LRURec vs SASRec, {dataset}"),
+             "", "| model | patience (validations) | epochs run | best epoch | steps to best valid "
+             "| train s to best valid | train s total | s/epoch | stopped |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in records:
+        best = _first_reaching(curves[r["model"]], r["best_valid"])
+        lines.append(f"| {r['model']} | {r.get('config', {}).get('patience', '?')} | "
+                     f"{r['epochs']} | {r['best_epoch']} | {best['step'] if best else '?'} | "
+                     f"{r['train_seconds_to_best_valid'] or float('nan'):.0f} | "
+                     f"{r['train_seconds']:.0f} | {r['seconds_per_epoch']:.0f} | {r['stopped']} |")
+    if all(curves.values()):
+        lines += ["", "| model | reaches the other's best validation NDCG@10 | at epoch | "
+                  "train s |", "|---|---|---:|---:|"]
+        for r, other in zip(records, records[::-1]):
+            hit = _first_reaching(curves[r["model"]], other["best_valid"])
+            where = f"{hit['epoch']} | {hit['train_seconds']:.0f}" if hit else "never | –"
+            lines.append(f"| {r['model']} | {other['best_valid']:.4f} ({other['model']}) | "
+                         f"{where} |")
+    lines += ["", "Seconds add up every process of a resumed run, whatever its thread count and "
+              "neighbours: compare steps, not seconds, across the two runs; the training-step "
+              "time ratio is measured in one run in `lrurec_step_ml1m.md`."]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
