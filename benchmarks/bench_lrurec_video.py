@@ -238,10 +238,11 @@ def side_by_side(records: list[dict], dataset: str) -> str:
                      f"{r['train_seconds']:.0f} | {r['seconds_per_epoch']:.0f} | {r['stopped']} |")
     if all(curves.values()):
         lines += ["", "| model | reaches the other's best validation NDCG@10 | at epoch | "
-                  "train s |", "|---|---|---:|---:|"]
+                  "step | train s |", "|---|---|---:|---:|---:|"]
         for r, other in zip(records, records[::-1]):
             hit = _first_reaching(curves[r["model"]], other["best_valid"])
-            where = f"{hit['epoch']} | {hit['train_seconds']:.0f}" if hit else "never | –"
+            where = (f"{hit['epoch']} | {hit['step']} | {hit['train_seconds']:.0f}" if hit
+                     else "never | – | –")
             lines.append(f"| {r['model']} | {other['best_valid']:.4f} ({other['model']}) | "
                          f"{where} |")
     lines += ["", "Seconds add up every process of a resumed run, whatever its thread count and "
