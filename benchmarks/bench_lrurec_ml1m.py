@@ -23,15 +23,15 @@ validates every 500 iterations and stops after 10 validations without improvemen
 steps; here a validation is 136 steps (2 epochs), so the same patience is 37 validations.
 The run continues with it (patience is run control, the checkpoint resumes):
 
-    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec --patience 37 --legacy --threads 2
-    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models sasrec --patience 37 --threads 2
+    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models lrurec --patience 37 --legacy --threads 1
+    .venv/bin/python benchmarks/bench_lrurec_ml1m.py --models sasrec --patience 37 --threads 1
 
-Measured (2026-11-30, both runs under patience 37 and the 200-epoch cap, 1 thread each, run
-side by side): LRURec stopped at the cap (epoch 200), best validation 0.1842 at epoch 170, test
-NDCG@10 0.1856 / Recall@10 0.3222; SASRec stopped on its patience at
-epoch 170, best validation 0.1782 at epoch 96, test NDCG@10 0.1714 / Recall@10 0.3005. LRURec
-reached SASRec's best validation at epoch 58 (3,944 steps; SASRec needed 6,528). The side-by-side table lists steps to
-the best validation and when each model reaches the other's best validation.
+Measured (2026-11-30, both runs under patience 37 and the 200-epoch cap, one 1-thread process
+each, side by side): LRURec stopped at the cap (epoch 200), best validation 0.1842 at epoch 170,
+test NDCG@10 0.1856 / Recall@10 0.3222; SASRec stopped on its patience at epoch 170, best
+validation 0.1782 at epoch 96, test NDCG@10 0.1714 / Recall@10 0.3005. LRURec reached SASRec's
+best validation at epoch 58 (step 3,944; SASRec's best was at step 6,528). Rerunning either
+command once both have finished rebuilds the side-by-side table.
 
 Variants from the paper's grid (dropout {0.2, 0.4, 0.6, 0.8}, weight decay {0, 1e-6, 1e-4,
 1e-2}) were started after the first run, unfinished:

@@ -221,10 +221,9 @@ def _first_reaching(curve: list[dict], level: float, metric: str = "NDCG@10"):
 
 def side_by_side(records: list[dict], dataset: str) -> str:
     """Test metrics, then the budget each model used: the patience it ran under, steps and
-    training seconds to its best validation, and when each reached the other's best validation.
-    Steps compare the budgets independently of the machine's load; seconds add up every
-    process of a resumed run, whatever its thread count and neighbours, so they are not a
-    speed comparison (the training-step ratio is measured in one run: lrurec_step_ml1m.md)."""
+    training seconds to its best validation, and when each reached the other's best validation
+    (the first validation reaching a run's best is its best step: the records keep only epochs).
+    The table's footer says why steps, not seconds, compare the two runs."""
     curves = {r["model"]: _validation_curve(r) for r in records}
     lines = [markdown_table(records, METRICS, split="test", title=f"LRURec vs SASRec, {dataset}"),
              "", "| model | patience (validations) | epochs run | best epoch | steps to best valid "
