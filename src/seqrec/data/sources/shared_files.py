@@ -44,6 +44,12 @@ def read_ml1m_seq(path: str | Path, movies_path: str | Path | None = None) -> In
     return read_seq_tsv(path, "ml-1m", items)
 
 
+def read_ml1m_sasrec(path: str | Path, movies_path: str | Path | None = None) -> Interactions:
+    """``ml-1m.sasrec-order.tsv.xz``: ML-1M 5-core in SASRec's exact order, no timestamps."""
+    items = movielens.read_movies_dat(movies_path) if movies_path else None
+    return read_seq_tsv(path, "ml-1m-sasrec", items)
+
+
 def read_ml1m_ts(path: str | Path, movies_path: str | Path | None = None) -> Interactions:
     """``ml-1m.ratings.users0001-2999.dat.xz``: raw ``ratings.dat`` lines of users 1-2999,
     with timestamps (not time-ordered within a user: preprocessing sorts them)."""
