@@ -184,11 +184,21 @@ def apply_override(tree: dict[str, Any], assignment: str) -> None:
 SECTIONS = ("data", "split", "model", "train", "eval", "seed", "output")
 
 
+def read_config(path: str | Path) -> dict[str, Any]:
+    """The raw section tree of a TOML / YAML config file (``ConfigError`` if unreadable)."""
+    return _read(Path(path))
+
+
 def load_experiment(path: str | Path | None = None, overrides: list[str] | None = None) -> Experiment:
     """Read a config file (optional), apply ``--set`` overrides, validate everything."""
     tree: dict[str, Any] = _read(Path(path)) if path else {}
     for assignment in overrides or []:
         apply_override(tree, assignment)
+    return experiment_from_tree(tree)
+
+
+def experiment_from_tree(tree: dict[str, Any]) -> Experiment:
+    """Validate a section tree (``{"data": {...}, "model": {"name": ...}, ...}``)."""
     unknown = sorted(set(tree) - set(SECTIONS))
     if unknown:
         raise ConfigError(f"unknown section(s) {', '.join(unknown)}; valid: {', '.join(SECTIONS)}")

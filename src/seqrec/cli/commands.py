@@ -39,6 +39,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "recommend": cmd_recommend,
         "demo": cmd_demo,
         "serve": cmd_serve,
+        "reproduce": cmd_reproduce,
     }[args.command]
     return handler(args)
 
@@ -194,6 +195,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     uvicorn.run(create_app(args.artifact), host=args.host, port=args.port)
     return 0
+
+
+# --- reproduce -------------------------------------------------------------------------------
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from seqrec.cli.reproduce import run
+
+    return run(args)
 
 
 # --- demo (quickstart) ------------------------------------------------------------------------

@@ -59,6 +59,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
 
+    rp = sub.add_parser("reproduce", help="run a paper's table (configs/reproduce/NAME.toml) and "
+                        "write its report (docs/reproduce/NAME.md/.html)")
+    rp.add_argument("name", help="table name (configs/reproduce/NAME.toml) or a path to a table file")
+    rp.add_argument("--models", help="only these models (comma-separated registry names)")
+    rp.add_argument("--datasets", help="only these datasets (comma-separated)")
+    rp.add_argument("--seeds", help="only these seeds (comma-separated integers)")
+    rp.add_argument("--runs", help="only these run ids (comma-separated)")
+    rp.add_argument("--workers", type=int, default=1, help="runs trained at once, one process each")
+    rp.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    rp.add_argument("--budget", help="wall-clock budget (e.g. 90m, 2h, 3600s): unfinished runs "
+                    "checkpoint and report their best so far; the same command continues them")
+    rp.add_argument("--dry-run", action="store_true", help="list the runs and what is cached; train nothing")
+    rp.add_argument("--report-only", action="store_true", help="rewrite the report from the recorded runs")
+    rp.add_argument("--runs-dir", default="runs/reproduce", help="checkpoints (default runs/reproduce)")
+    rp.add_argument("--results-dir", default="docs/reproduce/runs", help="run records (default docs/reproduce/runs)")
+    rp.add_argument("--report-dir", default="docs/reproduce", help="reports (default docs/reproduce)")
+
     demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset")
     demo.add_argument("--models", default=None, help="comma-separated model names")
     demo.add_argument("--out", default="runs/demo", help="where artifacts and results go")

@@ -242,11 +242,14 @@ class TorchRecommender(Recommender):
         progress: bool = True,
         tensorboard_dir: str | Path | None = None,
         resume: bool = True,
+        deadline: float | None = None,
     ) -> TorchRecommender:
         """Train on ``train``; ``valid`` drives early stopping / model selection.
 
         With ``checkpoint_dir`` the run checkpoints there and, if ``resume``, continues from
         an existing ``last.pt`` (a run that already finished returns its best weights).
+        ``deadline`` (``time.time()`` value) checkpoints and stops an unfinished run there
+        (``training_log.stopped == "deadline"``); fitting again resumes it.
         """
         from seqrec.training.negatives import NegativeSampler
         from seqrec.training.trainer import Trainer
@@ -269,6 +272,7 @@ class TorchRecommender(Recommender):
                 validate=None if valid is None else (lambda: self.validation_metrics(valid)),
                 checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                 log_path=log_path, progress=progress, tensorboard_dir=tensorboard_dir,
+                deadline=deadline,
             )
             self.training_log = trainer.fit(resume=resume)
         self.encoder.eval()

@@ -77,6 +77,9 @@ class Trainer:
         log_path: JSONL file receiving one line per validation.
         progress: show a tqdm bar (only when stderr is a terminal).
         tensorboard_dir: write scalars there if ``tensorboard`` is installed.
+        deadline: wall-clock time (``time.time()``) at which to checkpoint and stop without
+            finishing the run (``stopped = "deadline"``); the next ``fit`` resumes it. Run
+            control, not configuration: it never changes what the run computes.
         device: where batches go.
     """
 
@@ -93,6 +96,7 @@ class Trainer:
         log_path: str | Path | None = None,
         progress: bool = True,
         tensorboard_dir: str | Path | None = None,
+        deadline: float | None = None,
     ) -> None:
         if len(rows) == 0:
             raise ConfigError("no training sequence has >= 2 items: nothing to train on")
@@ -105,6 +109,7 @@ class Trainer:
         self.log_path = None if log_path is None else Path(log_path)
         self.progress = progress and sys.stderr.isatty()
         self.writer = _tensorboard(tensorboard_dir)
+        self.deadline = deadline
         self.optimizer = torch.optim.AdamW(
             _param_groups(model, config), lr=config.lr, weight_decay=config.weight_decay,
             betas=tuple(config.betas),
@@ -222,6 +227,9 @@ class Trainer:
                     self.log.stopped = "time_budget"
                     self.finished = True
                     break
+                if self.deadline is not None and time.time() >= self.deadline:
+                    self.log.stopped = "deadline"
+                    break
             if bar is not None:
                 bar.close()
             if self.step_in_epoch >= n_steps:
@@ -233,6 +241,8 @@ class Trainer:
             if self.epoch >= cfg.epochs:
                 self.finished = True
             self.save()
+            if self.log.stopped == "deadline":
+                break
         if self.best_state is not None:
             self.model.load_state_dict(self.best_state)
         if self.writer is not None:

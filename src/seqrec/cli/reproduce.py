@@ -1,0 +1,63 @@
+"""``seqrec reproduce NAME``: argument handling and terminal output of the harness."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from seqrec.cli.table import format_table
+from seqrec.errors import ConfigError
+
+
+def parse_duration(text: str | None) -> float | None:
+    """``90m`` / ``2h`` / ``3600s`` / ``3600`` -> seconds (None stays None)."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not m or float(m.group(1)) <= 0:
+        raise ConfigError(f"--budget must be a positive duration like 90m, 2h or 3600s, got {text!r}")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def _csv(text: str | None, cast=str):
+    if text is None:
+        return None
+    try:
+        return {cast(x.strip()) for x in text.split(",") if x.strip()}
+    except ValueError:
+        raise ConfigError(f"expected a comma-separated list, got {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from seqrec.reproduce.harness import plan, reproduce
+    from seqrec.reproduce.report import write_report
+    from seqrec.reproduce.spec import load_table
+
+    table = load_table(args.name)
+    budget = parse_duration(args.budget)
+    runs = table.select(_csv(args.models), _csv(args.datasets), _csv(args.seeds, int), _csv(args.runs))
+    if not runs:
+        raise ConfigError(f"no run of table {table.name!r} matches the selection")
+    runs_dir, results_dir, report_dir = Path(args.runs_dir), Path(args.results_dir), Path(args.report_dir)
+    if args.dry_run or args.report_only:
+        planned = plan(table, runs, runs_dir, results_dir)
+        rows = [[p.spec.run_id, p.spec.seed, p.spec.model, p.spec.dataset, p.key,
+                 "cached" if p.done else ("partial" if p.partial else "to train")] for p in planned]
+        print(format_table(["run", "seed", "model", "dataset", "key", "status"], rows))
+        if args.report_only:
+            everything = plan(table, table.runs, runs_dir, results_dir)
+            print(f"report: {write_report(table, everything, report_dir)}")
+        return 0
+    outcome = reproduce(table, runs, workers=args.workers, threads=args.threads,
+                        budget_seconds=budget, runs_dir=runs_dir, results_dir=results_dir,
+                        report_dir=None, on_event=lambda msg: print(msg, flush=True))
+    # the report always shows the whole table, not only the selected runs
+    everything = plan(table, table.runs, runs_dir, results_dir)
+    path = write_report(table, everything, report_dir)
+    print(f"report: {path} (+ {path.with_suffix('.html').name})")
+    if outcome.failed:
+        for run_id, why in outcome.failed.items():
+            print(f"failed: {run_id}: {why}")
+        return 1
+    return 0

@@ -1,0 +1,291 @@
+"""The report of a reproduction table: ``docs/reproduce/NAME.md`` and a self-contained
+``NAME.html`` (plots embedded), built only from the run records, so the same records always
+give the same report.
+
+Contents: the test table (mean ± sd over seeds, 95% CI), the comparison with the published
+numbers (gap in %), the runs (parameters, epochs, stop reason, step and wall time, command),
+validation curves and accuracy against training time, and accuracy by user history length and
+by target-item popularity (head / torso / tail = thirds of the training interactions).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from seqrec.atomic import atomic_write
+from seqrec.reproduce.spec import Table
+
+Block = tuple  # ("h2", text) | ("p", text) | ("table", headers, rows) | ("img", name, png bytes)
+
+
+def _mean_sd(values: list[float]) -> tuple[float, float | None]:
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return m, None
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def _records(planned, partial_ok: bool = True):
+    """run_id -> (finished records, partial records), in table order."""
+    rows: dict[str, tuple[list, list]] = {}
+    for p in planned:
+        done, part = rows.setdefault(p.spec.run_id, ([], []))
+        if p.cached is not None:
+            done.append(p.cached)
+        elif p.partial is not None and partial_ok:
+            part.append(p.partial)
+    return rows
+
+
+def _cell(recs: list[dict], metric: str, split: str = "test") -> str:
+    vals = [r["metrics"][split][metric] for r in recs if metric in r["metrics"].get(split, {})]
+    if not vals:
+        return "–"
+    m, sd = _mean_sd(vals)
+    cis = [r.get("ci95", {}).get(split, {}).get(metric) for r in recs]
+    cis = [c for c in cis if c]
+    text = f"{m:.4f}" + (f" ± {sd:.4f}" if sd is not None else "")
+    if cis:
+        lo = sum(c[0] for c in cis) / len(cis)
+        hi = sum(c[1] for c in cis) / len(cis)
+        text += f" [{lo:.4f}, {hi:.4f}]"
+    return text
+
+
+def _first(planned, run_id):
+    return next(p for p in planned if p.spec.run_id == run_id)
+
+
+def build_blocks(table: Table, planned) -> list[Block]:
+    groups = _records(planned)
+    n_done = sum(p.cached is not None for p in planned)
+    blocks: list[Block] = [("h1", table.title)]
+    if table.description:
+        blocks.append(("p", table.description))
+    blocks.append(("p", f"Reproduce: `seqrec reproduce {table.name}` (config `{table.path}`). "
+                        f"{n_done} of {len(planned)} runs finished. Cells: mean over seeds (± sd when "
+                        "several) and the 95% CI [lo, hi] of the per-user mean (averaged over seeds)."))
+    # --- main table
+    headers = ["run", "dataset", "model", "seeds", *table.metrics, "status"]
+    rows = []
+    for run_id in table.row_ids:
+        if run_id not in groups:
+            continue
+        done, part = groups[run_id]
+        p = _first(planned, run_id)
+        recs, status = (done, "finished") if done else (part, "unfinished")
+        if not recs:
+            rows.append([p.spec.label, p.spec.dataset, p.spec.model, "–", *["–"] * len(table.metrics), "not run"])
+            continue
+        if done and part:
+            status = f"{len(done)} finished, {len(part)} unfinished"
+        elif not done:
+            status = f"unfinished: epoch {max(r.get('epochs') or 0 for r in recs)}, best so far"
+        seeds = ",".join(str(r["seed"]) for r in recs)
+        rows.append([p.spec.label, p.spec.dataset, p.spec.model, seeds,
+                     *[_cell(recs, m) for m in table.metrics], status])
+    blocks += [("h2", "Test results"), ("table", headers, rows)]
+    # --- published
+    pub_rows = []
+    for run_id in table.row_ids:
+        if run_id not in groups:
+            continue
+        done, part = groups[run_id]
+        p = _first(planned, run_id)
+        recs = done or part
+        for pub in p.spec.published:
+            vals = [r["metrics"]["test"].get(pub.metric) for r in recs]
+            vals = [v for v in vals if v is not None]
+            ours = sum(vals) / len(vals) if vals else None
+            gap = "–" if ours is None or not pub.value else f"{100 * (ours - pub.value) / pub.value:+.1f}%"
+            note = "" if done else (" (unfinished)" if part else " (not run)")
+            pub_rows.append([p.spec.label, p.spec.dataset, pub.metric, f"{pub.value:.4f}", pub.source,
+                             "–" if ours is None else f"{ours:.4f}{note}", gap])
+    if pub_rows:
+        blocks += [("h2", "Against the published numbers"),
+                   ("table", ["run", "dataset", "metric", "published", "source", "seqrec", "gap"], pub_rows)]
+    # --- runs
+    run_rows = []
+    for p in planned:
+        r = p.cached or p.partial
+        if r is None:
+            run_rows.append([p.spec.run_id, p.spec.seed, "–", "–", "–", "not run", "–", "–", "–", p.key, ""])
+            continue
+        step = r.get("step_seconds")
+        run_rows.append([
+            p.spec.run_id, p.spec.seed, _int(r.get("params")), _int(r.get("epochs")),
+            _int(r.get("best_epoch")), r.get("stopped") + (" (partial)" if r.get("partial") else ""),
+            "–" if step is None else f"{step:.3f}", _num(r.get("train_seconds"), 0),
+            _num(r.get("eval_seconds"), 1), p.key, f"`{r.get('command', '')}`",
+        ])
+    blocks += [("h2", "Runs"),
+               ("p", "params: trainable parameters (neural) or stored factors; step s: training seconds per "
+                     "step, summed over resumes; train s: training seconds; eval s: valid + test "
+                     "evaluation. Hardware and versions are in each run's record "
+                     f"(`docs/reproduce/runs/<key>.json`)."),
+               ("table", ["run", "seed", "params", "epochs", "best epoch", "stopped", "step s", "train s",
+                          "eval s", "key", "command"], run_rows)]
+    # --- curves
+    curves = [(p, p.cached or p.partial) for p in planned if (p.cached or p.partial)]
+    curves = [(p, r) for p, r in curves if r.get("validation_history")]
+    if curves:
+        png = _plot_curves(table, curves)
+        if png:
+            blocks += [("h2", "Validation curves and accuracy against training time"),
+                       ("img", f"{table.name}_curves.png", png)]
+    # --- breakdowns
+    for kind, title in (("history_length", "by user history length"), ("target_popularity", "by target-item popularity")):
+        b_rows, b_headers = [], None
+        for run_id in table.row_ids:
+            done, part = groups.get(run_id, ([], []))
+            recs = done or part
+            if not recs or "breakdown" not in recs[0]:
+                continue
+            bd = recs[0]["breakdown"]
+            k = bd.get("k", 10)
+            groups_ = bd["test"][kind]
+            if b_headers is None:
+                b_headers = ["run", *[f"{g['group']}" for g in groups_]]
+            cells = []
+            for g in groups_:
+                v = g.get(f"NDCG@{k}")
+                cells.append("–" if v is None else f"{v:.4f} (n={g['n']})")
+            b_rows.append([f"{_first(planned, run_id).spec.label} / {recs[0]['dataset']}", *cells])
+        if b_rows:
+            desc = ("history length = items in the test input" if kind == "history_length" else
+                    "head / torso / tail: the most popular items holding the first, second and last third "
+                    "of the training interactions")
+            blocks += [("h2", f"Test NDCG@10 {title} (seed {_seed0(planned)})"), ("p", desc),
+                       ("table", b_headers, b_rows)]
+    return blocks
+
+
+def _seed0(planned) -> str:
+    seeds = sorted({p.spec.seed for p in planned})
+    return str(seeds[0]) if seeds else "–"
+
+
+def _int(v) -> str:
+    return "–" if v is None else f"{int(v):,}"
+
+
+def _num(v, d) -> str:
+    return "–" if v is None else f"{v:.{d}f}"
+
+
+def _plot_curves(table: Table, curves) -> bytes | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for p, r in curves:
+        hist = r["validation_history"]
+        metric = r.get("val_metric") or "NDCG@10"
+        xs = [h["epoch"] for h in hist]
+        ts = [h["train_seconds"] / 60 for h in hist]
+        ys = [h["metrics"].get(metric) for h in hist]
+        label = f"{p.spec.label} / {p.spec.dataset} s{p.spec.seed}"
+        ax1.plot(xs, ys, label=label, lw=1.2)
+        ax2.plot(ts, ys, label=label, lw=1.2)
+    ax1.set(xlabel="epoch", ylabel="validation NDCG@10", title="validation curves")
+    ax2.set(xlabel="training minutes", ylabel="validation NDCG@10", title="accuracy against training time")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    ax1.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def to_markdown(blocks: list[Block]) -> str:
+    out = []
+    for b in blocks:
+        if b[0] == "h1":
+            out.append(f"# {b[1]}\n")
+        elif b[0] == "h2":
+            out.append(f"## {b[1]}\n")
+        elif b[0] == "p":
+            out.append(f"{b[1]}\n")
+        elif b[0] == "table":
+            _, headers, rows = b
+            out.append("| " + " | ".join(headers) + " |")
+            out.append("|" + "---|" * len(headers))
+            out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+            out.append("")
+        elif b[0] == "img":
+            out.append(f"![{b[1]}]({b[1]})\n")
+    return "\n".join(out)
+
+
+def _inline(text: str) -> str:
+    parts = html.escape(str(text)).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def to_html(blocks: list[Block], title: str) -> str:
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+           "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
+           "table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;"
+           "padding:3px 7px;text-align:left}th{background:#f3f3f3}code{font-size:12px}</style></head><body>"]
+    for b in blocks:
+        if b[0] in ("h1", "h2"):
+            out.append(f"<{b[0]}>{html.escape(b[1])}</{b[0]}>")
+        elif b[0] == "p":
+            out.append(f"<p>{_inline(b[1])}</p>")
+        elif b[0] == "table":
+            _, headers, rows = b
+            out.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in headers) + "</tr>")
+            out += ["<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in rows]
+            out.append("</table>")
+        elif b[0] == "img":
+            data = base64.b64encode(b[2]).decode()
+            out.append(f"<img alt='{html.escape(b[1])}' src='data:image/png;base64,{data}' style='max-width:100%'>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def summary(table: Table, planned) -> dict[str, Any]:
+    """Machine-readable summary of the table (for the README and other tools)."""
+    groups = _records(planned)
+    rows = []
+    for run_id in table.row_ids:
+        done, part = groups.get(run_id, ([], []))
+        recs = done or part
+        p = _first(planned, run_id)
+        row = {"run": run_id, "label": p.spec.label, "dataset": p.spec.dataset, "model": p.spec.model,
+               "finished": bool(done), "seeds": [r["seed"] for r in recs],
+               "test": {m: _mean_sd([r["metrics"]["test"][m] for r in recs])[0]
+                        for m in table.metrics if recs and all(m in r["metrics"]["test"] for r in recs)},
+               "published": [{"metric": x.metric, "value": x.value, "source": x.source} for x in p.spec.published]}
+        rows.append(row)
+    return {"table": table.name, "title": table.title, "rows": rows}
+
+
+def write_report(table: Table, planned, report_dir: Path) -> Path:
+    """Write ``NAME.md``, ``NAME.html``, ``NAME.json`` (summary) and the plot; returns the .md."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    blocks = build_blocks(table, planned)
+    for b in blocks:
+        if b[0] == "img":
+            png = b[2]
+            atomic_write(report_dir / b[1], lambda fh, png=png: fh.write(png))
+    md = to_markdown(blocks)
+    page = to_html(blocks, table.title)
+    summ = json.dumps(summary(table, planned), indent=1) + "\n"
+    atomic_write(report_dir / f"{table.name}.html", lambda fh: fh.write(page.encode()))
+    atomic_write(report_dir / f"{table.name}.json", lambda fh: fh.write(summ.encode()))
+    path = report_dir / f"{table.name}.md"
+    atomic_write(path, lambda fh: fh.write(md.encode()))
+    return path

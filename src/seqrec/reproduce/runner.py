@@ -1,0 +1,296 @@
+"""Run one reproduction run, resumably, and cache its result by what it computes.
+
+A run's *identity* is what determines its numbers: the data/split/eval sections, the full model
+config (run-control fields such as ``num_threads`` excluded), the processed data's fingerprint
+and the code version (``seqrec.__version__`` plus the model class's ``revision``, bumped when a
+model's behaviour changes). Its *key* (16 hex of a sha256 of the identity without the budget
+fields ``epochs`` / ``patience`` / ``max_train_seconds``) names its checkpoint directory
+``<runs_dir>/<key>`` and its result file ``<results_dir>/<key>.json``, which is written
+atomically when the run finishes. A finished result whose full identity (budget included)
+matches is reused: nothing trains. A larger budget resumes the checkpoint. An unfinished run
+(stopped by the harness's time budget) writes ``<key>.partial.json`` with the best weights
+so far, and the same command continues it.
+
+Records made before a config field existed stay valid while the new field is at its default
+(the same rule as :func:`seqrec.models.torch_recommender._check_same_config`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seqrec.atomic import atomic_write
+from seqrec.reproduce.spec import RunSpec
+
+log = logging.getLogger(__name__)
+
+# Fields that never change what a run computes (how many threads, where, how scoring is chunked).
+PLACEMENT = ("num_threads", "device", "eval_batch_size", "ce_chunk")
+# Fields that bound a run: a finished run with another budget resumes from its checkpoint.
+BUDGET = ("epochs", "patience", "max_train_seconds")
+CHECKPOINT_EVERY = 25  # steps between checkpoints, besides every epoch end and validation
+
+HISTORY_BINS = (1, 5, 10, 20, 50, 100, 200)
+POPULARITY_GROUPS = ("head", "torso", "tail")
+
+
+def code_version(model_name: str) -> str:
+    from seqrec import __version__
+    from seqrec.registry import get_model
+
+    _, cls = get_model(model_name)
+    return f"{__version__}/{cls.__name__}.r{getattr(cls, 'revision', 1)}"
+
+
+def identity(spec: RunSpec, fingerprint: str) -> dict[str, Any]:
+    """Everything that determines the run's numbers (budget included)."""
+    from seqrec.models.base import config_to_dict
+
+    exp = spec.experiment
+    cfg = config_to_dict(exp.model_config())
+    ident = {
+        "model": exp.model,
+        "model_config": {k: v for k, v in sorted(cfg.items()) if k not in PLACEMENT},
+        "data": dataclasses.asdict(exp.data),
+        "split": dataclasses.asdict(exp.split),
+        "eval": dataclasses.asdict(exp.eval),
+        "seed": exp.seed,
+        "fingerprint": fingerprint,
+        "code": code_version(exp.model),
+    }
+    return json.loads(json.dumps(ident, default=str))  # the form it has once stored (lists, not tuples)
+
+
+def _strip_budget(ident: dict[str, Any]) -> dict[str, Any]:
+    return {**ident, "model_config": {k: v for k, v in ident["model_config"].items() if k not in BUDGET}}
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def run_key(ident: dict[str, Any]) -> str:
+    return _hash(_strip_budget(ident))
+
+
+def _defaults(model_name: str) -> dict[str, Any]:
+    from seqrec.models.base import config_to_dict
+    from seqrec.registry import get_model
+
+    config_cls, _ = get_model(model_name)
+    return config_to_dict(config_cls())
+
+
+def compatible(stored: dict[str, Any], current: dict[str, Any], budget: bool = True) -> bool:
+    """Same identity, reading a model-config field missing from ``stored`` as its default."""
+    a, b = (stored, current) if budget else (_strip_budget(stored), _strip_budget(current))
+    if {k: v for k, v in a.items() if k != "model_config"} != {k: v for k, v in b.items() if k != "model_config"}:
+        return False
+    defaults = _defaults(current["model"])
+    old, new = a["model_config"], b["model_config"]
+    for k in set(old) | set(new):
+        ov = old.get(k, defaults.get(k)) if k in defaults else old.get(k)
+        if json.dumps(ov, default=str) != json.dumps(new.get(k), default=str):
+            return False
+    return True
+
+
+def find_result(results_dir: Path, ident: dict[str, Any]) -> dict[str, Any] | None:
+    """A finished result of this identity, if one was recorded."""
+    exact = results_dir / f"{run_key(ident)}.json"
+    candidates = [exact] if exact.exists() else []
+    candidates += [p for p in sorted(results_dir.glob("*.json")) if p != exact and not p.name.endswith(".partial.json")]
+    for path in candidates:
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        stored = rec.get("identity")
+        if stored and compatible(stored, ident):
+            return rec
+    return None
+
+
+def find_key(runs_dir: Path, results_dir: Path, ident: dict[str, Any]) -> str:
+    """The key of an existing compatible run (checkpoint or result), else the identity's."""
+    key = run_key(ident)
+    if (runs_dir / key).exists() or (results_dir / f"{key}.json").exists():
+        return key
+    for path in sorted(results_dir.glob("*.json")) + sorted(runs_dir.glob("*/identity.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        stored = rec.get("identity", rec)
+        if isinstance(stored, dict) and "model_config" in stored and compatible(stored, ident, budget=False):
+            return rec.get("key") or path.parent.name
+    return key
+
+
+# --- executing a run --------------------------------------------------------------------------
+_DATA_CACHE: dict[str, Any] = {}
+
+
+def prepared_data(spec: RunSpec):
+    """Load, preprocess and split the run's data once per process."""
+    from seqrec.experiment import prepare_data
+
+    exp = spec.experiment
+    key = json.dumps([dataclasses.asdict(exp.data), dataclasses.asdict(exp.split)], sort_keys=True)
+    if key not in _DATA_CACHE:
+        _DATA_CACHE[key] = prepare_data(exp)
+    return _DATA_CACHE[key]
+
+
+def execute(
+    spec: RunSpec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: Path,
+    threads: int = 1, deadline: float | None = None, command: str = "",
+) -> dict[str, Any]:
+    """Train (or resume) and evaluate one run; write its record atomically and return it."""
+    import torch
+
+    from seqrec.evaluation.results import result_record
+    from seqrec.experiment import evaluate_model
+    from seqrec.models.base import config_to_dict
+    from seqrec.models.torch_recommender import TorchRecommender
+    from seqrec.registry import get_model
+
+    if threads:
+        torch.set_num_threads(threads)
+    t_start = time.perf_counter()
+    data = prepared_data(spec)
+    split, exp = data.split, spec.experiment
+    config_cls, model_cls = get_model(exp.model)
+    cfg = exp.model_config()
+    if threads and "num_threads" in {f.name for f in dataclasses.fields(cfg)}:
+        cfg = dataclasses.replace(cfg, num_threads=threads)
+    run_dir = runs_dir / key
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(run_dir / "identity.json", lambda fh: fh.write(json.dumps({"key": key, "identity": ident}, indent=2).encode()))
+    model = model_cls(cfg)
+    t0 = time.perf_counter()
+    neural = isinstance(model, TorchRecommender)
+    if neural:
+        model.fit(split.train, split.valid, checkpoint_dir=run_dir, checkpoint_every=CHECKPOINT_EVERY,
+                  progress=False, deadline=deadline)
+    else:
+        model.fit(split.train, split.valid)
+    fit_wall = time.perf_counter() - t0
+    tlog = getattr(model, "training_log", None)
+    partial = tlog is not None and getattr(tlog, "stopped", None) == "deadline"
+    valid = evaluate_model(model, exp, split.valid)
+    if exp.split.refit and not partial:
+        t0 = time.perf_counter()
+        model = model_cls(cfg)
+        model.fit(split.train_valid, None)
+        fit_wall += time.perf_counter() - t0
+    test = evaluate_model(model, exp, split.test)
+    history = list(getattr(tlog, "history", []) or [])
+    train_seconds = getattr(tlog, "train_seconds", None) if tlog is not None else fit_wall
+    steps = getattr(tlog, "global_step", 0) if tlog is not None else 0
+    record = result_record(
+        model=exp.model,
+        variant=getattr(cfg, "loss", None) or getattr(cfg, "variant", None),
+        dataset=exp.data.name, fingerprint=ident["fingerprint"], protocol=split.protocol,
+        results={"valid": valid, "test": test}, seed=exp.seed,
+        config=exp.to_dict() | {"model_config": config_to_dict(cfg)},
+        epochs=getattr(model, "epochs_trained", None), train_seconds=train_seconds,
+        key=key, identity=ident, code_version=ident["code"], partial=partial,
+        stopped=getattr(tlog, "stopped", "fitted") if tlog is not None else "fitted",
+        best_epoch=getattr(tlog, "best_epoch", None), best_valid=getattr(tlog, "best_metric", None),
+        val_metric=getattr(cfg, "val_metric", None), global_step=steps,
+        step_seconds=(train_seconds / steps) if steps else None,
+        fit_wall_seconds_this_process=fit_wall, wall_seconds_this_process=time.perf_counter() - t_start,
+        params=n_params(model), validation_history=history,
+        breakdown=breakdown(split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}),
+        data={"users": data.prepared.n_users, "items": data.prepared.n_items,
+              "interactions": len(data.prepared.interactions),
+              "preprocessing": list(data.prepared.interactions.notes)},
+        split_info=split.info, data_seconds=data.seconds, torch_threads=threads,
+    )
+    record["command"] = command or record["command"]
+    write_record(record, results_dir, key, partial)
+    return record
+
+
+def write_record(record: dict[str, Any], results_dir: Path, key: str, partial: bool) -> Path:
+    from seqrec.evaluation.results import _json_default
+
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / (f"{key}.partial.json" if partial else f"{key}.json")
+    text = json.dumps(record, indent=1, default=_json_default) + "\n"
+    atomic_write(path, lambda fh: fh.write(text.encode()))
+    if not partial:
+        (results_dir / f"{key}.partial.json").unlink(missing_ok=True)
+    return path
+
+
+def n_params(model: Any) -> int | None:
+    """Trainable parameters of a neural model; stored factors of a factorization model."""
+    enc = getattr(model, "encoder", None)
+    if enc is not None:
+        return int(sum(p.numel() for p in enc.parameters()))
+    try:
+        return int(sum(np.asarray(v).size for v in model._state().values()))
+    except Exception:  # noqa: BLE001 - a model without saveable state has no count to show
+        return None
+
+
+# --- breakdowns -------------------------------------------------------------------------------
+def popularity_groups(train_counts: np.ndarray) -> np.ndarray:
+    """Group of every item id by training popularity: 0 head, 1 torso, 2 tail.
+
+    Items sorted by training count; head = the most popular items that together hold the first
+    third of the training interactions, torso the next third, tail the rest (and never-seen
+    items). Thirds of interactions, not of items, so each group carries equal traffic.
+    """
+    counts = np.asarray(train_counts, np.float64)
+    order = np.argsort(-counts, kind="stable")
+    share = np.cumsum(counts[order]) / max(counts.sum(), 1.0)
+    group = np.full(len(counts), 2, np.int64)
+    before = share - counts[order] / max(counts.sum(), 1.0)  # share held by more popular items
+    group[order[before < 1 / 3]] = 0
+    group[order[(before >= 1 / 3) & (before < 2 / 3)]] = 1
+    group[counts == 0] = 2
+    return group
+
+
+def breakdown(split, targets: dict, results: dict, k: int = 10) -> dict[str, Any]:
+    """NDCG@k / HR@k per history-length bin and per target-popularity group, each split."""
+    counts = split.train.item_counts()
+    groups = popularity_groups(counts)
+    out: dict[str, Any] = {"k": k, "history_bins": list(HISTORY_BINS),
+                           "popularity": "thirds of training interactions"}
+    for name, res in results.items():
+        tg = targets[name]
+        ranks = np.asarray(res.ranks)
+        hit = ranks < k
+        ndcg = np.where(hit, 1.0 / np.log2(ranks + 2.0), 0.0)
+        lengths = np.asarray(tg.cutoffs)
+        rows = []
+        edges = [*HISTORY_BINS, np.inf]
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+            m = (lengths >= lo) & (lengths < hi)
+            label = f"{lo}-{int(hi) - 1}" if np.isfinite(hi) else f"{lo}+"
+            rows.append(_group_row(label, m, hit, ndcg, k))
+        pop = []
+        target_group = groups[np.minimum(np.asarray(tg.items), len(groups) - 1)]
+        for gi, label in enumerate(POPULARITY_GROUPS):
+            pop.append(_group_row(label, target_group == gi, hit, ndcg, k))
+        out[name] = {"history_length": rows, "target_popularity": pop}
+    return out
+
+
+def _group_row(label: str, mask: np.ndarray, hit: np.ndarray, ndcg: np.ndarray, k: int) -> dict:
+    n = int(mask.sum())
+    return {"group": label, "n": n,
+            f"NDCG@{k}": float(ndcg[mask].mean()) if n else None,
+            f"HR@{k}": float(hit[mask].mean()) if n else None}
