@@ -81,6 +81,9 @@ class EvalSection:
     """'user' or 'interaction' (the temporal protocol uses 'interaction')."""
     chunk_size: int = 1024
     """Targets scored at once (bounds memory)."""
+    coverage: str = "catalogue"
+    """Denominator of COV@k: 'catalogue' (all items) or 'fit_items' (the items of the data the
+    model was fitted on, as the SATF code)."""
 
     def __post_init__(self) -> None:
         if not self.ks or any(int(k) < 1 for k in self.ks):
@@ -92,6 +95,8 @@ class EvalSection:
             )
         if self.average not in ("user", "interaction"):
             raise ConfigError(f"eval.average must be 'user' or 'interaction', got {self.average!r}")
+        if self.coverage not in ("catalogue", "fit_items"):
+            raise ConfigError(f"eval.coverage must be 'catalogue' or 'fit_items', got {self.coverage!r}")
         if self.chunk_size < 1:
             raise ConfigError(f"eval.chunk_size must be >= 1, got {self.chunk_size}")
 

@@ -55,9 +55,19 @@ def build_model(exp: Experiment) -> Recommender:
     return model_cls(exp.model_config())
 
 
-def evaluate_model(model: Recommender, exp: Experiment, targets, progress: bool = False):
+def evaluate_model(model: Recommender, exp: Experiment, targets, progress: bool = False,
+                   fit_data=None):
+    """Evaluate with the experiment's ``[eval]`` settings; ``fit_data`` (the sequences the model
+    was fitted on) is needed for ``eval.coverage = "fit_items"``."""
     from seqrec.evaluation import evaluate
 
+    coverage_items = None
+    if exp.eval.coverage == "fit_items":
+        if fit_data is None:
+            from seqrec.errors import ConfigError
+
+            raise ConfigError("eval.coverage = 'fit_items' needs the data the model was fitted on")
+        coverage_items = int((fit_data.item_counts()[1:] > 0).sum())
     window = getattr(model.config, "max_len", None)
     return evaluate(
         model,
@@ -68,6 +78,7 @@ def evaluate_model(model: Recommender, exp: Experiment, targets, progress: bool 
         average=exp.eval.average,
         chunk_size=exp.eval.chunk_size,
         progress=progress,
+        coverage_items=coverage_items,
     )
 
 
@@ -84,14 +95,15 @@ def run_experiment(
     t0 = time.perf_counter()
     model.fit(split.train, split.valid)
     train_seconds = time.perf_counter() - t0
-    valid = evaluate_model(model, exp, split.valid, progress)
+    valid = evaluate_model(model, exp, split.valid, progress, fit_data=split.train)
     if exp.split.refit:
         t0 = time.perf_counter()
         # no validation targets remain: neural models train for their configured epochs
         model = build_model(exp)
         model.fit(split.train_valid, None)
         train_seconds += time.perf_counter() - t0
-    test = evaluate_model(model, exp, split.test, progress)
+    test = evaluate_model(model, exp, split.test, progress,
+                          fit_data=split.train_valid if exp.split.refit else split.train)
     record = result_record(
         model=exp.model,
         variant=getattr(model.config, "loss", None) or getattr(model.config, "variant", None),

@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--runs-dir", default="runs/reproduce", help="checkpoints (default runs/reproduce)")
     rp.add_argument("--results-dir", default="docs/reproduce/runs", help="run records (default docs/reproduce/runs)")
     rp.add_argument("--report-dir", default="docs/reproduce", help="reports (default docs/reproduce)")
+    rp.add_argument("--state-dir", default="reproduce-state", help="where unfinished runs keep their "
+                    "checkpoint when the budget stops them, to resume on another checkout "
+                    "(default reproduce-state; 'none' disables)")
 
     demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset")
     demo.add_argument("--models", default=None, help="comma-separated model names")

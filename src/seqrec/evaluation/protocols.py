@@ -63,6 +63,7 @@ class EvalResult:
     ties: str = "pessimistic"
     window: int | None = None
     topk: np.ndarray | None = field(default=None, repr=False)
+    coverage_denominator: str = "catalogue"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (no per-target arrays)."""
@@ -78,6 +79,7 @@ class EvalResult:
             "ks": list(self.ks),
             "ranking": self.ranking,
             "ties": self.ties,
+            "coverage_denominator": self.coverage_denominator,
         }
 
     def summary(self, names: tuple[str, ...] | None = None) -> str:
@@ -145,6 +147,7 @@ def evaluate(
     progress: bool = False,
     ties: str = "pessimistic",
     keep_topk: bool = False,
+    coverage_items: int | None = None,
 ) -> EvalResult:
     """Full-ranking evaluation over the whole catalogue.
 
@@ -162,6 +165,9 @@ def evaluate(
         progress: show a tqdm progress bar (the CLI turns it on; the library is silent).
         ties: ``pessimistic`` (default) or ``optimistic``.
         keep_topk: keep the ``[T, max(ks)]`` top-k lists in the result.
+        coverage_items: denominator of COV@k; None = the catalogue (``n_items``). The SATF
+            code divides by the items of the data the model was fitted on: pass that count
+            (the result then says ``coverage_denominator = "fit_items:<n>"``).
 
     Raises:
         ConfigError: an invalid option. DataError: bad targets or a score matrix of wrong shape.
@@ -191,7 +197,7 @@ def evaluate(
     groups = user_groups(targets)
     metrics, ci95 = summarize(ranks, ks, groups if average == "user" else None)
     for k in ks:
-        metrics[f"COV@{k}"] = coverage(topk, n_items, min(k, kmax))
+        metrics[f"COV@{k}"] = coverage(topk, coverage_items or n_items, min(k, kmax))
     seconds = time.perf_counter() - t0
     result = EvalResult(
         metrics=metrics,
@@ -207,6 +213,7 @@ def evaluate(
         ties=ties,
         window=int(window) if seen_filter == "window" else None,
         topk=topk if keep_topk else None,
+        coverage_denominator="catalogue" if not coverage_items else f"fit_items:{int(coverage_items)}",
     )
     log.info("%s in %.2fs", result.summary(), seconds)
     return result

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 RUNS_DIR = Path("runs") / "reproduce"
 RESULTS_DIR = Path("docs") / "reproduce" / "runs"
 REPORT_DIR = Path("docs") / "reproduce"
+STATE_DIR = Path("reproduce-state")  # committed checkpoints of unfinished runs
 
 
 @dataclass
@@ -98,6 +99,7 @@ def reproduce(
     runs_dir: Path = RUNS_DIR,
     results_dir: Path = RESULTS_DIR,
     report_dir: Path | None = REPORT_DIR,
+    state_dir: Path | None = STATE_DIR,
     on_event: Callable[[str], None] | None = None,
 ) -> Outcome:
     """Train every unfinished run of ``runs`` (default: all), then write the table's report."""
@@ -125,12 +127,16 @@ def reproduce(
         outcome.trained.append(p.key)
 
     args = lambda p: (p.spec, p.key, p.ident, runs_dir, results_dir, threads, deadline,  # noqa: E731
-                      run_command(table, p.spec))
+                      run_command(table, p.spec), None if state_dir is None else Path(state_dir))
     try:
         if workers == 1 or len(todo) <= 1:
             for p in todo:
                 say(f"  training {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}")
-                finished(p, runner.execute(*args(p)))
+                try:
+                    finished(p, runner.execute(*args(p)))
+                except Exception as exc:  # noqa: BLE001 - one run's failure is reported, the rest go on
+                    outcome.failed[p.spec.run_id] = f"{type(exc).__name__}: {exc}"
+                    say(f"  {p.spec.run_id} seed {p.spec.seed} FAILED: {exc}")
         elif todo:
             ctx = mp.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,

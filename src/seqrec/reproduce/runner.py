@@ -7,7 +7,8 @@ model's behaviour changes). Its *key* (16 hex of a sha256 of the identity withou
 fields ``epochs`` / ``patience`` / ``max_train_seconds``) names its checkpoint directory
 ``<runs_dir>/<key>`` and its result file ``<results_dir>/<key>.json``, which is written
 atomically when the run finishes. A finished result whose full identity (budget included)
-matches is reused: nothing trains. A larger budget resumes the checkpoint. An unfinished run
+matches is reused: nothing trains. A larger budget resumes the checkpoint; other evaluation
+settings (``[eval]``) reuse it too (the key leaves them out) and only evaluate again. An unfinished run
 (stopped by the harness's time budget) writes ``<key>.partial.json`` with the best weights
 so far, and the same command continues it.
 
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from seqrec.atomic import atomic_write
+from seqrec.errors import SeqRecError
 from seqrec.reproduce.spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -70,7 +72,11 @@ def identity(spec: RunSpec, fingerprint: str) -> dict[str, Any]:
 
 
 def _strip_budget(ident: dict[str, Any]) -> dict[str, Any]:
-    return {**ident, "model_config": {k: v for k, v in ident["model_config"].items() if k not in BUDGET}}
+    """What training depends on: the identity without the budget fields and the evaluation
+    settings (a run evaluated another way reuses the same checkpoint)."""
+    out = {k: v for k, v in ident.items() if k != "eval"}
+    out["model_config"] = {k: v for k, v in ident["model_config"].items() if k not in BUDGET}
+    return out
 
 
 def _hash(obj: Any) -> str:
@@ -150,11 +156,50 @@ def prepared_data(spec: RunSpec):
     return _DATA_CACHE[key]
 
 
+STATE_FILES = ("last.pt", "run.json", "identity.json", "validation.jsonl")
+
+
+def restore_state(run_dir: Path, state_dir: Path | None) -> bool:
+    """Seed an absent checkpoint directory from the committed state of an unfinished run."""
+    src = None if state_dir is None else state_dir / run_dir.name
+    if src is None or (run_dir / "last.pt").exists() or not (src / "last.pt").exists():
+        return False
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name in STATE_FILES:
+        if (src / name).exists():
+            data = (src / name).read_bytes()
+            atomic_write(run_dir / name, lambda fh, data=data: fh.write(data))
+    log.info("resuming %s from the saved state in %s", run_dir.name, src)
+    return True
+
+
+def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
+    """Keep an unfinished run's checkpoint where it survives a fresh checkout (the state dir
+    is committed); a finished run's state is dropped, its record is the cache."""
+    if state_dir is None:
+        return
+    dst = state_dir / run_dir.name
+    if finished:
+        for name in STATE_FILES:
+            (dst / name).unlink(missing_ok=True)
+        if dst.exists() and not any(dst.iterdir()):
+            dst.rmdir()
+        return
+    for name in STATE_FILES:
+        if (run_dir / name).exists():
+            data = (run_dir / name).read_bytes()
+            atomic_write(dst / name, lambda fh, data=data: fh.write(data))
+
+
 def execute(
     spec: RunSpec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: Path,
     threads: int = 1, deadline: float | None = None, command: str = "",
+    state_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Train (or resume) and evaluate one run; write its record atomically and return it."""
+    """Train (or resume) and evaluate one run; write its record atomically and return it.
+
+    With ``state_dir`` an unfinished run's checkpoint is copied there when the run stops
+    (deadline), and a missing checkpoint directory is seeded from it first."""
     import torch
 
     from seqrec.evaluation.results import result_record
@@ -174,6 +219,8 @@ def execute(
         cfg = dataclasses.replace(cfg, num_threads=threads)
     run_dir = runs_dir / key
     run_dir.mkdir(parents=True, exist_ok=True)
+    lock = _lock(run_dir)  # one process per run: two tables sharing a run never train it twice
+    restore_state(run_dir, state_dir)
     atomic_write(run_dir / "identity.json", lambda fh: fh.write(json.dumps({"key": key, "identity": ident}, indent=2).encode()))
     model = model_cls(cfg)
     t0 = time.perf_counter()
@@ -186,13 +233,14 @@ def execute(
     fit_wall = time.perf_counter() - t0
     tlog = getattr(model, "training_log", None)
     partial = tlog is not None and getattr(tlog, "stopped", None) == "deadline"
-    valid = evaluate_model(model, exp, split.valid)
+    valid = evaluate_model(model, exp, split.valid, fit_data=split.train)
     if exp.split.refit and not partial:
         t0 = time.perf_counter()
         model = model_cls(cfg)
         model.fit(split.train_valid, None)
         fit_wall += time.perf_counter() - t0
-    test = evaluate_model(model, exp, split.test)
+    refitted = exp.split.refit and not partial
+    test = evaluate_model(model, exp, split.test, fit_data=split.train_valid if refitted else split.train)
     history = list(getattr(tlog, "history", []) or [])
     train_seconds = getattr(tlog, "train_seconds", None) if tlog is not None else fit_wall
     steps = getattr(tlog, "global_step", 0) if tlog is not None else 0
@@ -215,10 +263,30 @@ def execute(
               "interactions": len(data.prepared.interactions),
               "preprocessing": list(data.prepared.interactions.notes)},
         split_info=split.info, data_seconds=data.seconds, torch_threads=threads,
+        coverage_denominator={"valid": valid.coverage_denominator, "test": test.coverage_denominator},
     )
     record["command"] = command or record["command"]
     write_record(record, results_dir, key, partial)
+    if neural:
+        save_state(run_dir, state_dir, finished=not partial)
+    lock.close()
     return record
+
+
+class RunBusy(SeqRecError):
+    """Another process is training this run now."""
+
+
+def _lock(run_dir: Path):
+    import fcntl
+
+    fh = open(run_dir / "lock", "w")  # noqa: SIM115 - held for the run's lifetime
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise RunBusy(f"{run_dir} is being trained by another process; rerun when it is done") from None
+    return fh
 
 
 def write_record(record: dict[str, Any], results_dir: Path, key: str, partial: bool) -> Path:

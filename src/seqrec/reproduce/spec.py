@@ -38,7 +38,7 @@ from seqrec.errors import ConfigError
 
 SECTIONS = ("data", "split", "model", "train", "eval")
 RUN_KEYS = ("id", "label", "dataset", "model", "seeds", "published", "note", *SECTIONS)
-TABLE_KEYS = ("title", "description", "metrics", "defaults", "runs", "breakdown_metric")
+TABLE_KEYS = ("title", "description", "metrics", "defaults", "runs", "breakdown_metric", "pairs")
 DEFAULT_METRICS = ("NDCG@10", "Recall@10", "NDCG@20", "Recall@20")
 
 
@@ -84,6 +84,8 @@ class Table:
     path: Path
     breakdown_metric: str = "NDCG@10"
     row_ids: tuple[str, ...] = field(default=())
+    pairs: tuple[tuple[str, str, str], ...] = field(default=())
+    """(label, run a, run b): rows compared side by side with the gap of b against a."""
 
     def select(self, models=None, datasets=None, seeds=None, run_ids=None) -> tuple[RunSpec, ...]:
         """The runs matching every given filter (None = no filter)."""
@@ -184,10 +186,18 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
                 raise ConfigError(f"{where} ({run_id}): {exc}") from None
             runs.append(RunSpec(run_id, str(run.get("label", run_id)), seed, exp, published,
                                 str(run.get("note", ""))))
+    pairs = []
+    for pr in tree.get("pairs", []):
+        if not isinstance(pr, dict) or set(pr) - {"label", "a", "b"} or not {"a", "b"} <= set(pr):
+            raise ConfigError(f"{path}: each pairs entry needs a, b (run ids) and label, got {pr!r}")
+        for side in ("a", "b"):
+            if pr[side] not in ids:
+                raise ConfigError(f"{path}: pairs names unknown run {pr[side]!r}; runs: {', '.join(ids)}")
+        pairs.append((str(pr.get("label", f"{pr['a']} vs {pr['b']}")), pr["a"], pr["b"]))
     metrics = tuple(tree.get("metrics", DEFAULT_METRICS))
     return Table(
         name=path.stem, title=str(tree.get("title", path.stem)),
         description=str(tree.get("description", "")).strip(), metrics=metrics,
         runs=tuple(runs), path=path, breakdown_metric=str(tree.get("breakdown_metric", "NDCG@10")),
-        row_ids=tuple(ids),
+        row_ids=tuple(ids), pairs=tuple(pairs),
     )
