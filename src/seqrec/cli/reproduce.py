@@ -51,10 +51,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     outcome = reproduce(table, runs, workers=args.workers, threads=args.threads,
                         budget_seconds=budget, runs_dir=runs_dir, results_dir=results_dir,
-                        report_dir=None, state_dir=None if args.state_dir == "none" else Path(args.state_dir), on_event=lambda msg: print(msg, flush=True))
-    # the report always shows the whole table, not only the selected runs
-    everything = plan(table, table.runs, runs_dir, results_dir)
-    path = write_report(table, everything, report_dir)
+                        report_dir=report_dir, on_event=lambda msg: print(msg, flush=True),
+                        state_dir=None if args.state_dir == "none" else Path(args.state_dir))
+    path = outcome.report
     print(f"report: {path} (+ {path.with_suffix('.html').name})")
     if outcome.failed:
         for run_id, why in outcome.failed.items():

@@ -197,7 +197,9 @@ def evaluate(
     groups = user_groups(targets)
     metrics, ci95 = summarize(ranks, ks, groups if average == "user" else None)
     for k in ks:
-        metrics[f"COV@{k}"] = coverage(topk, coverage_items or n_items, min(k, kmax))
+        # fraction of the catalogue, rescaled when the denominator is the fit data's items
+        cov = coverage(topk, n_items, min(k, kmax))
+        metrics[f"COV@{k}"] = cov * n_items / coverage_items if coverage_items else cov
     seconds = time.perf_counter() - t0
     result = EvalResult(
         metrics=metrics,

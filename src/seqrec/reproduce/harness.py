@@ -160,8 +160,9 @@ def reproduce(
                     pool.shutdown(wait=False, cancel_futures=True)
                     raise
     finally:
-        if report_dir is not None:
+        if report_dir is not None:  # the report always shows the whole table
             from seqrec.reproduce.report import write_report
 
-            outcome.report = write_report(table, planned, Path(report_dir))
+            whole = planned if len(runs) == len(table.runs) else plan(table, table.runs, runs_dir, results_dir)
+            outcome.report = write_report(table, whole, Path(report_dir))
     return outcome

@@ -280,7 +280,9 @@ def summary(table: Table, planned) -> dict[str, Any]:
     groups = _records(planned)
     rows = []
     for run_id in table.row_ids:
-        done, part = groups.get(run_id, ([], []))
+        if run_id not in groups:
+            continue
+        done, part = groups[run_id]
         recs = done or part
         p = _first(planned, run_id)
         row = {"run": run_id, "label": p.spec.label, "dataset": p.spec.dataset, "model": p.spec.model,

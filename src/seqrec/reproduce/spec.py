@@ -142,6 +142,26 @@ def _published(items: Any, where: str) -> tuple[Published, ...]:
     return tuple(out)
 
 
+def _model_defaults(model: str, values: dict[str, Any], where: str) -> dict[str, Any]:
+    """The keys of ``values`` that ``model``'s config has; a key no registered model has is a
+    typo (``ConfigError``)."""
+    from dataclasses import fields
+
+    from seqrec.registry import get_model, model_names
+
+    if not values:
+        return {}
+    known = {f.name for name in model_names() for f in fields(get_model(name)[0])}
+    typos = sorted(set(values) - known)
+    if typos:
+        raise ConfigError(f"{where}: no model has key(s) {', '.join(typos)}")
+    try:
+        own = {f.name for f in fields(get_model(model)[0])}
+    except ConfigError:
+        return dict(values)  # the unknown model is reported when the run's experiment is built
+    return {k: v for k, v in values.items() if k in own}
+
+
 def load_table(name: str | Path, root: str | Path = ".") -> Table:
     """Read and validate a table; every run's experiment is built (``ConfigError`` on a typo)."""
     path = table_path(name, root)
@@ -176,7 +196,10 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
         if run_id in ids:
             raise ConfigError(f"{where}: duplicate run id {run_id!r}")
         ids.append(run_id)
-        sections = {s: _merge(defaults.get(s, {}), run.get(s, {})) for s in SECTIONS}
+        base = dict(defaults)
+        for sec in ("model", "train"):  # shared training keys apply to the models that have them
+            base[sec] = _model_defaults(run["model"]["name"], defaults.get(sec, {}), f"{path} [defaults.{sec}]")
+        sections = {s: _merge(base.get(s, {}), run.get(s, {})) for s in SECTIONS}
         sections["data"]["name"] = run["dataset"]
         published = _published(run.get("published", []), where)
         for seed in _seeds(run.get("seeds", list(default_seeds)), where):

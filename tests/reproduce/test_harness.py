@@ -1,0 +1,181 @@
+"""The reproduction harness end to end on a tiny table: caching, resume after a kill or a
+time budget, and the report."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from seqrec.errors import ConfigError
+from seqrec.reproduce import load_table, reproduce
+from seqrec.reproduce.runner import popularity_groups
+
+TINY = """
+title = "tiny"
+description = "A tiny table for tests."
+metrics = ["NDCG@10", "Recall@10"]
+pairs = [{label = "pop vs sasrec", a = "pop", b = "sasrec"}]
+[defaults]
+seeds = [0]
+[defaults.data]
+filter = "k_core"
+min_item = 5
+[defaults.train]
+num_threads = 1
+[[runs]]
+id = "pop"
+dataset = "DATA"
+model = "pop"
+[[runs.published]]
+metric = "NDCG@10"
+value = 0.02
+source = "made up"
+[[runs]]
+id = "sasrec"
+dataset = "DATA"
+seeds = [0, 1]
+[runs.model]
+name = "sasrec"
+max_len = 20
+dim = 16
+n_blocks = 1
+[runs.train]
+epochs = EPOCHS
+"""
+
+
+def _data(tmp_path: Path) -> Path:
+    """A small learnable log (Markov chains over 40 items) as a CSV file."""
+    from seqrec.testing.synthetic import markov_sequences
+
+    seqs = markov_sequences(n_users=120, n_items=40, min_len=8, max_len=30, seed=3)
+    lines = ["user_id,item_id,timestamp"]
+    for u, row in enumerate(seqs):
+        lines += [f"{u},{int(i)},{t}" for t, i in enumerate(row)]
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _table(tmp_path: Path, epochs: int = 2) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY.replace("EPOCHS", str(epochs)).replace("DATA", str(_data(tmp_path))))
+    return path
+
+
+def _dirs(root: Path) -> dict:
+    return {"runs_dir": root / "runs", "results_dir": root / "results", "report_dir": root / "report",
+            "state_dir": root / "state"}
+
+
+def test_table_rejects_typos(tmp_path):
+    bad = tmp_path / "bad.toml"
+    good = _table(tmp_path).read_text()
+    bad.write_text(good.replace('min_item = 5', 'min_itme = 5'))
+    with pytest.raises(ConfigError, match="min_itme"):
+        load_table(bad)
+    bad.write_text(good.replace('a = "pop"', 'a = "nope"'))
+    with pytest.raises(ConfigError, match="unknown run 'nope'"):
+        load_table(bad)
+    with pytest.raises(ConfigError, match="no reproduction table"):
+        load_table("no-such-table", root=tmp_path)
+
+
+def test_table_expands_seeds_and_selects(tmp_path):
+    table = load_table(_table(tmp_path))
+    assert [(r.run_id, r.seed) for r in table.runs] == [("pop", 0), ("sasrec", 0), ("sasrec", 1)]
+    assert table.runs[1].experiment.model_config().dim == 16
+    assert [r.run_id for r in table.select(models={"pop"})] == ["pop"]
+    assert [r.seed for r in table.select(seeds={1})] == [1]
+
+
+def test_second_run_trains_nothing_and_rewrites_the_same_report(tmp_path):
+    table = load_table(_table(tmp_path))
+    dirs = _dirs(tmp_path)
+    first = reproduce(table, **dirs)
+    assert len(first.trained) == 3 and not first.failed
+    report = {p.name: p.read_bytes() for p in dirs["report_dir"].iterdir() if p.is_file()}
+    assert {"tiny.md", "tiny.html", "tiny.json"} <= set(report)
+    second = reproduce(table, **dirs)
+    assert second.trained == []
+    assert all(p.done for p in second.planned)
+    again = {p.name: p.read_bytes() for p in dirs["report_dir"].iterdir() if p.is_file()}
+    assert again == report
+    md = report["tiny.md"].decode()
+    assert "| pop | " in md and "made up" in md
+    assert "Gaps" in md and "by user history length" in md and "head" in md
+    summary = json.loads(report["tiny.json"])
+    assert [r["run"] for r in summary["rows"]] == ["pop", "sasrec"]
+    assert summary["rows"][1]["seeds"] == [0, 1]
+
+
+def test_other_eval_settings_reuse_the_checkpoint(tmp_path):
+    dirs = _dirs(tmp_path)
+    table = load_table(_table(tmp_path))
+    reproduce(table, table.select(models={"sasrec"}, seeds={0}), **dirs)
+    text = _table(tmp_path).read_text().replace("[defaults.train]", '[defaults.eval]\nseen_filter = "none"\n[defaults.train]')
+    other = tmp_path / "other.toml"
+    other.write_text(text)
+    t2 = load_table(other)
+    out = reproduce(t2, t2.select(models={"sasrec"}, seeds={0}), **dirs)
+    (p,) = out.planned
+    assert p.key == reproduce(table, table.select(models={"sasrec"}, seeds={0}), **dirs).planned[0].key
+    assert p.cached["seen_filter"] == "none"
+    assert p.cached["global_step"] > 0 and p.cached["stopped"] == "epochs"
+
+
+def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
+    table = load_table(_table(tmp_path, epochs=6))
+    runs = table.select(models={"sasrec"}, seeds={0})
+    whole = reproduce(table, runs, **_dirs(tmp_path / "whole")).planned[0].cached
+    dirs = _dirs(tmp_path / "cut")
+    cut = reproduce(table, runs, budget_seconds=0.3, **dirs).planned[0]
+    assert cut.cached is None and cut.partial is not None and cut.partial["partial"]
+    # the unfinished run's checkpoint is kept in the state dir, so a fresh checkout resumes it
+    assert (dirs["state_dir"] / cut.key / "last.pt").exists()
+    import shutil
+
+    shutil.rmtree(dirs["runs_dir"])
+    done = reproduce(table, runs, **dirs).planned[0].cached
+    assert done["metrics"] == whole["metrics"]
+    assert done["best_epoch"] == whole["best_epoch"]
+    assert not (dirs["state_dir"] / cut.key).exists()
+
+
+def test_killed_run_resumes_to_the_same_result(tmp_path):
+    path = _table(tmp_path, epochs=40)
+    cmd = [sys.executable, "-m", "seqrec.cli.main", "reproduce", str(path), "--runs", "sasrec",
+           "--seeds", "0", "--runs-dir", "r/runs", "--results-dir", "r/results", "--report-dir",
+           "r/report", "--state-dir", "none"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    ckpts = []
+    while time.time() < deadline and not ckpts:
+        ckpts = list((tmp_path / "r" / "runs").glob("*/last.pt"))
+        time.sleep(0.2)
+    assert ckpts, "no checkpoint appeared"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not list((tmp_path / "r" / "results").glob("*.json")), "finished before the kill"
+    assert not list((tmp_path / "r" / "results").glob("*.tmp"))
+    subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True)
+    (resumed,) = [json.loads(p.read_text()) for p in (tmp_path / "r" / "results").glob("*.json")]
+    assert resumed["resumed_from_step"] if "resumed_from_step" in resumed else True
+    whole = reproduce(load_table(path), load_table(path).select(models={"sasrec"}, seeds={0}),
+                      **_dirs(tmp_path / "whole")).planned[0].cached
+    assert resumed["metrics"] == whole["metrics"]
+    assert resumed["global_step"] == whole["global_step"]
+
+
+def test_popularity_groups_split_traffic_in_thirds():
+    counts = [0, 50, 30, 10, 5, 3, 2, 0]  # id 0 is padding; id 7 never seen
+    g = popularity_groups(counts)
+    assert g[1] == 0 and g[7] == 2 and g[0] == 2
+    assert list(g[1:7]) == sorted(g[1:7])  # more popular -> lower group
+    assert set(g[1:7]) == {0, 1, 2}
