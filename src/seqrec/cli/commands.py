@@ -13,7 +13,7 @@ import numpy as np
 
 from seqrec.cli.table import format_mapping, format_table
 from seqrec.config import Experiment, load_experiment
-from seqrec.errors import DataError
+from seqrec.errors import ConfigError, DataError
 
 TABLE_METRICS = ("HR@10", "NDCG@10", "HR@20", "NDCG@20", "MRR", "COV@10")
 
@@ -193,8 +193,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from seqrec.serving.service import create_app
 
-    uvicorn.run(create_app(args.artifact), host=args.host, port=args.port)
+    _check_listen(args.host, args.port)
+    app = create_app(args.artifact)  # a damaged artifact fails here, before the server starts
+    uvicorn.run(app, host=args.host, port=args.port)
     return 0
+
+
+def _check_listen(host: str, port: int) -> None:
+    """One-line errors for a port out of range or an address that cannot be bound (uvicorn
+    would print a traceback or a log block)."""
+    import socket
+
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be in 0..65535, got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"--host {host!r} cannot be resolved: {exc}") from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 # --- reproduce -------------------------------------------------------------------------------
