@@ -115,7 +115,7 @@ class EpochPrinter:
 
 
 STOP_TEXT = {"epochs": "the epoch limit", "patience": "patience (no better validation)",
-             "time_budget": "the time budget"}
+             "time_budget": "the time budget", "deadline": "the deadline (unfinished: rerun to resume)"}
 
 
 def write_train_log(out: Path, model: Any) -> Path | None:
