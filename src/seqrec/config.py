@@ -9,6 +9,9 @@ Sections: ``data``, ``split``, ``model``, ``train``, ``eval`` (plus top-level ``
 from __future__ import annotations
 
 import json
+import math
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -112,6 +115,8 @@ class Experiment:
     eval: EvalSection = field(default_factory=EvalSection)
     seed: int = 0
     output: str = "runs"
+    param_names: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """How each key of ``model_params`` is shown in messages (``train.epochs``)."""
 
     def model_config(self) -> Any:
         """The model's frozen config dataclass built from ``model`` + ``train`` keys."""
@@ -121,48 +126,193 @@ class Experiment:
         params = dict(self.model_params)
         if "seed" in {f.name for f in fields(config_cls)}:
             params.setdefault("seed", self.seed)  # the experiment seed seeds the model too
-        return build_dataclass(config_cls, params, f"model '{self.model}'")
+        return build_dataclass(config_cls, params, f"model '{self.model}'", self.param_names)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("param_names", None)
         return json.loads(json.dumps(out, default=str))
 
 
-def build_dataclass(cls: type, values: dict[str, Any], where: str) -> Any:
-    """``cls(**values)`` with unknown keys reported as a ``ConfigError`` listing valid ones."""
+def build_dataclass(cls: type, values: dict[str, Any], where: str,
+                    names: dict[str, str] | None = None) -> Any:
+    """``cls(**values)`` with unknown keys reported as a ``ConfigError`` listing valid ones and
+    every value checked against its field's declared type (:func:`coerce`).
+
+    ``names`` maps a key to the name shown in messages (e.g. ``epochs`` -> ``train.epochs``).
+    """
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where} must be a table of key = value, got {values!r}")
     valid = [f.name for f in fields(cls)]
-    unknown = sorted(set(values) - set(valid))
+    unknown = sorted(set(map(str, values)) - set(valid))
     if unknown:
         raise ConfigError(
             f"unknown key(s) {', '.join(unknown)} in {where}; valid keys: {', '.join(valid)}"
         )
-    clean = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    hints = _type_hints(cls)
+    names = names or {}
+    clean = {k: coerce(v, hints.get(k, Any), names.get(k, k)) for k, v in values.items()}
     try:
         return cls(**clean)
     except ConfigError:
         raise
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError, ArithmeticError) as exc:
         raise ConfigError(f"bad value in {where}: {exc}") from None
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # pragma: no cover - an annotation that cannot be resolved: no checks
+        return {}
+
+
+def _type_name(tp: Any) -> str:
+    if tp is bool:
+        return "a boolean (true or false)"
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is str:
+        return "a string"
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin in (types.UnionType, typing.Union):
+        return " or ".join("none" if a is type(None) else _type_name(a) for a in args)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {_plural(args[0])}"
+        return f"a list of {len(args)} {_plural(args[0]) if len(set(args)) == 1 else 'values'}"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _plural(tp: Any) -> str:
+    return {bool: "booleans", int: "integers", float: "numbers", str: "strings"}.get(tp, "values")
+
+
+def coerce(value: Any, tp: Any, key: str) -> Any:
+    """``value`` converted to the declared type ``tp`` of config field ``key``, or a
+    ``ConfigError`` naming the key, the expected type and the value received.
+
+    Accepted: bool only for bool (no 0/1, no 'maybe'); int for int, and a float only when it is
+    integral (1e3 from TOML; 1.5 is refused, never rounded); int or float for float (a string
+    like '1e-3', which YAML 1.1 leaves as text, is parsed); str, int or float for str (windows
+    like ``100`` are counts); a list (or one scalar) for a tuple; None, 'none' or 'null' for an
+    optional field.
+    """
+    if tp is Any:
+        return value
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        if type(None) in args and (value is None or (isinstance(value, str)
+                                                     and value.strip().lower() in ("none", "null"))):
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return coerce(value, arg, key)
+            except ConfigError:
+                pass
+        raise _bad(key, tp, value)
+    if origin is typing.Literal:
+        if value in args and not isinstance(value, bool):
+            return value
+        raise _bad(key, tp, value)
+    if origin is tuple:
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        if isinstance(value, (dict, str)) and not (len(args) == 2 and args[1] is Ellipsis):
+            raise _bad(key, tp, value)
+        try:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return tuple(coerce(v, args[0], key) for v in items)
+            if args and len(items) != len(args):
+                raise _bad(key, tp, value)
+            return tuple(coerce(v, a, key) for v, a in zip(items, args, strict=False)) if args else tuple(items)
+        except ConfigError:
+            raise _bad(key, tp, value) from None
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise _bad(key, tp, value)
+    if tp is int:
+        if isinstance(value, bool):
+            raise _bad(key, tp, value)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        raise _bad(key, tp, value)
+    if tp is float:
+        if isinstance(value, bool):
+            raise _bad(key, tp, value)
+        if isinstance(value, (int, float)):
+            try:
+                return float(value)
+            except OverflowError:
+                raise _bad(key, tp, value) from None
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise _bad(key, tp, value)
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise _bad(key, tp, value)
+    return value  # a type without a rule (dict, a nested dataclass): the class validates it
+
+
+def _bad(key: str, tp: Any, value: Any) -> ConfigError:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return ConfigError(f"{key} must be {_type_name(tp)}, got {shown}")
 
 
 def _read(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
-    text = path.read_text()
+    if path.is_dir():
+        raise ConfigError(f"config {path} is a directory, not a .toml/.yaml file")
+    if path.suffix not in (".yaml", ".yml", ".toml"):
+        raise ConfigError(f"config must be .toml, .yaml or .yml, got {path.name}")
     try:
-        if path.suffix in (".yaml", ".yml"):
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot parse {path}: not UTF-8 text (byte {exc.start})") from None
+    return parse_text(text, "yaml" if path.suffix in (".yaml", ".yml") else "toml", str(path))
+
+
+def parse_text(text: str, fmt: str, where: str = "config") -> dict[str, Any]:
+    """The mapping of sections in TOML or YAML ``text``; any syntax error is a one-line
+    ``ConfigError`` naming ``where``."""
+    try:
+        if fmt == "yaml":
             import yaml
 
-            loaded = yaml.safe_load(text) or {}
-        elif path.suffix == ".toml":
-            loaded = tomllib.loads(text)
+            loaded = yaml.safe_load(text)
+            loaded = {} if loaded is None else loaded
         else:
-            raise ConfigError(f"config must be .toml, .yaml or .yml, got {path.name}")
+            loaded = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError) as exc:
-        raise ConfigError(f"cannot parse {path}: {exc}") from None
+        raise ConfigError(f"cannot parse {where}: {_one_line(exc)}") from None
+    except Exception as exc:  # yaml.YAMLError and the odd RecursionError of deep nesting
+        if type(exc).__module__.startswith("yaml") or isinstance(exc, RecursionError):
+            raise ConfigError(f"cannot parse {where}: {_one_line(exc)}") from None
+        raise
     if not isinstance(loaded, dict):
-        raise ConfigError(f"{path} must hold a mapping of sections")
+        raise ConfigError(f"{where} must hold a mapping of sections, got {type(loaded).__name__}")
     return loaded
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def parse_value(text: str) -> Any:
@@ -204,20 +354,32 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
 
 def experiment_from_tree(tree: dict[str, Any]) -> Experiment:
     """Validate a section tree (``{"data": {...}, "model": {"name": ...}, ...}``)."""
-    unknown = sorted(set(tree) - set(SECTIONS))
+    unknown = sorted(set(map(str, tree)) - set(SECTIONS))
     if unknown:
         raise ConfigError(f"unknown section(s) {', '.join(unknown)}; valid: {', '.join(SECTIONS)}")
+    for section in ("data", "split", "model", "train", "eval"):
+        if not isinstance(tree.get(section, {}), dict):
+            raise ConfigError(f"[{section}] must be a section of key = value, got {tree[section]!r}")
     model_tree = dict(tree.get("model", {}))
-    name = model_tree.pop("name", "pop")
-    params = {**model_tree, **tree.get("train", {})}
+    train_tree = dict(tree.get("train", {}))
+    name = coerce(model_tree.pop("name", "pop"), str, "model.name")
+    params = {**model_tree, **train_tree}
+    names = {k: f"model.{k}" for k in model_tree} | {k: f"train.{k}" for k in train_tree}
     exp = Experiment(
-        data=build_dataclass(DataSection, tree.get("data", {}), "section [data]"),
-        split=build_dataclass(SplitSection, tree.get("split", {}), "section [split]"),
-        model=str(name),
+        data=build_dataclass(DataSection, tree.get("data", {}), "section [data]", _prefixed("data", tree)),
+        split=build_dataclass(SplitSection, tree.get("split", {}), "section [split]", _prefixed("split", tree)),
+        model=name,
         model_params=params,
-        eval=build_dataclass(EvalSection, tree.get("eval", {}), "section [eval]"),
-        seed=int(tree.get("seed", 0)),
-        output=str(tree.get("output", "runs")),
+        eval=build_dataclass(EvalSection, tree.get("eval", {}), "section [eval]", _prefixed("eval", tree)),
+        seed=coerce(tree.get("seed", 0), int, "seed"),
+        output=coerce(tree.get("output", "runs"), str, "output"),
+        param_names=names,
     )
+    if exp.seed < 0:
+        raise ConfigError(f"seed must be an integer >= 0, got {exp.seed}")
     exp.model_config()  # fail early on an unknown model or key
     return exp
+
+
+def _prefixed(section: str, tree: dict[str, Any]) -> dict[str, str]:
+    return {k: f"{section}.{k}" for k in tree.get(section, {})}

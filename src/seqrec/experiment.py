@@ -84,23 +84,32 @@ def evaluate_model(model: Recommender, exp: Experiment, targets, progress: bool 
 
 def run_experiment(
     exp: Experiment, data: PreparedSplit | None = None, progress: bool = False,
-    save_dir: str | Path | None = None,
+    save_dir: str | Path | None = None, fit_options: dict[str, Any] | None = None,
 ) -> tuple[Recommender, dict[str, Any]]:
-    """Fit ``exp.model`` and evaluate it on validation and test; returns (model, record)."""
+    """Fit ``exp.model`` and evaluate it on validation and test; returns (model, record).
+
+    ``fit_options`` go to ``model.fit`` where its signature takes them (neural models:
+    ``checkpoint_dir``, ``on_epoch``, ...); the refit of the temporal protocol checkpoints
+    into ``<checkpoint_dir>/refit``. The record says why training stopped (``stopped``:
+    'epochs', 'patience', 'time_budget'; None for models fitted in closed form).
+    """
     from seqrec.evaluation.results import result_record
 
     data = data or prepare_data(exp)
     split = data.split
     model = build_model(exp)
     t0 = time.perf_counter()
-    model.fit(split.train, split.valid)
+    model.fit(split.train, split.valid, **_fit_kwargs(model, fit_options))
     train_seconds = time.perf_counter() - t0
     valid = evaluate_model(model, exp, split.valid, progress, fit_data=split.train)
     if exp.split.refit:
         t0 = time.perf_counter()
         # no validation targets remain: neural models train for their configured epochs
         model = build_model(exp)
-        model.fit(split.train_valid, None)
+        refit_options = dict(fit_options or {})
+        if refit_options.get("checkpoint_dir") is not None:
+            refit_options["checkpoint_dir"] = Path(refit_options["checkpoint_dir"]) / "refit"
+        model.fit(split.train_valid, None, **_fit_kwargs(model, refit_options))
         train_seconds += time.perf_counter() - t0
     test = evaluate_model(model, exp, split.test, progress,
                           fit_data=split.train_valid if exp.split.refit else split.train)
@@ -118,6 +127,7 @@ def run_experiment(
         split_info=split.info,
         data_seconds=data.seconds,
         preprocessing=list(data.prepared.interactions.notes),
+        stopped=stop_reason(model),
     )
     if save_dir is not None:
         model.save(save_dir)
@@ -128,3 +138,20 @@ def _config_dict(config: Any) -> dict[str, Any]:
     from seqrec.models.base import config_to_dict
 
     return config_to_dict(config)
+
+
+def stop_reason(model: Recommender) -> str | None:
+    """Why the last fit stopped: 'epochs', 'patience' or 'time_budget' (neural models);
+    None for models without an iterative budget."""
+    training_log = getattr(model, "training_log", None)
+    return None if training_log is None else training_log.stopped
+
+
+def _fit_kwargs(model: Recommender, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``options`` that ``model.fit`` accepts (factorization models take none)."""
+    import inspect
+
+    if not options:
+        return {}
+    accepted = inspect.signature(model.fit).parameters
+    return {k: v for k, v in options.items() if k in accepted}

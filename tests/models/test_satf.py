@@ -260,9 +260,17 @@ def test_bad_config_raises(cls, kwargs):
         cls(**kwargs)
 
 
-def test_rank_too_large_for_data_raises():
+def test_rank_too_large_for_data_raises_without_clipping():
     with pytest.raises(ConfigError, match="user_rank"):
-        _ga(user_rank=50).fit(_seqs())
+        _ga(user_rank=50, clip_ranks=False).fit(_seqs())
+
+
+def test_rank_too_large_for_data_is_clipped(caplog):
+    seqs = _seqs()
+    model = _ga(user_rank=50).fit(seqs)
+    assert model.ranks_[0] == min(len(seqs), model.config.item_rank * model.config.position_rank)
+    assert model.ranks_[0] < 50 and "ranks lowered" in caplog.text
+    assert np.isfinite(model.score(seqs)[:, 1:]).all()
 
 
 def test_factorization_package_never_imports_torch():

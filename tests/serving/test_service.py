@@ -44,3 +44,13 @@ def test_bad_request_is_rejected(artifact):
     assert client.post("/recommend", json={"history": [101], "k": 0}).status_code == 422
     empty = client.post("/recommend", json={"history": [], "k": 2}).json()
     assert empty["fallback"] == "popularity" and empty["items"][0] == 102
+
+
+def test_non_json_numbers_are_a_422_not_a_500(artifact):
+    """Found by the fuzz test: FastAPI echoed the input (Infinity) into its 422 body, which
+    failed to serialise and became a 500."""
+    client = TestClient(create_app(artifact), raise_server_exceptions=False)
+    for body in (b"Infinity", b'{"history": [NaN], "k": 2}', b'{"history": [1], "k": Infinity}'):
+        resp = client.post("/recommend", content=body, headers={"content-type": "application/json"})
+        assert resp.status_code == 422, (body, resp.status_code, resp.text)
+        assert resp.json()["detail"][0]["msg"]

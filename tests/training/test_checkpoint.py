@@ -39,3 +39,11 @@ def test_rng_state_roundtrip(tmp_path):
     assert torch.equal(expected[0], got[0])
     np.testing.assert_array_equal(expected[1], got[1])
     assert expected[2] == got[2]
+
+
+def test_damaged_checkpoint_is_one_line(tmp_path):
+    path = save_checkpoint(tmp_path / "last.pt", {"x": 1})
+    path.write_bytes(path.read_bytes()[:20])
+    with pytest.raises(DataError) as info:
+        load_checkpoint(path)
+    assert "\n" not in str(info.value) and "--fresh" in str(info.value)

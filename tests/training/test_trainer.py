@@ -159,3 +159,23 @@ def test_sliding_windows_train_on_more_rows_and_sample_negatives_per_user(data, 
     assert sliding.training_log.global_step > last.training_log.global_step
     with pytest.raises(ConfigError):
         SASRecConfig(train_windows="random")
+
+
+def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
+    """One record per epoch goes to ``on_epoch`` (loss, validation metric, seconds); a run
+    continued from its checkpoint keeps the earlier epochs' records."""
+    train, valid, _ = data
+    seen = []
+    cfg = SASRecConfig(**{**TINY, "epochs": 2, "patience": 0})
+    model = SASRec(cfg).fit(train, valid, checkpoint_dir=tmp_path / "ck", progress=False,
+                            on_epoch=seen.append)
+    assert [r["epoch"] for r in seen] == [1, 2] and all(r["epochs"] == 2 for r in seen)
+    assert all(np.isfinite(r["train_loss"]) and r["metric"] == "NDCG@10" for r in seen)
+    assert seen[-1]["seconds"] >= seen[0]["seconds"] > 0
+    assert model.training_log.epoch_log == seen
+    more = []
+    longer = SASRec(SASRecConfig(**{**TINY, "epochs": 3, "patience": 0}))
+    longer.fit(train, valid, checkpoint_dir=tmp_path / "ck", progress=False, on_epoch=more.append)
+    assert [r["epoch"] for r in more] == [3]  # resumed: only the new epoch is run
+    assert [r["epoch"] for r in longer.training_log.epoch_log] == [1, 2, 3]
+    assert longer.training_log.epoch_log[:2] == seen

@@ -13,7 +13,7 @@ import numpy as np
 
 from seqrec.cli.table import format_mapping, format_table
 from seqrec.config import Experiment, load_experiment
-from seqrec.errors import DataError
+from seqrec.errors import ConfigError, DataError
 
 TABLE_METRICS = ("HR@10", "NDCG@10", "HR@20", "NDCG@20", "MRR", "COV@10")
 
@@ -40,6 +40,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "demo": cmd_demo,
         "serve": cmd_serve,
         "reproduce": cmd_reproduce,
+        "config": cmd_config,
     }[args.command]
     return handler(args)
 
@@ -121,9 +122,10 @@ def _results_table(records: list[dict[str, Any]], split: str = "test") -> str:
     rows = []
     for rec in records:
         metrics = rec["metrics"][split]
+        stopped = (rec.get("stopped") or "-").replace("_", " ")
         rows.append([rec["model"] + (f" ({rec['variant']})" if rec.get("variant") else "")]
-                    + [metrics.get(m) for m in TABLE_METRICS] + [rec.get("train_seconds")])
-    return format_table(["model", *TABLE_METRICS, "fit s"], rows)
+                    + [metrics.get(m) for m in TABLE_METRICS] + [rec.get("train_seconds"), stopped])
+    return format_table(["model", *TABLE_METRICS, "fit s", "stopped by"], rows)
 
 
 def _write(records: list[dict[str, Any]], out_dir: Path, stem: str) -> None:
@@ -134,14 +136,35 @@ def _write(records: list[dict[str, Any]], out_dir: Path, stem: str) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    import sys
+
+    from seqrec.cli import runs
+    from seqrec.evaluation.results import write_result
     from seqrec.experiment import run_experiment
 
     exp = load_experiment(args.config, args.overrides)
     out = Path(args.out) if args.out else Path(exp.output) / f"{_slug(exp.data.name)}-{exp.model}"
-    _, record = run_experiment(exp, progress=True, save_dir=out / "model")
-    _write([record], out, "result")
+    checkpoint = out / runs.CHECKPOINT
+    if runs.prepare_run_dir(out, exp, args.fresh):
+        print(f"resuming the run in {out} from {checkpoint / 'last.pt'} (--fresh starts over)",
+              file=sys.stderr, flush=True)
+    options = {"checkpoint_dir": checkpoint, "checkpoint_every": runs.CHECKPOINT_EVERY,
+               "on_epoch": runs.EpochPrinter(exp.model), "progress": True}
+    try:
+        model, record = run_experiment(exp, progress=sys.stderr.isatty(), save_dir=out / "model",
+                                       fit_options=options)
+    except KeyboardInterrupt:
+        where = f"checkpoint in {checkpoint}; " if (checkpoint / "last.pt").exists() else ""
+        print(f"interrupted: {where}rerun the same command to resume, or add --fresh to start over",
+              file=sys.stderr)
+        return 130
+    runs.write_train_log(out, model)
+    write_result(record, out, "result")
     print(_header(record))
     print(_results_table([record]))
+    if record.get("stopped"):
+        print(f"\ntraining stopped by {runs.STOP_TEXT.get(record['stopped'], record['stopped'])} "
+              f"after {record.get('epochs')} epoch(s); per-epoch log: {out / runs.TRAIN_LOG}")
     print(f"\nartifact: {out / 'model'}   results: {out}")
     return 0
 
@@ -188,13 +211,42 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    from seqrec.config_dump import default_config_toml
+
+    print(default_config_toml(args.model), end="")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from seqrec.serving.service import create_app
 
-    uvicorn.run(create_app(args.artifact), host=args.host, port=args.port)
+    _check_listen(args.host, args.port)
+    app = create_app(args.artifact)  # a damaged artifact fails here, before the server starts
+    uvicorn.run(app, host=args.host, port=args.port)
     return 0
+
+
+def _check_listen(host: str, port: int) -> None:
+    """One-line errors for a port out of range or an address that cannot be bound (uvicorn
+    would print a traceback or a log block)."""
+    import socket
+
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be in 0..65535, got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"--host {host!r} cannot be resolved: {exc}") from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 # --- reproduce -------------------------------------------------------------------------------
@@ -206,6 +258,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 # --- demo (quickstart) ------------------------------------------------------------------------
 def cmd_demo(args: argparse.Namespace) -> int:
+    import shutil
+    import sys
+
+    from seqrec.cli import runs
+    from seqrec.evaluation.results import write_result
     from seqrec.experiment import prepare_data, run_experiment
     from seqrec.registry import MODELS, get_model
 
@@ -229,7 +286,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
                          eval=base.eval, seed=base.seed, output=str(out))
         exp.model_config()
         print(f"training {name} ...", flush=True)
-        _, record = run_experiment(exp, data=data, progress=True, save_dir=out / name)
+        # staged: a model folder appears only complete, with its result inside (an interrupted
+        # demo leaves finished models and no half-written folder)
+        staging = out / f".{name}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        _, record = run_experiment(exp, data=data, progress=sys.stderr.isatty(), save_dir=staging,
+                                   fit_options={"on_epoch": runs.EpochPrinter(name)})
+        write_result(record, staging, "result")
+        runs.publish_dir(staging, out / name)
         records.append(record)
     _write(records, out, "demo")
     print()

@@ -38,10 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", required=True, help="output directory")
 
     sub.add_parser("models", help="known model names")
+    c = sub.add_parser("config", help="print a model's default experiment config as TOML")
+    c.add_argument("model", help="a model name (seqrec models)")
 
     t = sub.add_parser("train", help="fit a model, evaluate it, save the artifact and results")
     _add_experiment_args(t)
-    t.add_argument("--out", help="artifact directory (default: <output>/<dataset>-<model>)")
+    t.add_argument("--out", help="run directory (default: <output>/<dataset>-<model>)")
+    t.add_argument("--fresh", action="store_true",
+                   help="start over instead of resuming the run in the directory")
 
     e = sub.add_parser("evaluate", help="evaluate a saved artifact on the configured split")
     e.add_argument("artifact")

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from seqrec.atomic import atomic_write
 from seqrec.errors import ConfigError
 
 _PACKAGES = ("numpy", "scipy", "torch", "polars", "seqrec")
@@ -265,8 +266,10 @@ def write_result(
         cand_path = save_candidates(candidates, out / f"{stem}.candidates.npz")
         record["candidates_file"] = cand_path.name
     json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
-    json_path.write_text(json.dumps(record, indent=2, default=_json_default) + "\n")
+    text = json.dumps(record, indent=2, default=_json_default) + "\n"
     splits = list(record.get("metrics", {})) or ["test"]
     md = "\n".join(markdown_table([record], metrics, split=s) for s in splits)
-    md_path.write_text(md)
+    # atomic: an interrupted run leaves the previous files or the new ones, never half of one
+    atomic_write(json_path, lambda fh: fh.write(text.encode()))
+    atomic_write(md_path, lambda fh: fh.write(md.encode()))
     return json_path, md_path

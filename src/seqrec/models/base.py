@@ -150,7 +150,7 @@ class Recommender(ABC):
 
     # --- persistence ----------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write ``config.json`` + ``state.npz`` (no pickle) into directory ``path``."""
+        """Write ``model.json`` (config, checksums) + ``state.npz`` (+ ``vocab.npz``), no pickle, into directory ``path``."""
         from seqrec.serving.artifact import save_recommender
 
         return save_recommender(self, Path(path))

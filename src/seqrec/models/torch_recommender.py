@@ -243,6 +243,7 @@ class TorchRecommender(Recommender):
         tensorboard_dir: str | Path | None = None,
         resume: bool = True,
         deadline: float | None = None,
+        on_epoch: Any = None,
     ) -> TorchRecommender:
         """Train on ``train``; ``valid`` drives early stopping / model selection.
 
@@ -250,6 +251,7 @@ class TorchRecommender(Recommender):
         an existing ``last.pt`` (a run that already finished returns its best weights).
         ``deadline`` (``time.time()`` value) checkpoints and stops an unfinished run there
         (``training_log.stopped == "deadline"``); fitting again resumes it.
+        ``on_epoch`` receives one record per completed epoch (see ``Trainer``).
         """
         from seqrec.training.negatives import NegativeSampler
         from seqrec.training.trainer import Trainer
@@ -273,6 +275,7 @@ class TorchRecommender(Recommender):
                 checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                 log_path=log_path, progress=progress, tensorboard_dir=tensorboard_dir,
                 deadline=deadline,
+                on_epoch=on_epoch,
             )
             self.training_log = trainer.fit(resume=resume)
         self.encoder.eval()

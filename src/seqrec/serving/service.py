@@ -20,6 +20,8 @@ from seqrec.errors import SeqRecError
 def create_app(artifact: str | Path) -> Any:
     """A FastAPI app serving the recommender saved at ``artifact`` (loaded once)."""
     from fastapi import FastAPI, HTTPException
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
     from pydantic import BaseModel, Field
 
     from seqrec.models.base import Recommender
@@ -32,6 +34,14 @@ def create_app(artifact: str | Path) -> Any:
         exclude_seen: bool = True
 
     app = FastAPI(title="seqrec", description=f"{model.name} recommendations")
+
+    @app.exception_handler(RequestValidationError)
+    def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's default echoes the offending input, which may not be JSON (a body of
+        # Infinity): that turned a 422 into a 500. Location, message and type say enough.
+        detail = [{"loc": [str(part) for part in err.get("loc", ())], "msg": str(err.get("msg", "")),
+                   "type": str(err.get("type", ""))} for err in exc.errors()]
+        return JSONResponse(status_code=422, content={"detail": detail})
 
     @app.get("/health")
     def health() -> dict[str, str]:

@@ -32,7 +32,9 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # corrupt file or a disallowed type inside
-        raise DataError(f"cannot read checkpoint {path}: {exc}") from exc
+        msg = " ".join(str(exc).split())[:200]  # torch's messages span lines: keep one
+        raise DataError(f"cannot read checkpoint {path} ({type(exc).__name__}: {msg}); delete it "
+                        "or start the run over (seqrec train --fresh)") from None
 
 
 def rng_state() -> dict[str, Any]:

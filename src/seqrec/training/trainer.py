@@ -47,6 +47,8 @@ class TrainingLog:
     train_seconds: float = 0.0
     batch_seconds: float = 0.0
     resumed_from_step: int | None = None
+    epoch_log: list[dict[str, Any]] = field(default_factory=list)
+    """One record per completed epoch (epoch, epochs, train_loss, validation metric, seconds)."""
 
     @property
     def batch_share(self) -> float:
@@ -80,6 +82,8 @@ class Trainer:
         deadline: wall-clock time (``time.time()``) at which to checkpoint and stop without
             finishing the run (``stopped = "deadline"``); the next ``fit`` resumes it. Run
             control, not configuration: it never changes what the run computes.
+        on_epoch: called with each record of ``TrainingLog.epoch_log`` when its epoch ends
+            (the CLI prints it; the library only logs it).
         device: where batches go.
     """
 
@@ -97,6 +101,7 @@ class Trainer:
         progress: bool = True,
         tensorboard_dir: str | Path | None = None,
         deadline: float | None = None,
+        on_epoch: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         if len(rows) == 0:
             raise ConfigError("no training sequence has >= 2 items: nothing to train on")
@@ -122,6 +127,8 @@ class Trainer:
         self.finished = False
         self._loss_sum = 0.0
         self._loss_count = 0
+        self.on_epoch = on_epoch
+        self._epoch_loss = [0.0, 0]  # sum and count of the current epoch's step losses
 
     # --- checkpoints ------------------------------------------------------------------------
     def _payload(self) -> dict[str, Any]:
@@ -137,11 +144,13 @@ class Trainer:
             "finished": self.finished,
             "loss_sum": self._loss_sum,
             "loss_count": self._loss_count,
+            "epoch_loss": list(self._epoch_loss),
             "log": {
                 "history": json.dumps(lg.history), "best_metric": lg.best_metric,
                 "best_epoch": lg.best_epoch, "best_step": lg.best_step,
                 "epochs_run": lg.epochs_run, "global_step": lg.global_step, "stopped": lg.stopped,
                 "train_seconds": lg.train_seconds, "batch_seconds": lg.batch_seconds,
+                "epoch_log": json.dumps(lg.epoch_log),
             },
             "rng": rng_state(),
         }
@@ -162,6 +171,8 @@ class Trainer:
         self._loss_sum, self._loss_count = ck["loss_sum"], ck["loss_count"]
         lg = dict(ck["log"])
         lg["history"] = json.loads(lg["history"])
+        lg["epoch_log"] = json.loads(lg.get("epoch_log", "[]"))  # absent before it existed
+        self._epoch_loss = list(ck.get("epoch_loss", (0.0, 0)))
         self.log = TrainingLog(**lg, resumed_from_step=ck["log"]["global_step"])
         set_rng_state(ck["rng"])
         if self.finished and self.log.stopped in ("epochs", "time_budget"):
@@ -205,6 +216,8 @@ class Trainer:
                     raise FloatingPointError(f"loss became {value} at epoch {self.epoch} step {step}")
                 self._loss_sum += value
                 self._loss_count += 1
+                self._epoch_loss[0] += value
+                self._epoch_loss[1] += 1
                 t2 = time.perf_counter()
                 self.log.batch_seconds += t1 - t0
                 self.log.train_seconds += t2 - t0
@@ -238,6 +251,7 @@ class Trainer:
                 self.log.epochs_run = self.epoch
                 if not cfg.eval_every_steps and self.epoch % cfg.eval_every == 0:
                     self._evaluate()
+                self._end_epoch()
             if self.epoch >= cfg.epochs:
                 self.finished = True
             self.save()
@@ -248,6 +262,26 @@ class Trainer:
         if self.writer is not None:
             self.writer.close()
         return self.log
+
+    def _end_epoch(self) -> None:
+        """Record the epoch just completed and hand it to ``on_epoch``."""
+        lg, cfg = self.log, self.config
+        total, count = self._epoch_loss
+        self._epoch_loss = [0.0, 0]
+        rec: dict[str, Any] = {
+            "epoch": self.epoch, "epochs": cfg.epochs, "step": lg.global_step,
+            "train_loss": total / max(count, 1), "train_seconds": lg.train_seconds,
+            "seconds": lg.train_seconds + sum(h["val_seconds"] for h in lg.history),
+        }
+        if lg.history and lg.history[-1]["step"] == lg.global_step:  # validated at this step
+            rec["metric"] = cfg.val_metric
+            rec["value"] = lg.history[-1]["metrics"][cfg.val_metric]
+            rec["best"] = lg.best_metric
+        lg.epoch_log.append(rec)
+        log.info("epoch %d/%d loss %.4f %s", self.epoch, cfg.epochs, rec["train_loss"],
+                 f"{cfg.val_metric} {rec['value']:.4f}" if "value" in rec else "")
+        if self.on_epoch is not None:
+            self.on_epoch(rec)
 
     def _last_val(self) -> str:
         if not self.log.history:

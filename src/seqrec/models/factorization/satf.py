@@ -112,6 +112,9 @@ class _CommonConfig:
     """Truncated SVD of the user/item unfoldings: auto | gram | randomized | svds."""
     seed: int = 0
     """Seed of the random orthonormal start and randomized solvers."""
+    clip_ranks: bool = True
+    """Lower user_rank / item_rank to what the data allows (n_users, n_items and the product of
+    the other ranks) with a warning, so the defaults run on small data; False raises instead."""
 
     def __post_init__(self) -> None:
         for name, low in (("max_len", 2), ("user_rank", 1), ("item_rank", 1), ("max_iters", 1),
@@ -204,13 +207,24 @@ class _SATF(Recommender):
 
     # -- shared ------------------------------------------------------------------------------
     def _check_ranks(self, q: int) -> None:
+        """Set ``ranks_ = (user rank, item rank)`` used by the fit: the configured ones, lowered
+        to the largest the data allows when ``clip_ranks`` (else a ``ConfigError``)."""
         cfg, (m, n, _) = self.config, self.tensor.shape
-        checks = (("user_rank", cfg.user_rank, min(m, cfg.item_rank * q), "min(n_users, item_rank * q)"),
-                  ("item_rank", cfg.item_rank, min(n, cfg.user_rank * q), "min(n_items, user_rank * q)"))
+        user, item = cfg.user_rank, cfg.item_rank
+        if cfg.clip_ranks:
+            user, item = min(user, m), min(item, n)
+            user, item = min(user, item * q), min(item, user * q)
+            if (user, item) != (cfg.user_rank, cfg.item_rank):
+                log.warning("%s: ranks lowered to what the data allows: user_rank %d -> %d, "
+                            "item_rank %d -> %d (%d users, %d items, position ranks product %d)",
+                            self.name, cfg.user_rank, user, cfg.item_rank, item, m, n, q)
+        checks = (("user_rank", user, min(m, item * q), "min(n_users, item_rank * q)"),
+                  ("item_rank", item, min(n, user * q), "min(n_items, user_rank * q)"))
         for name, value, limit, what in checks:
             if value > limit:
                 raise ConfigError(f"{name} must be <= {what} = {limit} (q = position ranks "
-                                  f"product {q}), got {value}")
+                                  f"product {q}), got {value}; clip_ranks = true lowers it")
+        self.ranks_ = (user, item)
 
     def _entity_update(self, mode: int, other: np.ndarray, pos: np.ndarray, rank: int,
                        it: int) -> np.ndarray:
@@ -222,8 +236,8 @@ class _SATF(Recommender):
     def _update_users_items(self, it: int) -> None:
         pos = self._position_factor()
         dv = self.factors["V"] * self.scale[:, None]
-        self.factors["U"] = self._entity_update(0, dv, pos, self.config.user_rank, it)
-        self.factors["V"] = self._entity_update(1, self.factors["U"], pos, self.config.item_rank, it)
+        self.factors["U"] = self._entity_update(0, dv, pos, self.ranks_[0], it)
+        self.factors["V"] = self._entity_update(1, self.factors["U"], pos, self.ranks_[1], it)
 
     def _position_gram(self) -> np.ndarray:
         """``C = T T^T [K, K]`` of the position unfolding compressed by ``U`` and ``D V``."""
@@ -321,7 +335,7 @@ class GASATF(_SATF):
     def _init_factors(self, rng: np.random.Generator) -> None:
         cfg = self.config
         self._check_ranks(cfg.position_rank)
-        self.factors = {"V": _orthonormal(rng, self.tensor.shape[1], cfg.item_rank),
+        self.factors = {"V": _orthonormal(rng, self.tensor.shape[1], self.ranks_[1]),
                         "W": _orthonormal(rng, cfg.max_len, cfg.position_rank)}
 
     def _position_factor(self) -> np.ndarray:
@@ -369,7 +383,7 @@ class LASATF(_SATF):
         cfg = self.config
         self._check_ranks(cfg.attention_rank * cfg.sequences_rank)
         k_s = cfg.max_len - cfg.attention_window + 1
-        self.factors = {"V": _orthonormal(rng, self.tensor.shape[1], cfg.item_rank),
+        self.factors = {"V": _orthonormal(rng, self.tensor.shape[1], self.ranks_[1]),
                         "WL": _orthonormal(rng, cfg.attention_window, cfg.attention_rank),
                         "WS": _orthonormal(rng, k_s, cfg.sequences_rank)}
 

@@ -1,0 +1,140 @@
+"""Run directories of ``seqrec train`` and ``seqrec demo``: resume, refuse to overwrite, stage.
+
+A ``seqrec train`` run directory holds::
+
+    experiment.json     what the run is (data, split, model config, seed) + the command
+    checkpoint/         last.pt (atomic, every epoch and every CHECKPOINT_EVERY steps), run.json
+    model/              the artifact, written when training and evaluation are done
+    train-log.jsonl     one line per epoch (epoch, loss, validation metric, seconds)
+    result.json / .md   the result record (with the reason training stopped)
+
+Rerunning the same command resumes from ``checkpoint/`` (a finished run is re-evaluated);
+only budget fields (epochs, patience, time budget, threads, device) may change between the
+two. A directory holding another run, or anything else, is refused unless ``--fresh``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from seqrec.atomic import atomic_write
+from seqrec.config import Experiment
+from seqrec.errors import ConfigError
+
+EXPERIMENT = "experiment.json"
+CHECKPOINT = "checkpoint"
+TRAIN_LOG = "train-log.jsonl"
+#: files and folders ``--fresh`` removes (nothing else in the directory is touched)
+RUN_FILES = (EXPERIMENT, CHECKPOINT, "model", TRAIN_LOG, "result.json", "result.md")
+#: steps between mid-epoch checkpoints (also saved at every epoch end and validation)
+CHECKPOINT_EVERY = 200
+
+
+def run_identity(exp: Experiment) -> dict[str, Any]:
+    """What makes two runs the same run: data, split, seed and the full model config minus the
+    fields that only bound or place a run (a larger budget continues a run)."""
+    from seqrec.models.base import config_to_dict
+
+    config = config_to_dict(exp.model_config())
+    if "max_train_seconds" in config:  # a neural config: its run-control fields may change
+        from seqrec.models.torch_recommender import RUN_CONTROL
+
+        config = {k: v for k, v in config.items() if k not in RUN_CONTROL}
+    full = exp.to_dict()
+    return {"data": full["data"], "split": full["split"], "model": exp.model,
+            "model_config": config, "seed": exp.seed}
+
+
+def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> bool:
+    """Claim ``out`` for this run; True when an earlier attempt of it can be resumed.
+
+    Raises:
+        ConfigError: ``out`` holds another run (naming the differing keys) or files that are
+            not a seqrec run, and ``fresh`` is off.
+    """
+    identity = run_identity(exp)
+    if fresh:
+        for name in RUN_FILES:
+            target = out / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+    elif out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory")
+    elif out.is_dir() and any(out.iterdir()):
+        _check_same_run(out, identity)
+    record = {"identity": identity, "command": " ".join(sys.argv)}
+    atomic_write(out / EXPERIMENT, lambda fh: fh.write(json.dumps(record, indent=2).encode()))
+    return (out / CHECKPOINT / "last.pt").exists()
+
+
+def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
+    hint = "pass --out DIR for a new run, or --fresh to start this one over"
+    path = out / EXPERIMENT
+    if not path.exists():
+        raise ConfigError(f"{out} already exists and does not hold a seqrec train run "
+                          f"(no {EXPERIMENT}); {hint}")
+    try:
+        old = json.loads(path.read_text())["identity"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(f"{path} is unreadable; {hint}") from None
+    if old != identity:
+        raise ConfigError(f"{out} holds another run (differs in {', '.join(_diff(old, identity))}); "
+                          f"{hint}")
+
+
+def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            out += _diff(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    return [] if old == new else [prefix.rstrip(".").replace("model_config.", "model.")]
+
+
+class EpochPrinter:
+    """``on_epoch`` callback of the CLI: one line per epoch on stderr, terminal or not."""
+
+    def __init__(self, name: str, stream: Any = None) -> None:
+        self.name, self.stream = name, stream
+
+    def __call__(self, rec: dict[str, Any]) -> None:
+        width = len(str(rec["epochs"]))
+        parts = [f"{self.name} epoch {rec['epoch']:>{width}}/{rec['epochs']}",
+                 f"loss {rec['train_loss']:.4f}"]
+        if "value" in rec:
+            parts.append(f"{rec['metric']} {rec['value']:.4f} (best {rec['best']:.4f})")
+        parts.append(f"{rec['seconds']:.1f}s")
+        print("  ".join(parts), file=self.stream or sys.stderr, flush=True)
+
+
+STOP_TEXT = {"epochs": "the epoch limit", "patience": "patience (no better validation)",
+             "time_budget": "the time budget", "deadline": "the deadline (unfinished: rerun to resume)"}
+
+
+def write_train_log(out: Path, model: Any) -> Path | None:
+    """``train-log.jsonl``: the epoch records of the last fit (all of them, across resumes)."""
+    training_log = getattr(model, "training_log", None)
+    if training_log is None:
+        return None
+    text = "".join(json.dumps(rec) + "\n" for rec in training_log.epoch_log)
+    return atomic_write(out / TRAIN_LOG, lambda fh: fh.write(text.encode()))
+
+
+def publish_dir(staging: Path, final: Path) -> None:
+    """Move a finished ``staging`` directory to ``final`` (replacing an older one): a reader
+    sees the old complete folder, no folder, or the new complete one, never a partial one."""
+    if final.exists():
+        old = final.with_name(f".{final.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+        os.replace(staging, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, final)

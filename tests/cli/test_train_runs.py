@@ -1,0 +1,153 @@
+"""``seqrec train`` run directories: per-epoch progress, resume after an interrupt, --fresh,
+no silent overwrite of another run; ``seqrec demo`` publishes only complete model folders;
+``seqrec config`` prints a loadable default config."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from seqrec.cli import runs
+from seqrec.cli.main import main
+from seqrec.config import load_experiment
+from seqrec.registry import get_model, model_names
+from seqrec.testing.synthetic import markov_sequences
+
+
+@pytest.fixture(scope="module")
+def csv_path(tmp_path_factory):
+    seqs = markov_sequences(n_users=40, n_items=15, min_len=6, max_len=12, seed=1)
+    path = tmp_path_factory.mktemp("data") / "log.csv"
+    lines = ["user,item,timestamp"]
+    for u in range(len(seqs)):
+        for t, item in enumerate(seqs.items[seqs.offsets[u]:seqs.offsets[u + 1]]):
+            lines.append(f"{u},{item},{1000 + t}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _train_args(csv_path, out, epochs=3, *extra):
+    return ["train", "--set", f"data.name={csv_path}", "--set", "data.filter=none",
+            "--set", "model.name=sasrec", "--set", "model.dim=8", "--set", "model.n_heads=1",
+            "--set", "train.max_len=10", "--set", "train.batch_size=8",
+            "--set", f"train.epochs={epochs}", "--set", "train.patience=0",
+            "--set", "train.num_threads=1", "--out", str(out), *extra]
+
+
+def _run(capsys, argv):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _epochs(path):
+    return [json.loads(line)["epoch"] for line in path.read_text().splitlines()]
+
+
+def test_interrupted_train_resumes_exactly(csv_path, tmp_path, capsys, monkeypatch):
+    code, _, err = _run(capsys, _train_args(csv_path, tmp_path / "ref"))
+    assert code == 0, err
+    reference = json.loads((tmp_path / "ref" / "result.json").read_text())
+
+    real_call = runs.EpochPrinter.__call__
+
+    def interrupt_at_epoch_2(self, rec):
+        real_call(self, rec)
+        if rec["epoch"] == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(runs.EpochPrinter, "__call__", interrupt_at_epoch_2)
+    out = tmp_path / "run"
+    code, _, err = _run(capsys, _train_args(csv_path, out))
+    assert code == 130 and "rerun the same command to resume" in err
+    assert (out / "checkpoint" / "last.pt").exists() and not (out / "model").exists()
+    monkeypatch.setattr(runs.EpochPrinter, "__call__", real_call)
+
+    code, _, err = _run(capsys, _train_args(csv_path, out))
+    assert code == 0, err
+    assert "resuming the run" in err and "epoch 1/3" not in err and "epoch 3/3" in err
+    assert _epochs(out / "train-log.jsonl") == [1, 2, 3]
+    result = json.loads((out / "result.json").read_text())
+    assert result["metrics"] == reference["metrics"]  # exact resume
+    assert result["stopped"] == "epochs"
+
+
+def test_other_run_is_never_overwritten(csv_path, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert _run(capsys, _train_args(csv_path, out, 1))[0] == 0
+    before = (out / "result.json").read_text()
+    code, _, err = _run(capsys, _train_args(csv_path, out, 1, "--set", "model.dim=16"))
+    assert code == 2 and str(out) in err and "model.dim" in err and "--fresh" in err
+    assert len(err.strip().splitlines()) == 1
+    assert (out / "result.json").read_text() == before
+    code, _, err = _run(capsys, _train_args(csv_path, out, 1, "--set", "model.dim=16", "--fresh"))
+    assert code == 0, err
+    assert json.loads((out / "result.json").read_text())["config"]["model_config"]["dim"] == 16
+    assert _epochs(out / "train-log.jsonl") == [1]
+    # more epochs continue the same run (a budget field)
+    code, _, err = _run(capsys, _train_args(csv_path, out, 2, "--set", "model.dim=16"))
+    assert code == 0 and "resuming" in err and _epochs(out / "train-log.jsonl") == [1, 2]
+
+
+def test_foreign_directory_is_refused(csv_path, tmp_path, capsys):
+    other = tmp_path / "photos"
+    other.mkdir()
+    (other / "cat.jpg").write_bytes(b"\xff")
+    code, _, err = _run(capsys, _train_args(csv_path, other, 1))
+    assert code == 2 and "does not hold a seqrec train run" in err
+    assert sorted(p.name for p in other.iterdir()) == ["cat.jpg"]
+
+
+def test_progress_lines_when_not_a_terminal(csv_path, tmp_path):
+    """Through a pipe (no terminal): one line per epoch with epoch i/N, loss, the validation
+    metric and seconds; the stop reason in the table and the result file."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    res = subprocess.run([sys.executable, "-m", "seqrec.cli.main",
+                          *_train_args(csv_path, tmp_path / "run", 2)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if " epoch " in ln]
+    assert len(lines) == 2, res.stderr
+    for i, line in enumerate(lines, 1):
+        assert f"epoch {i}/2" in line and "loss " in line and "NDCG@10 " in line
+        assert line.rstrip().endswith("s")
+    assert "stopped by" in res.stdout and "epoch limit" in res.stdout
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["stopped"] == "epochs"
+
+
+def test_demo_interrupted_leaves_only_complete_model_folders(tmp_path, capsys, monkeypatch):
+    import seqrec.experiment as experiment
+
+    real = experiment.run_experiment
+    calls = []
+
+    def second_call_interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            # the interrupt lands after the model was saved: the staged folder stays hidden
+            model, record = real(*args, **kwargs)
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(experiment, "run_experiment", second_call_interrupted)
+    code, _, _ = _run(capsys, ["demo", "--quick", "--models", "pop,puresvd", "--out", str(tmp_path)])
+    assert code == 130
+    visible = sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert visible == ["pop"]
+    assert (tmp_path / "pop" / "result.json").exists() and (tmp_path / "pop" / "model.json").exists()
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_config_command_prints_loadable_defaults(name, tmp_path, capsys):
+    code, text, err = _run(capsys, ["config", name])
+    assert code == 0, err
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    exp = load_experiment(path)
+    config_cls, _ = get_model(name)
+    assert exp.model == name and exp.model_config() == config_cls()
+    assert exp.data == load_experiment(None).data and exp.eval == load_experiment(None).eval
+    assert "# " in text  # field docs as comments

@@ -1,0 +1,69 @@
+"""scripts/bootstrap.sh picks the torch index: PyTorch's CPU index without a working
+nvidia-smi, the default index with a GPU or when the CPU index cannot be reached.
+
+The script runs against a fake ``.venv/bin/python`` that records every call, and a fake
+``nvidia-smi`` that succeeds (GPU) or fails (no GPU)."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+echo "$*" >> "$FAKE_LOG"
+case "$1" in
+  -c) if [[ "$2" == *print* ]]; then echo "2.13.0+cpu CPU"; exit 0; fi
+      if [[ "$2" == "import torch" && -f "$FAKE_STATE/torch" ]]; then exit 0; fi
+      exit 1 ;;
+  -m) if [[ "$*" == *torch==* ]]; then touch "$FAKE_STATE/torch"; fi
+      if [[ "$*" == *--index-url* && "$FAKE_CPU_INSTALL_FAILS" == 1 ]]; then exit 1; fi
+      exit 0 ;;
+  -) cat > /dev/null; [[ "$FAKE_REACHABLE" == 1 ]] ;;
+esac
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize(
+    "gpu, reachable, cpu_fails, expect_cpu_index",
+    [(False, True, False, True), (False, False, False, False), (True, True, False, False),
+     (False, True, True, True)],
+)
+def test_bootstrap_chooses_the_torch_index(tmp_path, gpu, reachable, cpu_fails, expect_cpu_index):
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "bootstrap.sh", tmp_path / "scripts" / "bootstrap.sh")
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").write_text(FAKE_PYTHON)
+    (venv_bin / "python").chmod(0o755)
+    fake_bin = tmp_path / "fakebin"
+    fake_bin.mkdir()
+    (fake_bin / "nvidia-smi").write_text(f"#!/usr/bin/env bash\nexit {0 if gpu else 1}\n")
+    (fake_bin / "nvidia-smi").chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = {**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}", "FAKE_LOG": str(log),
+           "FAKE_STATE": str(tmp_path), "FAKE_REACHABLE": "1" if reachable else "0",
+           "FAKE_CPU_INSTALL_FAILS": "1" if cpu_fails else "0"}
+    env.pop("SEQREC_TORCH_INDEX", None)
+    res = subprocess.run(["bash", "scripts/bootstrap.sh"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    installs = [ln for ln in log.read_text().splitlines() if ln.startswith("-m pip install")]
+    torch_installs = [ln for ln in installs if "torch==2.13.0" in ln]
+    cpu = [ln for ln in torch_installs if "--index-url https://download.pytorch.org/whl/cpu" in ln]
+    assert bool(cpu) == expect_cpu_index, installs
+    if cpu:
+        assert "--no-deps" in cpu[0]
+    # torch always ends with a plain install from the default index (its dependencies, or the
+    # fallback), then the project
+    assert "--index-url" not in torch_installs[-1]
+    assert installs[-1].endswith('-e .[test,serve,plot]')
+    out = res.stdout
+    assert ("no NVIDIA GPU" in out) != gpu
+    if not gpu and not reachable:
+        assert "cannot be reached: falling back to the default index" in out
+    if cpu_fails:
+        assert "failed: falling back" in out

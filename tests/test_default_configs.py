@@ -1,0 +1,34 @@
+"""Every registered model runs with its default config on the default dataset
+(ml-latest-small, default preprocessing and split), on a tiny training budget: only the
+budget fields are overridden, never a size or rank."""
+
+import dataclasses
+import math
+
+import pytest
+
+from seqrec.config import load_experiment
+from seqrec.experiment import prepare_data, run_experiment
+from seqrec.registry import get_model, model_names
+
+# budget fields only: what bounds the run's length, not what shapes the model
+BUDGET = {"epochs": 1, "max_train_seconds": 1.0, "max_iters": 1}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return prepare_data(load_experiment(None))
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_default_config_runs_on_default_dataset(name, data, tmp_path):
+    config_cls, _ = get_model(name)
+    valid = {f.name for f in dataclasses.fields(config_cls)}
+    overrides = [f"model.name={name}"] + [f"train.{k}={v}" for k, v in BUDGET.items() if k in valid]
+    exp = load_experiment(None, overrides)
+    model, record = run_experiment(exp, data=data, save_dir=tmp_path / "model")
+    ndcg = record["metrics"]["test"]["NDCG@10"]
+    assert math.isfinite(ndcg) and 0.0 <= ndcg <= 1.0
+    assert model.n_items == data.prepared.n_items
+    recs = model.recommend([[1, 2, 3]], k=5)[0]  # raw ids of the shipped data
+    assert len(recs.items) == 5
