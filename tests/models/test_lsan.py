@@ -45,8 +45,8 @@ class TestLSANSumCombineConformance(ConformanceSuite):
 
 
 # --- quotient-remainder indexing ---------------------------------------------------------------
-@pytest.mark.parametrize("n_items,m1,n_tables", [(25, 2, 2), (25, 3, 2), (12101, 2, 2), (12101, 4, 2),
-                                                  (1000, 3, 3), (7, 7, 2), (10, 1, 1)])
+@pytest.mark.parametrize("n_items,m1,n_tables", [(25, 2, 2), (25, 3, 2), (12101, 2, 2),
+                                                  (12101, 4, 2), (1000, 3, 3), (7, 7, 2), (10, 1, 1)])
 def test_qr_indices_give_every_item_a_distinct_combination(n_items, m1, n_tables):
     sizes = qr_sizes(n_items, m1, n_tables)
     assert sizes[:-1] == [m1] * (n_tables - 1) and np.prod(sizes) >= n_items
@@ -111,11 +111,13 @@ def _batch(items, hours=None):
 def test_ablation_switches_change_the_model():
     full = _enc()
     names = {n for n, _ in full.named_parameters()}
-    assert any(n.startswith("att_") for n in names) and isinstance(full.layers[0], TwinAttentionBlock)
+    assert any(n.startswith("att_") for n in names)
+    assert isinstance(full.layers[0], TwinAttentionBlock)
     no_dyn = _enc(dynamic=False)
     assert not any(n.startswith("att_") for n, _ in no_dyn.named_parameters())
     assert isinstance(_enc(twin=False).layers[0], SelfAttentionBlock)
-    assert full.context.num_embeddings == 4 * 3 * 24 and _enc(time_slots="none").context.num_embeddings == 12
+    assert full.context.num_embeddings == 4 * 3 * 24  # (3 classes + pad) x 3 x 24 hours
+    assert _enc(time_slots="none").context.num_embeddings == 12
     items = [[0, 3, 5, 7, 2, 9, 11, 4]]
     hours = [[0, 1, 5, 9, 13, 17, 20, 23]]
     shifted = [[0, 2, 6, 10, 14, 18, 21, 22]]
@@ -126,7 +128,8 @@ def test_ablation_switches_change_the_model():
         assert torch.allclose(off(_batch(items, hours)), off(_batch(items, shifted)))
         # without dynamic weighting the composition is the plain sum of the base embeddings
         ids = torch.tensor([3, 5])
-        assert torch.allclose(no_dyn.output_embeddings()[0][ids], no_dyn.base_embeddings(ids).sum(-2))
+        assert torch.allclose(no_dyn.output_embeddings()[0][ids],
+                              no_dyn.base_embeddings(ids).sum(-2))
         assert torch.allclose(full.output_embeddings()[0][ids], full.base_embeddings(ids).mean(-2))
         # plain attention and twin attention are different functions of the same embeddings
         plain = _enc(twin=False)
@@ -190,3 +193,21 @@ def test_fit_reads_the_categories_of_the_training_data():
     expected = np.concatenate([[0], np.arange(train.n_items) % 4 + 2])  # classes 2..5
     # four equally widespread categories: class by decreasing count, ties by attribute id
     assert model.encoder.category_of.tolist() == expected.tolist()
+
+
+def test_candidate_cache_follows_the_weights():
+    enc = _enc()
+    with torch.no_grad():
+        first = enc.output_embeddings()[0]
+        assert enc.output_embeddings()[0] is first  # cached while nothing changes
+        enc.tables[1].weight[3] += 1.0  # what an optimizer step does: the version changes
+        second = enc.output_embeddings()[0]
+    assert second is not first and not torch.allclose(second[4:10], first[4:10])
+    ids = torch.arange(21)
+    assert torch.allclose(second, enc.base_embeddings(ids).mean(-2) * (ids > 0)[:, None])
+    w = enc.output_embeddings()[0]  # with gradients: composed afresh, differentiable
+    assert w.requires_grad and enc._candidates[1] is second
+    uncached = _enc(cache_candidates=False)
+    with torch.no_grad():
+        uncached.output_embeddings()
+    assert uncached._candidates is None

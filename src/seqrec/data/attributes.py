@@ -51,7 +51,8 @@ class ItemAttributes:
         for name in ("item", "attribute", "position"):
             arr = np.asarray(getattr(self, name))
             if arr.dtype.kind not in "iu":
-                raise DataError(f"item attributes: column '{name}' must hold integers, got {arr.dtype}")
+                raise DataError(f"item attributes: column '{name}' must hold integers, "
+                                f"got {arr.dtype}")
             object.__setattr__(self, name, arr.astype(np.int64, copy=False))
         object.__setattr__(self, "kind", np.asarray(self.kind, dtype=str))
 
@@ -72,7 +73,8 @@ class ItemAttributes:
         else:
             pos = np.clip(np.searchsorted(raw_ids, self.item), 0, len(raw_ids) - 1)
             keep = raw_ids[pos] == self.item
-        return ItemAttributes(pos[keep] + 1, self.attribute[keep], self.kind[keep], self.position[keep])
+        return ItemAttributes(pos[keep] + 1, self.attribute[keep], self.kind[keep],
+                              self.position[keep])
 
     def primary_category(
         self, n_items: int, kind: str = "category", max_share: float = 0.5, max_classes: int = 0

@@ -47,7 +47,10 @@ inner size ``D`` unless ``ffn_dim``), each sub-layer ``LayerNorm(x + Dropout(f(x
 **Scoring.** Candidates are composed without context (the candidate's context is unknown when
 ranking the catalogue): ``w_v = mean_n e_v^n``, the composition the dynamic weighting gives
 under uniform weights (``sum_n`` when ``dynamic=False``, the input composition of that
-variant); score ``= f_T . w_v``, full-softmax cross-entropy over all items.
+variant); score ``= f_T . w_v``, full-softmax cross-entropy over all items. Only the base
+tables are stored; scoring composes the candidate table and, by default, keeps it until the
+weights change (``cache_candidates``; off, every call recomposes it and no full-size table is
+ever held).
 
 **Training.** Adam (``betas = (0.9, 0.999)``, ``weight_decay = 0``), lr 1e-3, batch 256, and the
 paper's L2 term ``lambda ||Psi||^2`` on every parameter, added to the loss as
@@ -124,6 +127,9 @@ class LSANConfig(NeuralConfig):
     three per-field embeddings."""
     position_embedding: bool = True
     """Add learned absolute position embeddings (not in the paper's prose; see the docstring)."""
+    cache_candidates: bool = True
+    """Keep the composed candidate table between scoring calls (faster scoring; False recomposes
+    it at every call and holds no full-size table)."""
     l2: float = 1e-5
     """L2 coefficient lambda on all parameters (added to the loss as lambda / 2 * ||theta||^2)."""
     batch_size: int = 256
@@ -143,7 +149,8 @@ class LSANConfig(NeuralConfig):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.max_categories == 1:
-            raise ConfigError("max_categories must be 0 (all) or >= 2 ('other' is one class), got 1")
+            raise ConfigError("max_categories must be 0 (all) or >= 2 ('other' is one class), "
+                              "got 1")
         branch = self.dim // 2 if (self.twin and self.twin_combine == "split") else self.dim
         if self.twin and self.twin_combine == "split" and self.dim % 2:
             raise ConfigError(f"twin_combine='split' needs an even dim, got dim={self.dim}")
@@ -173,7 +180,8 @@ class LSANEncoder(SequenceEncoder):
     ``[n_items + 1]`` of category classes (``1..C``, 0 = PAD). Built without ``categories``
     (or with ``config.categories='none'``) every item is in class 1; ``LSAN.fit`` supplies them."""
 
-    def __init__(self, config: LSANConfig, n_items: int, categories: np.ndarray | None = None) -> None:
+    def __init__(self, config: LSANConfig, n_items: int,
+                 categories: np.ndarray | None = None) -> None:
         super().__init__()
         self.config, self.n_items = config, n_items
         d = config.dim
@@ -193,8 +201,9 @@ class LSANEncoder(SequenceEncoder):
         if config.context_embedding == "tuple":
             rows = (c + 1) * c * s
             if rows > MAX_CONTEXT_ROWS:
-                raise DataError(f"{c} category classes x {s} slots need {rows:,} context rows (> "
-                                f"{MAX_CONTEXT_ROWS:,}); set max_categories or context_embedding='sum'")
+                raise DataError(f"{c} category classes x {s} slots need {rows:,} context rows "
+                                f"(> {MAX_CONTEXT_ROWS:,}); set max_categories or "
+                                "context_embedding='sum'")
             self.context = nn.Embedding(rows, d)
         else:
             self.prev_emb, self.cur_emb = nn.Embedding(c + 1, d), nn.Embedding(c + 1, d)
@@ -207,6 +216,7 @@ class LSANEncoder(SequenceEncoder):
         self.pos_emb = nn.Embedding(config.max_len, d) if config.position_embedding else None
         self.emb_dropout = nn.Dropout(config.dropout)
         ffn = config.ffn_dim or d
+        self._candidates: tuple | None = None  # (base-table versions, composed table)
         self.layers = nn.ModuleList(
             TwinAttentionBlock(d, config.n_heads, config.kernel_size, ffn, config.dropout,
                                config.twin_combine) if config.twin
@@ -253,7 +263,7 @@ class LSANEncoder(SequenceEncoder):
         return self.fuse(torch.cat([h, ctx], dim=-1))
 
     # --- SequenceEncoder -------------------------------------------------------------------
-    def forward(self, batch: SequenceBatch) -> torch.Tensor:
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
         items = batch.items
         length = items.shape[1]
         if length > self.config.max_len:
@@ -264,15 +274,29 @@ class LSANEncoder(SequenceEncoder):
             x = x + self.pos_emb(torch.arange(self.config.max_len - length, self.config.max_len,
                                               device=items.device))[None]
         x = self.emb_dropout(x) * valid[..., None]
-        for layer in self.layers:
-            x = layer(x, valid)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, valid, last_only and i == len(self.layers) - 1)
         return x
 
+    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
+        """Hidden state of the last position ``[B, D]``; the last layer computes only it."""
+        return self.forward(batch, last_only=True)[:, -1]
+
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        # Outside training (no grad) the composed table is kept until a base table changes
+        # (an optimizer step or load_state_dict bumps the tensor versions): scoring then costs
+        # what a full table costs, at the price of holding the composed table in memory while
+        # scoring. ``cache_candidates=False`` recomposes it at every call instead.
+        cacheable = self.config.cache_candidates and not torch.is_grad_enabled()
+        key = tuple((t.weight._version, t.weight.data_ptr()) for t in self.tables)
+        if cacheable and self._candidates is not None and self._candidates[0] == key:
+            return self._candidates[1], None
         ids = torch.arange(self.n_items + 1, device=self.category_of.device)
         base = self.base_embeddings(ids)  # [I + 1, N, D]
-        w = base.mean(-2) if self.config.dynamic else base.sum(-2)
-        return w * ids.ne(0)[:, None], None  # PAD row 0
+        w = (base.mean(-2) if self.config.dynamic else base.sum(-2)) * ids.ne(0)[:, None]  # PAD 0
+        if cacheable:
+            self._candidates = (key, w)
+        return w, None
 
 
 class LSAN(TorchRecommender):
@@ -302,7 +326,8 @@ class LSAN(TorchRecommender):
     def compute_loss(self, data: dict) -> torch.Tensor:
         loss = super().compute_loss(data)
         if self.config.l2 > 0:
-            loss = loss + 0.5 * self.config.l2 * sum(p.pow(2).sum() for p in self.encoder.parameters())
+            squares = sum(p.pow(2).sum() for p in self.encoder.parameters())
+            loss = loss + 0.5 * self.config.l2 * squares
         return loss
 
     def _load_state(self, state: dict[str, np.ndarray]) -> None:

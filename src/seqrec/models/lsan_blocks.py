@@ -31,13 +31,16 @@ class CausalAttentionBranch(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim)
         self.out = nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        """``x [B, L, d]``, ``mask [B, L, L]`` -> ``[B, L, d]`` (``[B, 1, d]`` if ``last_only``)."""
         b, length, dim = x.shape
         h = self.n_heads
         q, k, v = self.qkv(x).view(b, length, 3, h, dim // h).permute(2, 0, 3, 1, 4)
+        if last_only:
+            q, mask = q[:, :, -1:], mask[:, -1:]
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0)
-        return self.out(out.transpose(1, 2).reshape(b, length, dim))
+        return self.out(out.transpose(1, 2).reshape(b, q.shape[2], dim))
 
 
 class CausalLightConv(nn.Module):
@@ -68,11 +71,15 @@ class ConvBranch(nn.Module):
         self.conv = CausalLightConv(dim, n_heads, kernel_size)
         self.out = nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, valid: torch.Tensor,
+                last_only: bool = False) -> torch.Tensor:
+        if last_only:  # the last output reads only the last K positions
+            x, valid = x[:, -self.conv.kernel_size:], valid[:, -self.conv.kernel_size:]
         # PAD positions must enter the convolution as zeros (the GLU bias would make them
         # non-zero), so that extra left padding leaves real outputs unchanged
         g = F.glu(self.inp(x), dim=-1) * valid[..., None]
-        return self.out(self.conv(g))
+        y = self.conv(g)
+        return self.out(y[:, -1:] if last_only else y)
 
 
 class TwinAttentionBlock(nn.Module):
@@ -89,13 +96,18 @@ class TwinAttentionBlock(nn.Module):
         self.ffn = PointWiseFFN(dim, ffn_dim, dropout, activation="gelu")
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, valid: torch.Tensor,
+                last_only: bool = False) -> torch.Tensor:
+        """``[B, L, D] -> [B, L, D]`` (``[B, 1, D]``, the last position, if ``last_only``)."""
         mask = causal_padding_mask(valid)
         if self.combine == "split":
             half = x.shape[-1] // 2
-            y = torch.cat([self.attn(x[..., :half], mask), self.conv(x[..., half:], valid)], -1)
+            y = torch.cat([self.attn(x[..., :half], mask, last_only),
+                           self.conv(x[..., half:], valid, last_only)], -1)
         else:
-            y = self.attn(x, mask) + self.conv(x, valid)
+            y = self.attn(x, mask, last_only) + self.conv(x, valid, last_only)
+        if last_only:
+            x, valid = x[:, -1:], valid[:, -1:]
         x = self.norm1(x + self.dropout(y)) * valid[..., None]
         return self.norm2(x + self.ffn(x)) * valid[..., None]
 
@@ -111,6 +123,10 @@ class SelfAttentionBlock(nn.Module):
         self.ffn = PointWiseFFN(dim, ffn_dim, dropout, activation="gelu")
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        x = self.norm1(x + self.dropout(self.attn(x, causal_padding_mask(valid)))) * valid[..., None]
+    def forward(self, x: torch.Tensor, valid: torch.Tensor,
+                last_only: bool = False) -> torch.Tensor:
+        y = self.attn(x, causal_padding_mask(valid), last_only)
+        if last_only:
+            x, valid = x[:, -1:], valid[:, -1:]
+        x = self.norm1(x + self.dropout(y)) * valid[..., None]
         return self.norm2(x + self.ffn(x)) * valid[..., None]

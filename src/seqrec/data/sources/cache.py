@@ -3,9 +3,10 @@ decompression and text parsing (ML-1M: ~0.4 s of CPU -> a few tens of ms).
 
 Entries live in ``<cache>/parsed/`` (``$SEQREC_CACHE_DIR`` or ``~/.cache/seqrec``). The key is a
 hash of the cache format, the reader, and the absolute path, size and modification time of every
-input file, so editing or replacing a file invalidates its entry. Each entry is three files:
+input file, so editing or replacing a file invalidates its entry. Each entry is up to four files:
 ``<key>.parquet`` (user, item, timestamp[, rating]), ``<key>.items.parquet`` (side table, if
-any), ``<key>.attributes.parquet`` (item attributes, if any) and ``<key>.json`` (name, has_time, notes), each written to a temporary file and renamed;
+any), ``<key>.attributes.parquet`` (item attributes, if any) and ``<key>.json`` (name, has_time,
+notes), each written to a temporary file and renamed;
 the JSON is written last and marks the entry complete. No pickle anywhere. A cache that cannot
 be written (read-only home) or read (corrupt entry) is logged and ignored: the file is parsed.
 
