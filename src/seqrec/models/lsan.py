@@ -47,7 +47,9 @@ inner size ``D`` unless ``ffn_dim``), each sub-layer ``LayerNorm(x + Dropout(f(x
 **Scoring.** Candidates are composed without context (the candidate's context is unknown when
 ranking the catalogue): ``w_v = mean_n e_v^n``, the composition the dynamic weighting gives
 under uniform weights (``sum_n`` when ``dynamic=False``, the input composition of that
-variant); score ``= f_T . w_v``, full-softmax cross-entropy over all items. Only the base
+variant); score ``= f_T . w_v``, full-softmax cross-entropy over all items. (With additive
+composition the ``m1`` items that share a row of the last table differ by the same offsets for
+every user: the price of the compression, which grows with ``m1``.) Only the base
 tables are stored; scoring composes the candidate table and, by default, keeps it until the
 weights change (``cache_candidates``; off, every call recomposes it and no full-size table is
 ever held).
@@ -56,8 +58,8 @@ ever held).
 paper's L2 term ``lambda ||Psi||^2`` on every parameter, added to the loss as
 ``(l2 / 2) * sum ||theta||^2`` (the gradient of ``torch.optim.Adam(weight_decay=l2)``), l2 = 1e-5.
 Dropout (0.2 on the input embedding and residual branches) and ``max_len`` = 50 are not given in
-the paper. Initialisation: N(0, 0.02) for every embedding table, PyTorch defaults for linear
-layers, uniform convolution kernels.
+the paper. Initialisation: N(0, 0.02) for every embedding table, Xavier-normal weights and zero
+biases for linear layers, uniform convolution kernels.
 """
 
 from __future__ import annotations
@@ -225,6 +227,12 @@ class LSANEncoder(SequenceEncoder):
         for module in self.modules():
             if isinstance(module, nn.Embedding):
                 nn.init.normal_(module.weight, 0.0, 0.02)
+            elif isinstance(module, nn.Linear):
+                # Xavier weights and zero biases: with PyTorch's default biases the input MLP
+                # starts as a near-constant vector that drowns the item signal (slow start)
+                nn.init.xavier_normal_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
 
     # --- embeddings ------------------------------------------------------------------------
     def base_embeddings(self, items: torch.Tensor) -> torch.Tensor:

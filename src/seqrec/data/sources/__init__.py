@@ -181,6 +181,8 @@ def describe_source(name: str, verbose: bool = False) -> str:
     lines = [f"{spec.name}: {spec.description}"]
     if spec.files:
         lines.append(f"  file: {spec.files[0]} (in {data_dir()})")
+        if spec.reader == "shared_files:read_seq_with_attributes":
+            lines.append(f"  item attributes: {spec.files[1]} (optional)")
     if size:
         lines.append(f"  {size}")
     lines.append(f"  timestamps: {'yes' if spec.has_time else 'no (file order only)'}")
