@@ -144,6 +144,18 @@ def markdown(record: dict) -> str:
         lines.append(f"| {name} | {b1['wall_ms']:.2f} / {b1['cpu_ms']:.2f} | "
                      f"{b256['wall_ms']:.1f} / {b256['cpu_ms']:.1f} | "
                      f"{b256['wall_ms_per_user']:.3f} |")
+    lsan, sas = rows["LSAN m1=2"], rows["SASRec (2 blocks)"]
+    lines += ["", f"LSAN at m1 = 2 has {100 * lsan['size']['parameters'] / ref:.0f}% of SASRec's "
+              "parameters (the paper: about 60%) and half its item-embedding memory; one user's "
+              f"top-10 costs {lsan['latency']['batch1']['cpu_ms']:.1f} ms of CPU against "
+              f"{sas['latency']['batch1']['cpu_ms']:.1f} ms (batch 256: "
+              f"{lsan['latency']['batch256']['cpu_ms']:.0f} vs "
+              f"{sas['latency']['batch256']['cpu_ms']:.0f} ms): LSAN's one layer is cheaper than "
+              "SASRec's two blocks, but its input embedding (context attention over the base "
+              "embeddings and the fusion MLP at every position) is not a plain lookup. "
+              "Recomposing the candidate table at every call instead of keeping it costs "
+              f"{rows['LSAN m1=2, recompose candidates']['latency']['batch1']['cpu_ms']:.0f} ms "
+              "at batch 1."]
     lines += ["", f"Saved model = `state.npz` + `model.json` + `vocab.npz` (raw ids); both carry a "
               "popularity vector, LSAN also its item -> category buffer (int64).", "",
               f"Hardware: {hardware_line(record['hardware'])}. "
@@ -158,7 +170,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--repeats", type=int, default=30, help="calls at batch 1 (batch 256: 1/3)")
+    p.add_argument("--render", action="store_true", help="only rewrite the .md from the .json")
     args = p.parse_args()
+    if args.render:
+        md = markdown(json.loads((OUT / "lsan_size.json").read_text()))
+        (OUT / "lsan_size.md").write_text(md)
+        return
     torch.set_num_threads(args.threads)
     seqs = preprocess(load(DATASET), PreprocessConfig(filter="none")).sequences()
     split = leave_last_out(seqs)
