@@ -20,6 +20,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "sasrec": ("seqrec.models.sasrec:SASRecConfig", "seqrec.models.sasrec:SASRec"),
     "lrurec": ("seqrec.models.lrurec:LRURecConfig", "seqrec.models.lrurec:LRURec"),
     "hstu": ("seqrec.models.hstu:HSTUConfig", "seqrec.models.hstu:HSTU"),
+    "lsan": ("seqrec.models.lsan:LSANConfig", "seqrec.models.lsan:LSAN"),
 }
 
 

@@ -3,17 +3,22 @@
 Columns are NumPy arrays of equal length: ``user``, ``item`` (int64 ids), ``timestamp`` (int64 Unix
 seconds; a file with order but no time gets ``0, 1, 2, ...`` within the file and
 ``has_time=False``), and an optional ``rating`` (float32). An optional ``items`` side table maps
-item id -> title / genres / category (dict of equal-length arrays with an ``item`` column).
+item id -> title / genres / category (dict of equal-length arrays with an ``item`` column); an
+optional ``item_attributes`` (:class:`seqrec.data.attributes.ItemAttributes`) holds multi-valued
+attributes (categories, brands, tags) keyed by the same item ids.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from seqrec.errors import DataError
+
+if TYPE_CHECKING:
+    from seqrec.data.attributes import ItemAttributes
 
 REQUIRED = ("user", "item", "timestamp")
 
@@ -46,6 +51,7 @@ class Interactions:
         has_time: whether ``timestamp`` holds real time rather than file order.
         name: dataset name, for reports.
         notes: preprocessing steps applied so far (recorded in every result).
+        item_attributes: optional long table of item attributes (categories, brands, tags).
     """
 
     user: np.ndarray
@@ -56,6 +62,7 @@ class Interactions:
     has_time: bool = True
     name: str = "unnamed"
     notes: tuple[str, ...] = field(default_factory=tuple)
+    item_attributes: ItemAttributes | None = None
 
     def __post_init__(self) -> None:
         cols = {"user": self.user, "item": self.item, "timestamp": self.timestamp}
@@ -108,6 +115,7 @@ class Interactions:
             has_time=self.has_time,
             name=self.name,
             notes=notes,
+            item_attributes=self.item_attributes,
         )
 
     def replace(self, **changes: Any) -> Interactions:

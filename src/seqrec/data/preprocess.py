@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from seqrec.data.attributes import ItemAttributes
 from seqrec.data.interactions import Interactions
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError, DataError
@@ -16,10 +17,14 @@ from seqrec.errors import ConfigError, DataError
 
 @dataclass(frozen=True)
 class ItemVocab:
-    """Raw item id <-> internal id. ``raw[i - 1]`` is the raw id of internal id ``i``."""
+    """Raw item id <-> internal id. ``raw[i - 1]`` is the raw id of internal id ``i``.
+
+    ``attributes`` (optional) holds the item attributes keyed by internal id (``1..n``).
+    """
 
     raw: np.ndarray
     titles: np.ndarray | None = None
+    attributes: ItemAttributes | None = None
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -147,7 +152,7 @@ def k_core(inter: Interactions, k: int = 5) -> Interactions:
         out = Interactions(
             out.user[keep], out.item[keep], out.timestamp[keep],
             None if out.rating is None else out.rating[keep],
-            out.items, out.has_time, out.name, out.notes,
+            out.items, out.has_time, out.name, out.notes, out.item_attributes,
         )
         rounds += 1
     return out.replace(notes=out.notes + (f"iterative {k}-core ({rounds} rounds)",))
@@ -170,11 +175,17 @@ def remap(inter: Interactions) -> Prepared:
     if inter.items is not None and "raw_id" in inter.items:
         # sources with string ids store codes in `item` and the original text in `raw_id`
         raw = np.asarray(inter.items["raw_id"], dtype=object)[item_raw]
+    notes = inter.notes + ("ids remapped: items 1..n, 0 = PAD",)
+    attributes = None
+    if inter.item_attributes is not None:  # re-keyed to 1..n; rows of dropped items go
+        attributes = inter.item_attributes.remap(item_raw)
+        notes += (f"item attributes re-keyed to internal ids: {len(attributes)} of "
+                  f"{len(inter.item_attributes)} rows kept",)
     remapped = Interactions(
         users.astype(np.int64), items.astype(np.int64) + 1, inter.timestamp, inter.rating,
-        inter.items, inter.has_time, inter.name, inter.notes + ("ids remapped: items 1..n, 0 = PAD",),
+        inter.items, inter.has_time, inter.name, notes, attributes,
     )
-    return Prepared(remapped, ItemVocab(raw, titles), user_raw)
+    return Prepared(remapped, ItemVocab(raw, titles, attributes), user_raw)
 
 
 def to_sequences(inter: Interactions, n_items: int, vocab: ItemVocab | None = None) -> Sequences:
@@ -184,7 +195,8 @@ def to_sequences(inter: Interactions, n_items: int, vocab: ItemVocab | None = No
     n_users = int(inter.user.max()) + 1
     counts = np.bincount(inter.user, minlength=n_users)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return Sequences(offsets, inter.item, n_items, inter.timestamp, np.arange(n_users), vocab)
+    return Sequences(offsets, inter.item, n_items, inter.timestamp, np.arange(n_users), vocab,
+                     inter.has_time)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,9 @@ class Sequences:
         n_items: catalogue size (ids run ``1..n_items``).
         timestamps: optional int64 ``[nnz]`` Unix seconds aligned with ``items``.
         users: optional int64 ``[R]`` internal user id of each row.
-        vocab: optional item vocabulary (raw id <-> internal id), carried for ``recommend``.
+        vocab: optional item vocabulary (raw id <-> internal id, item attributes), carried
+            for ``recommend`` and for models that read item side information.
+        has_time: whether ``timestamps`` are real Unix seconds (False: only a file order).
     """
 
     offsets: np.ndarray
@@ -38,6 +40,7 @@ class Sequences:
     timestamps: np.ndarray | None = None
     users: np.ndarray | None = None
     vocab: ItemVocab | None = None
+    has_time: bool = True
 
     def __post_init__(self) -> None:
         offsets = np.asarray(self.offsets, dtype=np.int64)
@@ -74,6 +77,7 @@ class Sequences:
         timestamps: list[list[int]] | None = None,
         users: np.ndarray | None = None,
         vocab: ItemVocab | None = None,
+        has_time: bool = True,
     ) -> Sequences:
         lengths = np.array([len(r) for r in rows], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -91,7 +95,7 @@ class Sequences:
             )
         if n_items is None:
             n_items = int(items.max()) if len(items) else 1
-        return cls(offsets, items, n_items, ts, users, vocab)
+        return cls(offsets, items, n_items, ts, users, vocab, has_time)
 
     # --- access -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -139,6 +143,7 @@ class Sequences:
             None if self.timestamps is None else self.timestamps[idx],
             None if self.users is None else self.users[rows],
             self.vocab,
+            self.has_time,
         )
 
     def to_csr(self, weights: np.ndarray | None = None):

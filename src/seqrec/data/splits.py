@@ -138,7 +138,7 @@ def temporal_split(seqs: Sequences, valid: str | int = "3W", test: str | int = "
         counts = np.bincount(row_ids[keep], minlength=len(seqs))
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return Sequences(offsets, seqs.items[keep], seqs.n_items, seqs.timestamps[keep],
-                         seqs.users, seqs.vocab)
+                         seqs.users, seqs.vocab, seqs.has_time)
 
     def targets(mask: np.ndarray, part: int) -> tuple[Targets, int]:
         sub = subset(mask)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from seqrec.data.attributes import ItemAttributes
 from seqrec.data.preprocess import ItemVocab
 from seqrec.data.sequences import Sequences, Targets
 
@@ -17,7 +18,8 @@ def markov_sequences(
     seed: int = 0,
 ) -> Sequences:
     """Sequences following ``next = cur % n_items + 1`` (with prob. ``1 - noise``), random
-    otherwise; every user has a vocabulary of raw ids ``"i1".."iN"``."""
+    otherwise; every user has a vocabulary of raw ids ``"i1".."iN"``, whose item attributes
+    give item ``i`` the category ``(i - 1) % 4 + 1`` (for models that read categories)."""
     rng = np.random.default_rng(seed)
     rows = []
     for _ in range(n_users):
@@ -28,7 +30,10 @@ def markov_sequences(
             cur = cur % n_items + 1 if rng.random() > noise else int(rng.integers(1, n_items + 1))
             row.append(cur)
         rows.append(row)
-    vocab = ItemVocab(np.array([f"i{i}" for i in range(1, n_items + 1)], dtype=object))
+    ids = np.arange(1, n_items + 1, dtype=np.int64)
+    attributes = ItemAttributes(ids, (ids - 1) % 4 + 1, np.full(n_items, "category"),
+                                np.zeros(n_items, np.int64))
+    vocab = ItemVocab(np.array([f"i{i}" for i in ids], dtype=object), attributes=attributes)
     times = [list(range(len(r))) for r in rows]
     return Sequences.from_lists(rows, n_items=n_items, timestamps=times,
                                 users=np.arange(n_users), vocab=vocab)

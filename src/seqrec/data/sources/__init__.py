@@ -59,6 +59,17 @@ def _seq(name, file, desc, stats, time=False, download=None, raw=None):
                        raw_reader=raw)
 
 
+def _with_attributes(name, file, attributes, desc, stats, time=False):
+    """A sequence file plus its optional item-attribute table (categories, brands)."""
+    return DatasetSpec(name, desc, (file, attributes), "shared_files:read_seq_with_attributes",
+                       stats, has_time=time)
+
+
+# readers called as f(file, dataset name, *optional files)
+_NAMED_READERS = ("shared_files:read_seq_tsv", "shared_files:read_seq_with_attributes")
+_S3REC_ATTR = "; item attributes (brand, categories) of S3-Rec"
+
+
 _AMAZON_RAW = "amazon:read_reviews_json"
 _ML_RAW = "movielens:read_movielens_dir"
 DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
@@ -89,12 +100,15 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
          "day timestamps", (22363, 12101, 198502), True, "amazon2014-beauty", _AMAZON_RAW),
     _seq("amazon-sports", "amazon-sports-5core.time.tsv.xz", "Amazon 2014 Sports and Outdoors "
          "5-core with day timestamps", (35598, 18357, 296337), True, "amazon2014-sports", _AMAZON_RAW),
-    _seq("amazon-beauty-s3rec", "amazon-beauty-5core.s3rec.tsv.xz", f"Amazon Beauty 5-core, {_S3REC}",
-         (22363, 12101, 198502)),
-    _seq("amazon-sports-s3rec", "amazon-sports-5core.s3rec.tsv.xz", f"Amazon Sports 5-core, {_S3REC}",
-         (35598, 18357, 296337)),
-    _seq("amazon-toys-s3rec", "amazon-toys-5core.s3rec.tsv.xz", f"Amazon Toys 5-core, {_S3REC}",
-         (19412, 11924, 167597)),
+    _with_attributes("amazon-beauty-s3rec", "amazon-beauty-5core.s3rec.tsv.xz",
+                     "amazon-beauty-5core.s3rec.item_attributes.tsv.xz",
+                     f"Amazon Beauty 5-core, {_S3REC}{_S3REC_ATTR}", (22363, 12101, 198502)),
+    _with_attributes("amazon-sports-s3rec", "amazon-sports-5core.s3rec.tsv.xz",
+                     "amazon-sports-5core.s3rec.item_attributes.tsv.xz",
+                     f"Amazon Sports 5-core, {_S3REC}{_S3REC_ATTR}", (35598, 18357, 296337)),
+    _with_attributes("amazon-toys-s3rec", "amazon-toys-5core.s3rec.tsv.xz",
+                     "amazon-toys-5core.s3rec.item_attributes.tsv.xz",
+                     f"Amazon Toys 5-core, {_S3REC}{_S3REC_ATTR}", (19412, 11924, 167597)),
     _seq("amazon-videogames", "amazon-videogames.sasrec.tsv.xz", "Amazon Video Games as in "
          "SASRec (single-pass 5 filter), no timestamps", (31013, 23715, 287107)),
     _seq("amazon-beauty-bert4rec", "amazon-beauty.bert4rec.tsv.xz", "Amazon Beauty as in "
@@ -103,8 +117,13 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
          "with timestamps", (30431, 20033, 316354), True),
     _seq("yelp2022", "yelp2022-5core.time.tsv.xz", "Yelp 2022 release, 2019 reviews, 5-core, "
          "with timestamps", (19855, 14541, 207045), True),
-    _seq("yelp2020-s3rec", "yelp2020-5core.s3rec.tsv.xz", f"Yelp 5-core, {_S3REC}",
-         (30431, 20033, 316354)),
+    _with_attributes("yelp2020-s3rec", "yelp2020-5core.s3rec.tsv.xz",
+                     "yelp2020-5core.s3rec.item_attributes.tsv.xz",
+                     f"Yelp 5-core, {_S3REC}; business categories of S3-Rec", (30431, 20033, 316354)),
+    _with_attributes("yelp2020-s3rec-time", "yelp2020-5core.s3rec.time.tsv.xz",
+                     "yelp2020-5core.s3rec.item_attributes.tsv.xz",
+                     "Yelp 5-core in the S3-Rec id space and order with real timestamps (Unix "
+                     "seconds, UTC); business categories of S3-Rec", (30431, 20033, 316354), True),
     _seq("lastfm", "lastfm-hetrec.s3rec.tsv.xz", "Last.fm HetRec 2011 artists as in S3-Rec, "
          "no timestamps", (1090, 3646, 52551)),
     _seq("diginetica-train", "diginetica.srgnn.train.tsv.xz", "DIGINETICA sessions "
@@ -162,6 +181,8 @@ def describe_source(name: str, verbose: bool = False) -> str:
     lines = [f"{spec.name}: {spec.description}"]
     if spec.files:
         lines.append(f"  file: {spec.files[0]} (in {data_dir()})")
+        if spec.reader == "shared_files:read_seq_with_attributes":
+            lines.append(f"  item attributes: {spec.files[1]} (optional)")
     if size:
         lines.append(f"  {size}")
     lines.append(f"  timestamps: {'yes' if spec.has_time else 'no (file order only)'}")
@@ -193,10 +214,9 @@ def _load_named(spec: DatasetSpec, root: str | Path | None, use_cache: bool | No
     folder = data_dir(root)
     if spec.files and (folder / spec.files[0]).is_file():
         args: list[Any] = [folder / spec.files[0]]
-        if spec.reader == "shared_files:read_seq_tsv":
+        if spec.reader in _NAMED_READERS:
             args.append(spec.name)
-        else:
-            args += [folder / f if (folder / f).is_file() else None for f in spec.files[1:]]
+        args += [folder / f if (folder / f).is_file() else None for f in spec.files[1:]]
         paths = [a for a in args if isinstance(a, Path) or a is None]
         return cache.cached(paths, spec.reader + ":" + spec.name, lambda: _call(spec.reader, *args),
                             use_cache)

@@ -3,9 +3,10 @@ decompression and text parsing (ML-1M: ~0.4 s of CPU -> a few tens of ms).
 
 Entries live in ``<cache>/parsed/`` (``$SEQREC_CACHE_DIR`` or ``~/.cache/seqrec``). The key is a
 hash of the cache format, the reader, and the absolute path, size and modification time of every
-input file, so editing or replacing a file invalidates its entry. Each entry is three files:
+input file, so editing or replacing a file invalidates its entry. Each entry is up to four files:
 ``<key>.parquet`` (user, item, timestamp[, rating]), ``<key>.items.parquet`` (side table, if
-any) and ``<key>.json`` (name, has_time, notes), each written to a temporary file and renamed;
+any), ``<key>.attributes.parquet`` (item attributes, if any) and ``<key>.json`` (name, has_time,
+notes), each written to a temporary file and renamed;
 the JSON is written last and marks the entry complete. No pickle anywhere. A cache that cannot
 be written (read-only home) or read (corrupt entry) is logged and ignored: the file is parsed.
 
@@ -65,12 +66,20 @@ def get(k: str) -> Interactions | None:
         if meta["has_items"]:
             side = pl.read_parquet(folder / f"{k}.items.parquet")
             items = {c: side[c].to_numpy() for c in side.columns}
+        attributes = None
+        if meta.get("has_attributes"):
+            from seqrec.data.attributes import ItemAttributes
+
+            att = pl.read_parquet(folder / f"{k}.attributes.parquet")
+            attributes = ItemAttributes(att["item"].to_numpy(), att["attribute"].to_numpy(),
+                                        att["kind"].to_numpy(), att["position"].to_numpy())
         return Interactions(
             user=df["user"].to_numpy(), item=df["item"].to_numpy(),
             timestamp=df["timestamp"].to_numpy(),
             rating=df["rating"].to_numpy() if "rating" in df.columns else None,
             items=items, has_time=meta["has_time"], name=meta["name"],
             notes=tuple(meta["notes"]),  # identical to a fresh parse: results must not differ
+            item_attributes=attributes,
         )
     except Exception as exc:  # a broken entry must never break loading: reparse instead
         log.warning("ignoring unreadable parse-cache entry %s: %s", k, exc)
@@ -98,8 +107,15 @@ def put(k: str, inter: Interactions) -> None:
         if inter.items is not None:
             side = pl.DataFrame({c: pl.Series(c, v, strict=False) for c, v in inter.items.items()})
             _atomic(folder / f"{k}.items.parquet", lambda p: side.write_parquet(p, compression="lz4"))
+        att = inter.item_attributes
+        if att is not None:
+            frame = pl.DataFrame({"item": att.item, "attribute": att.attribute,
+                                  "kind": att.kind.astype(object), "position": att.position})
+            _atomic(folder / f"{k}.attributes.parquet",
+                    lambda p: frame.write_parquet(p, compression="lz4"))
         meta = {"name": inter.name, "has_time": inter.has_time, "notes": list(inter.notes),
-                "has_items": inter.items is not None, "format": FORMAT}
+                "has_items": inter.items is not None, "has_attributes": att is not None,
+                "format": FORMAT}
         _atomic(folder / f"{k}.json", lambda p: p.write_text(json.dumps(meta)))
     except Exception as exc:  # caching is an optimisation: never fail a load because of it
         log.warning("could not write the parse cache in %s: %s", folder, exc)

@@ -38,6 +38,21 @@ def read_seq_tsv(path: str | Path, name: str, items: dict | None = None) -> Inte
     return _io.build(name, user, item, ts, rating=rating, items=items, notes=notes)
 
 
+def read_seq_with_attributes(path: str | Path, name: str,
+                             attributes_path: str | Path | None = None) -> Interactions:
+    """A shared sequence file plus, when present, its ``*.item_attributes.tsv.xz`` table
+    (item ids of the sequence file; see :mod:`seqrec.data.attributes`)."""
+    inter = read_seq_tsv(path, name)
+    if attributes_path is None:
+        return inter
+    from seqrec.data.attributes import read_item_attributes_tsv
+
+    att = read_item_attributes_tsv(attributes_path)
+    return inter.replace(item_attributes=att, notes=inter.notes + (
+        f"item attributes from {Path(attributes_path).name} ({len(att)} rows, kinds: "
+        f"{', '.join(att.kinds())})",))
+
+
 def read_ml1m_seq(path: str | Path, movies_path: str | Path | None = None) -> Interactions:
     """``ml-1m.seq.tsv.xz``: complete ML-1M in time order, ratings kept, no timestamps."""
     items = movielens.read_movies_dat(movies_path) if movies_path else None

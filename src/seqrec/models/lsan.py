@@ -1,0 +1,364 @@
+"""LSAN: Lightweight Self-Attentive Sequential Recommendation (Li, Chen, Zhang, Yin, CIKM 2021,
+arXiv 2108.11333).
+
+The paper's displayed equations are missing from the text we hold; the model below is rebuilt
+from its prose and from the quotient-remainder (QR) compositional embeddings it cites (Shi et
+al., "Compositional Embeddings Using Complementary Partitions", KDD 2020). Every choice the
+prose leaves open is listed here.
+
+**Compositional item embeddings.** ``N = n_tables`` base tables ``E_n`` of ``m_n`` rows, with
+``m_1 = ... = m_{N-1} = m1`` and ``m_N = ceil(|V| / m1^(N-1))`` (the paper: N = 2, m2 = |V| / m1).
+Item ``v`` (internal id ``1..|V|``, shifted to ``j = v - 1``) takes row ``(j // m1^(n-1)) mod
+m_n`` of table ``n`` (the quotient-remainder trick: ``j mod m1`` and ``j // m1`` for N = 2), so
+every item gets a distinct combination and no index is stored. ``n_tables = 1`` is the full
+table (the paper's LSAN_full.emb).
+
+**Context.** ``r_i = (c_{i-1}, c_i, slot(i))``: the categories of the previous and the current
+item and the hour of day of interaction ``i`` (``(t // 3600) mod 24``, UTC). The previous category
+of the first item of the input window is a padding label (0). Categories come from the dataset's
+item attributes (:meth:`seqrec.data.attributes.ItemAttributes.primary_category`: the item's most
+widespread category, skipping roots carried by more than half the catalogue, i.e. the coarsest
+informative level; ``max_categories`` folds rare ones into an "other" class).
+``context_embedding="tuple"`` (default) gives every possible tuple its own learned vector (one
+table of ``(C + 1) * C * S`` rows, the paper's "one-hot per tuple, mapped to a dense
+vector"); ``"sum"`` sums three per-field embeddings instead (``2C + 1 + S`` rows, for large
+category sets). Fallbacks, recorded in the config: ``categories="none"`` puts every item in one
+category, ``time_slots="none"`` uses one slot (the S3-Rec Amazon files have no timestamps; the
+original Amazon ones have days only, so their hour is constant anyway). A history scored without
+timestamps (``recommend`` from raw ids) averages the context over the hour slots.
+
+**Dynamic weighting.** The prose names SiLU and "an attention weight for each base embedding"
+under context ``r_i``; we use additive attention with the context as query:
+``a_i^n = softmax_n(w^T SiLU(W_r r_i + W_e e_i^n))``, ``h_i = sum_n a_i^n e_i^n``.
+``dynamic=False`` is LSAN_w/o.dynamic: ``h_i = sum_n e_i^n`` (Shi et al.'s QR with addition).
+**Fusion**: ``h~_i = MLP([h_i; r_i])`` with MLP = ``Linear(2D, D) -> SiLU -> Linear(D, D)`` (the
+paper: "a multi-layer perceptron 2D -> D", "a non-linear operation").
+
+**Positions.** The prose does not mention position embeddings; we add SASRec's learned absolute
+positions (counted from the most recent item) to ``h~_i``, since the self-attention branch is
+otherwise order-blind beyond its causal mask. ``position_embedding=False`` drops them.
+
+**Twin attention** (:mod:`seqrec.models.lsan_blocks`): Lite-Transformer-style split of the
+channels between a causal self-attention branch and a causal lightweight depthwise convolution
+branch (kernel 5), ``H = 2`` heads each, outputs concatenated; then the position-wise FFN (GELU,
+inner size ``D`` unless ``ffn_dim``), each sub-layer ``LayerNorm(x + Dropout(f(x)))``.
+``twin=False`` is LSAN_plain.attn (self-attention over all D channels).
+
+**Scoring.** Candidates are composed without context (the candidate's context is unknown when
+ranking the catalogue): ``w_v = mean_n e_v^n``, the composition the dynamic weighting gives
+under uniform weights (``sum_n`` when ``dynamic=False``, the input composition of that
+variant); score ``= f_T . w_v``, full-softmax cross-entropy over all items. (With additive
+composition the ``m1`` items that share a row of the last table differ by the same offsets for
+every user: the price of the compression, which grows with ``m1``.) Only the base
+tables are stored; scoring composes the candidate table and, by default, keeps it until the
+weights change (``cache_candidates``; off, every call recomposes it and no full-size table is
+ever held).
+
+**Training.** Adam (``betas = (0.9, 0.999)``, ``weight_decay = 0``), lr 1e-3, batch 256, and the
+paper's L2 term ``lambda ||Psi||^2`` on every parameter, added to the loss as
+``(l2 / 2) * sum ||theta||^2`` (the gradient of ``torch.optim.Adam(weight_decay=l2)``), l2 = 1e-5.
+Dropout (0.2 on the input embedding and residual branches) and ``max_len`` = 50 are not given in
+the paper. Initialisation: N(0, 0.02) for every embedding table, Xavier-normal weights and zero
+biases for linear layers, uniform convolution kernels.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqrec.data.batching import SequenceBatch
+from seqrec.data.sequences import Sequences, Targets
+from seqrec.errors import ConfigError, DataError
+from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.lsan_blocks import SelfAttentionBlock, TwinAttentionBlock
+from seqrec.models.torch_recommender import (
+    NeuralConfig, TorchRecommender, check_choice, check_positive, check_range,
+)
+
+log = logging.getLogger(__name__)
+MAX_CONTEXT_ROWS = 1 << 20
+HOURS = 24
+
+
+@dataclass(frozen=True)
+class LSANConfig(NeuralConfig):
+    """LSAN hyperparameters (training fields inherited from ``NeuralConfig``; the paper's
+    batch 256 and Adam betas are the defaults here)."""
+
+    dim: int = 128
+    """Embedding / hidden size D."""
+    m1: int = 2
+    """Rows of each base table but the last (the compression knob; m_N = ceil(|V| / m1^(N-1)))."""
+    n_tables: int = 2
+    """Number N of base embedding tables (1 = a full embedding table, LSAN_full.emb)."""
+    n_heads: int = 2
+    """Heads H of each twin-attention branch (and of the plain self-attention ablation)."""
+    kernel_size: int = 5
+    """Width L of the causal convolution kernel."""
+    n_layers: int = 1
+    """Stacked twin-attention layers."""
+    ffn_dim: int = 0
+    """Inner size of the position-wise FFN (0 = D)."""
+    dropout: float = 0.2
+    """Dropout on the input embedding, residual branches and FFN."""
+    dynamic: bool = True
+    """Context-aware weighting of the base embeddings; False = plain sum (LSAN_w/o.dynamic)."""
+    twin: bool = True
+    """Twin attention; False = plain self-attention (LSAN_plain.attn)."""
+    twin_combine: str = "split"
+    """'split': half the channels per branch, concatenated (Lite Transformer); 'sum': both
+    branches on all channels, outputs added."""
+    categories: str = "category"
+    """'category': item categories from the data's item attributes; 'none': one category for
+    every item (fallback for data without attributes)."""
+    category_kind: str = "category"
+    """Attribute kind read as the category (e.g. 'category', 'tag')."""
+    max_categories: int = 0
+    """Keep the most widespread categories up to this many classes, 'other' included (0 = all)."""
+    time_slots: str = "hour"
+    """'hour': the hour of day of each interaction (needs real timestamps); 'none': one slot."""
+    context_embedding: str = "tuple"
+    """'tuple': one learned vector per (prev category, category, slot) tuple; 'sum': the sum of
+    three per-field embeddings."""
+    position_embedding: bool = True
+    """Add learned absolute position embeddings (not in the paper's prose; see the docstring)."""
+    cache_candidates: bool = True
+    """Keep the composed candidate table between scoring calls (faster scoring; False recomposes
+    it at every call and holds no full-size table)."""
+    l2: float = 1e-5
+    """L2 coefficient lambda on all parameters (added to the loss as lambda / 2 * ||theta||^2)."""
+    batch_size: int = 256
+    """Sequences per training step (the paper: 256)."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """Adam betas (the paper gives none: PyTorch's defaults)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "dim", "m1", "n_tables", "n_heads", "kernel_size", "n_layers")
+        check_range(self, "dropout", 0.0, 0.99)
+        check_choice(self, "twin_combine", ("split", "sum"))
+        check_choice(self, "categories", ("category", "none"))
+        check_choice(self, "time_slots", ("hour", "none"))
+        check_choice(self, "context_embedding", ("tuple", "sum"))
+        for name in ("ffn_dim", "max_categories", "l2"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.max_categories == 1:
+            raise ConfigError("max_categories must be 0 (all) or >= 2 ('other' is one class), "
+                              "got 1")
+        branch = self.dim // 2 if (self.twin and self.twin_combine == "split") else self.dim
+        if self.twin and self.twin_combine == "split" and self.dim % 2:
+            raise ConfigError(f"twin_combine='split' needs an even dim, got dim={self.dim}")
+        if branch % self.n_heads:
+            raise ConfigError(f"the branch width {branch} (dim={self.dim}) must be divisible by "
+                              f"n_heads, got n_heads={self.n_heads}")
+
+
+def qr_sizes(n_items: int, m1: int, n_tables: int) -> list[int]:
+    """Rows of each base table: ``m1`` for all but the last, which covers the rest."""
+    return [m1] * (n_tables - 1) + [max(1, math.ceil(n_items / m1 ** (n_tables - 1)))]
+
+
+def qr_indices(items: torch.Tensor, sizes: list[int]) -> list[torch.Tensor]:
+    """Row of each base table for internal ids ``items`` (``>= 1``; PAD maps to row 0)."""
+    j = (items - 1).clamp(min=0)
+    out, div = [], 1
+    for n, m in enumerate(sizes):
+        q = j // div
+        out.append(q if n == len(sizes) - 1 else q % m)
+        div *= m
+    return out
+
+
+class LSANEncoder(SequenceEncoder):
+    """``[B, L]`` items (+ timestamps) -> ``[B, L, D]``; ``category_of`` is a buffer
+    ``[n_items + 1]`` of category classes (``1..C``, 0 = PAD). Built without ``categories``
+    (or with ``config.categories='none'``) every item is in class 1; ``LSAN.fit`` supplies them."""
+
+    def __init__(self, config: LSANConfig, n_items: int,
+                 categories: np.ndarray | None = None) -> None:
+        super().__init__()
+        self.config, self.n_items = config, n_items
+        d = config.dim
+        cats = np.ones(n_items + 1, np.int64)
+        if categories is not None and config.categories == "category":
+            cats = np.asarray(categories, np.int64)
+            if cats.shape != (n_items + 1,) or cats[1:].min() < 1:
+                raise DataError(f"categories must be [n_items + 1] = [{n_items + 1}] classes >= 1, "
+                                f"got shape {cats.shape}")
+        cats[0] = 0
+        self.register_buffer("category_of", torch.from_numpy(cats))
+        self.n_classes = int(cats.max())
+        self.n_slots = HOURS if config.time_slots == "hour" else 1
+        self.sizes = qr_sizes(n_items, config.m1, config.n_tables)
+        self.tables = nn.ModuleList(nn.Embedding(m, d) for m in self.sizes)
+        c, s = self.n_classes, self.n_slots
+        if config.context_embedding == "tuple":
+            rows = (c + 1) * c * s
+            if rows > MAX_CONTEXT_ROWS:
+                raise DataError(f"{c} category classes x {s} slots need {rows:,} context rows "
+                                f"(> {MAX_CONTEXT_ROWS:,}); set max_categories or "
+                                "context_embedding='sum'")
+            self.context = nn.Embedding(rows, d)
+        else:
+            self.prev_emb, self.cur_emb = nn.Embedding(c + 1, d), nn.Embedding(c + 1, d)
+            self.slot_emb = nn.Embedding(s, d)
+        if config.dynamic:
+            self.att_ctx = nn.Linear(d, d)
+            self.att_emb = nn.Linear(d, d, bias=False)
+            self.att_v = nn.Linear(d, 1, bias=False)
+        self.fuse = nn.Sequential(nn.Linear(2 * d, d), nn.SiLU(), nn.Linear(d, d))
+        self.pos_emb = nn.Embedding(config.max_len, d) if config.position_embedding else None
+        self.emb_dropout = nn.Dropout(config.dropout)
+        ffn = config.ffn_dim or d
+        self._candidates: tuple | None = None  # (base-table versions, composed table)
+        self.layers = nn.ModuleList(
+            TwinAttentionBlock(d, config.n_heads, config.kernel_size, ffn, config.dropout,
+                               config.twin_combine) if config.twin
+            else SelfAttentionBlock(d, config.n_heads, ffn, config.dropout)
+            for _ in range(config.n_layers))
+        for module in self.modules():
+            if isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, 0.0, 0.02)
+            elif isinstance(module, nn.Linear):
+                # Xavier weights and zero biases: with PyTorch's default biases the input MLP
+                # starts as a near-constant vector that drowns the item signal (slow start)
+                nn.init.xavier_normal_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+
+    # --- embeddings ------------------------------------------------------------------------
+    def base_embeddings(self, items: torch.Tensor) -> torch.Tensor:
+        """``[...]`` internal ids -> ``[..., N, D]`` selected base embeddings."""
+        idx = qr_indices(items, self.sizes)
+        return torch.stack([t(i) for t, i in zip(self.tables, idx, strict=True)], dim=-2)
+
+    def context_vectors(self, items: torch.Tensor, timestamps: torch.Tensor | None) -> torch.Tensor:
+        """``r_i`` for every position, ``[B, L, D]``."""
+        cur = self.category_of[items]  # [B, L], 0 at PAD
+        prev = F.pad(cur[:, :-1], (1, 0))  # the window's first item gets the padding label
+        s = self.n_slots
+        if s > 1 and timestamps is not None:
+            slot = (timestamps // 3600) % HOURS
+        else:
+            slot = torch.zeros_like(items)
+        if self.config.context_embedding == "sum":
+            slot_vec = (self.slot_emb(slot) if (s == 1 or timestamps is not None)
+                        else self.slot_emb.weight.mean(0))  # no times: average over the slots
+            return self.prev_emb(prev) + self.cur_emb(cur) + slot_vec
+        index = (prev * self.n_classes + (cur - 1).clamp(min=0)) * s + slot
+        if s > 1 and timestamps is None:  # no times: average the tuple vectors over the slots
+            return self.context(index[..., None] + torch.arange(s, device=items.device)).mean(-2)
+        return self.context(index)
+
+    def input_embeddings(self, batch: SequenceBatch) -> torch.Tensor:
+        """``h~_i = MLP([h_i; r_i])`` for every position, ``[B, L, D]``."""
+        items = batch.items
+        base = self.base_embeddings(items)  # [B, L, N, D]
+        ctx = self.context_vectors(items, batch.timestamps)  # [B, L, D]
+        if self.config.dynamic:
+            logits = self.att_v(F.silu(self.att_ctx(ctx)[..., None, :] + self.att_emb(base)))
+            h = (torch.softmax(logits, dim=-2) * base).sum(-2)  # [B, L, D]
+        else:
+            h = base.sum(-2)
+        return self.fuse(torch.cat([h, ctx], dim=-1))
+
+    # --- SequenceEncoder -------------------------------------------------------------------
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
+        items = batch.items
+        length = items.shape[1]
+        if length > self.config.max_len:
+            raise ConfigError(f"input length {length} exceeds max_len {self.config.max_len}")
+        valid = batch.mask if batch.mask is not None else items.ne(0)
+        x = self.input_embeddings(batch)
+        if self.pos_emb is not None:  # counted from the most recent item: padding-invariant
+            x = x + self.pos_emb(torch.arange(self.config.max_len - length, self.config.max_len,
+                                              device=items.device))[None]
+        x = self.emb_dropout(x) * valid[..., None]
+        for i, layer in enumerate(self.layers):
+            x = layer(x, valid, last_only and i == len(self.layers) - 1)
+        return x
+
+    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
+        """Hidden state of the last position ``[B, D]``; the last layer computes only it."""
+        return self.forward(batch, last_only=True)[:, -1]
+
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        # Outside training (no grad) the composed table is kept until a base table changes
+        # (an optimizer step or load_state_dict bumps the tensor versions): scoring then costs
+        # what a full table costs, at the price of holding the composed table in memory while
+        # scoring. ``cache_candidates=False`` recomposes it at every call instead.
+        cacheable = self.config.cache_candidates and not torch.is_grad_enabled()
+        key = tuple((t.weight._version, t.weight.data_ptr()) for t in self.tables)
+        if cacheable and self._candidates is not None and self._candidates[0] == key:
+            return self._candidates[1], None
+        ids = torch.arange(self.n_items + 1, device=self.category_of.device)
+        base = self.base_embeddings(ids)  # [I + 1, N, D]
+        w = (base.mean(-2) if self.config.dynamic else base.sum(-2)) * ids.ne(0)[:, None]  # PAD 0
+        if cacheable:
+            self._candidates = (key, w)
+        return w, None
+
+
+class LSAN(TorchRecommender):
+    """LSAN recommender (see the module docstring for the paper and every choice made)."""
+
+    name = "lsan"
+    config_cls = LSANConfig
+    encoder_cls = LSANEncoder
+
+    def __init__(self, config: LSANConfig | None = None) -> None:
+        super().__init__(config)
+        self._categories: np.ndarray | None = None
+
+    def fit(self, train: Sequences, valid: Targets | None = None, **kwargs) -> LSAN:
+        """Read the side information the config asks for, then train (see ``TorchRecommender``).
+
+        Raises:
+            DataError: ``categories='category'`` on data without item attributes of
+                ``category_kind``, or ``time_slots='hour'`` on data without real timestamps.
+        """
+        self._categories = side_information(train, self.config)
+        return super().fit(train, valid, **kwargs)
+
+    def build_encoder(self, n_items: int) -> LSANEncoder:
+        return LSANEncoder(self.config, n_items, self._categories)
+
+    def compute_loss(self, data: dict) -> torch.Tensor:
+        loss = super().compute_loss(data)
+        if self.config.l2 > 0:
+            squares = sum(p.pow(2).sum() for p in self.encoder.parameters())
+            loss = loss + 0.5 * self.config.l2 * squares
+        return loss
+
+    def _load_state(self, state: dict[str, np.ndarray]) -> None:
+        self._categories = np.asarray(state["category_of"], np.int64)
+        super()._load_state(state)
+
+
+def side_information(train: Sequences, cfg: LSANConfig) -> np.ndarray | None:
+    """Category class of every item (None with ``categories='none'``), checking that the data
+    carries what the config asks for: no silent fallback."""
+    if cfg.time_slots == "hour" and (train.timestamps is None or not train.has_time):
+        raise DataError("LSAN time_slots='hour' needs real timestamps; this data has only an "
+                        "order: set time_slots='none' (one time slot)")
+    if cfg.categories == "none":
+        return None
+    attrs = None if train.vocab is None else train.vocab.attributes
+    if attrs is None or cfg.category_kind not in attrs.kinds():
+        have = "no item attributes" if attrs is None else f"attribute kinds {attrs.kinds()}"
+        raise DataError(f"LSAN categories='category' needs item attributes of kind "
+                        f"{cfg.category_kind!r}; the data has {have}: set categories='none' "
+                        "(one category) or category_kind")
+    classes, n_classes = attrs.primary_category(train.n_items, cfg.category_kind,
+                                                max_classes=cfg.max_categories)
+    log.info("LSAN: %d category classes ('other' included), %d items in 'other'",
+             n_classes, int((classes[1:] == 1).sum()))
+    return classes
