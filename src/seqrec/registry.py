@@ -20,6 +20,8 @@ MODELS: dict[str, tuple[str, str]] = {
     "sasrec": ("seqrec.models.sasrec:SASRecConfig", "seqrec.models.sasrec:SASRec"),
     "lrurec": ("seqrec.models.lrurec:LRURecConfig", "seqrec.models.lrurec:LRURec"),
     "hstu": ("seqrec.models.hstu:HSTUConfig", "seqrec.models.hstu:HSTU"),
+    "bert4rec": ("seqrec.models.bert4rec:BERT4RecConfig", "seqrec.models.bert4rec:BERT4Rec"),
+    "fmlprec": ("seqrec.models.fmlprec:FMLPRecConfig", "seqrec.models.fmlprec:FMLPRec"),
 }
 
 
