@@ -153,3 +153,17 @@ def test_recommend_on_raw_ids_excludes_history():
     model = C.fitted(BERT4Rec, TestBERT4RecConformance.config_kwargs)
     rec = model.recommend([["i1", "i2", "i3"]], k=3)[0]
     assert len(rec.items) == 3 and not {"i1", "i2", "i3"} & set(rec.items)
+
+
+def test_resume_continues_exactly(tmp_path):
+    """Masks come from the step's generator: 1 epoch + 1 resumed epoch == 2 epochs straight."""
+    _, train, valid, test = C._data()
+    kw = {**C.TINY, "dim": 8, "patience": 0, "cloze": "lrurec"}
+    kw.pop("epochs")
+    BERT4Rec(BERT4RecConfig(**kw, epochs=1)).fit(train, valid, checkpoint_dir=tmp_path, progress=False)
+    two = BERT4Rec(BERT4RecConfig(**kw, epochs=2)).fit(train, valid, checkpoint_dir=tmp_path,
+                                                       progress=False)
+    straight = BERT4Rec(BERT4RecConfig(**kw, epochs=2)).fit(train, valid, progress=False)
+    assert two.training_log.resumed_from_step
+    hist = test.histories()
+    np.testing.assert_array_equal(two.score(hist), straight.score(hist))

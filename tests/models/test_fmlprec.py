@@ -114,3 +114,16 @@ def test_output_at_a_position_sees_later_items():
 def test_sliding_windows_are_rejected():
     with pytest.raises(ConfigError, match="train_windows"):
         FMLPRecConfig(train_windows="sliding")
+
+
+def test_resume_continues_exactly(tmp_path):
+    _, train, valid, test = C._data()
+    kw = {**C.TINY, "dim": 8, "patience": 0, "loss": "bce"}
+    kw.pop("epochs")
+    FMLPRec(FMLPRecConfig(**kw, epochs=1)).fit(train, valid, checkpoint_dir=tmp_path, progress=False)
+    two = FMLPRec(FMLPRecConfig(**kw, epochs=2)).fit(train, valid, checkpoint_dir=tmp_path,
+                                                     progress=False)
+    straight = FMLPRec(FMLPRecConfig(**kw, epochs=2)).fit(train, valid, progress=False)
+    assert two.training_log.resumed_from_step
+    hist = test.histories()
+    np.testing.assert_array_equal(two.score(hist), straight.score(hist))
