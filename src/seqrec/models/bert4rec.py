@@ -54,6 +54,8 @@ Deviations and choices (all documented, the switchable ones as config fields):
   here validation items are held out for model selection, as in the other models.
 * Token-type embeddings of the official BERT code (one constant type) are omitted: a constant
   added before LayerNorm.
+* The input window at inference holds ``max_len - 1`` history items and the mask; the
+  evaluation's ``window`` seen filter removes the last ``max_len`` history items (one more).
 * The whole catalogue is ranked (full ranking), not 100 popularity-sampled negatives as in
   the paper's evaluation.
 * ``loss`` other than ``"ce"`` (bce, sampled softmax, gBCE) applies that loss at the masked
