@@ -21,6 +21,8 @@ MODELS: dict[str, tuple[str, str]] = {
     "lrurec": ("seqrec.models.lrurec:LRURecConfig", "seqrec.models.lrurec:LRURec"),
     "hstu": ("seqrec.models.hstu:HSTUConfig", "seqrec.models.hstu:HSTU"),
     "lsan": ("seqrec.models.lsan:LSANConfig", "seqrec.models.lsan:LSAN"),
+    "bert4rec": ("seqrec.models.bert4rec:BERT4RecConfig", "seqrec.models.bert4rec:BERT4Rec"),
+    "fmlprec": ("seqrec.models.fmlprec:FMLPRecConfig", "seqrec.models.fmlprec:FMLPRec"),
 }
 
 

@@ -58,3 +58,21 @@ def test_padding_dependence_is_detected():
 def test_missing_config_validation_is_detected():
     with pytest.raises(AssertionError, match="did not raise"):
         C.check_bad_configs(SASRec, KW, bad_configs=[{"dim": 8}])  # a valid config
+
+
+def test_scoring_that_drops_the_last_history_item_is_detected():
+    """A classic BERT4Rec bug: the mask overwrites the last history item instead of following it."""
+    from seqrec.data.batching import SequenceBatch
+    from seqrec.models.bert4rec import BERT4Rec
+
+    class Overwrites(BERT4Rec):
+        def scoring_batch(self, histories, width, query_times):
+            batch = super().scoring_batch(histories, width, query_times)
+            items = batch.items[:, :-1].clone()
+            items[:, -1] = self.n_items + 1
+            return SequenceBatch(items=items, mask=items.ne(0))
+
+    kw = {"dim": 8, "n_blocks": 1, "n_heads": 1, "epochs": 1}
+    C.check_scores_use_only_history(BERT4Rec, kw)
+    with pytest.raises(AssertionError, match="most recent"):
+        C.check_scores_use_only_history(Overwrites, kw)

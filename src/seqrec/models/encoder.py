@@ -19,7 +19,8 @@ class SequenceEncoder(nn.Module):
 
     Subclasses must set ``self.n_items`` and implement ``forward`` and ``output_embeddings``.
     Outputs at position ``t`` may depend only on inputs at positions ``<= t`` (causality) and
-    must not depend on PAD positions.
+    must not depend on PAD positions; bidirectional models (BERT4Rec, FMLP-Rec) are the
+    exception and say so with ``causal = False`` on their ``TorchRecommender``.
     """
 
     n_items: int

@@ -169,6 +169,9 @@ class TorchRecommender(Recommender):
     name: ClassVar[str] = "torch"
     config_cls: ClassVar[type] = NeuralConfig
     encoder_cls: ClassVar[type[SequenceEncoder]]
+    causal: ClassVar[bool] = True
+    """Output at position t depends only on inputs <= t. Bidirectional models (BERT4Rec,
+    FMLP-Rec) set False; the conformance suite then skips its causal-leakage check."""
 
     def __init__(self, config: Any = None) -> None:
         if config is None:
@@ -193,9 +196,14 @@ class TorchRecommender(Recommender):
 
     def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
         """Inputs/targets for ``rows`` plus the negatives the configured loss needs."""
+        batch = training_batch(train, rows, self.config.max_len)
+        return {"batch": batch, **self.negatives(rows, rng)}
+
+    def negatives(self, rows: np.ndarray, rng: np.random.Generator) -> dict:
+        """The negatives the configured loss needs for training ``rows`` (none for 'ce'):
+        ``[B, max_len]`` (bce), ``[B, n_negatives]`` (gbce) or ``[n_negatives]`` shared."""
         cfg = self.config
-        batch = training_batch(train, rows, cfg.max_len)
-        out: dict[str, Any] = {"batch": batch}
+        out: dict[str, Any] = {}
         # negatives avoid the whole user's history, not only the window's
         users = rows if self._row_source is None else self._row_source[rows]
         if cfg.loss == "bce":
@@ -211,13 +219,16 @@ class TorchRecommender(Recommender):
         return out
 
     def compute_loss(self, data: dict) -> torch.Tensor:
+        batch: SequenceBatch = data["batch"].to(self.device)
+        return self.loss_at(self.encoder(batch), batch.targets, data)
+
+    def loss_at(self, hidden: torch.Tensor, targets: torch.Tensor, data: dict) -> torch.Tensor:
+        """The configured loss of hidden states ``[B, L, D]`` against ``targets [B, L]``
+        (0 = no target) with the negatives in ``data``."""
         from seqrec.training import losses
 
-        cfg, enc = self.config, self.encoder
-        batch: SequenceBatch = data["batch"].to(self.device)
-        hidden = enc(batch)  # [B, L, D]
-        weight, bias = enc.output_embeddings()
-        targets = batch.targets
+        cfg = self.config
+        weight, bias = self.encoder.output_embeddings()
         if cfg.loss == "ce":
             return losses.full_ce_loss(hidden, targets, weight, bias, cfg.ce_chunk)
         negs = data["negatives"].to(self.device)
@@ -229,6 +240,15 @@ class TorchRecommender(Recommender):
         return losses.sampled_softmax_loss(
             hidden, targets, negs, weight, bias, None if logq is None else logq.to(self.device)
         )
+
+    def training_rows(self, train: Sequences) -> tuple[Sequences, np.ndarray | None, np.ndarray]:
+        """What one epoch iterates over (see the module function :func:`training_rows`)."""
+        return training_rows(train, self.config)
+
+    def scoring_batch(self, histories: Sequences, width: int,
+                      query_times: np.ndarray | None) -> SequenceBatch:
+        """Inputs whose last position scores the next item (BERT4Rec appends its mask)."""
+        return inference_batch(histories, width, query_times)
 
     # --- Recommender ---------------------------------------------------------------------
     def fit(
@@ -258,7 +278,7 @@ class TorchRecommender(Recommender):
 
         self._remember_catalogue(train)
         cfg = self.config
-        windows, self._row_source, rows = training_rows(train, cfg)
+        windows, self._row_source, rows = self.training_rows(train)
         with _Threads(cfg.num_threads):
             torch.manual_seed(cfg.seed)
             self.encoder = self.build_encoder(train.n_items).to(self.device)
@@ -311,7 +331,7 @@ class TorchRecommender(Recommender):
                 idx = order[start : start + cfg.eval_batch_size]
                 qt = None if query_times is None else np.asarray(query_times)[idx]
                 width = max(1, int(lengths[idx].max()))
-                batch = inference_batch(histories.select(idx), width, qt).to(self.device)
+                batch = self.scoring_batch(histories.select(idx), width, qt).to(self.device)
                 # [B, D] last (most recent) position; encoders may compute only that one
                 last = getattr(self.encoder, "encode_last", None)
                 hidden = last(batch) if last is not None else self.encoder(batch)[:, -1]

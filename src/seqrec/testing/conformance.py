@@ -15,7 +15,9 @@ or as a pytest mixin (each check becomes its own test)::
         bad_configs = [{"dim": 0}, {"n_heads": 3, "dim": 16}]
 
 ``config_kwargs`` are merged over :data:`TINY` (short sequences, 2 epochs, small batches). The
-checks: output shapes and finiteness; no causal leakage; an optional ``encode_last`` agrees
+checks: output shapes and finiteness; no causal leakage (skipped for models whose class sets
+``causal = False``, e.g. BERT4Rec); scores use exactly the history (nothing after it, and its
+last item); an optional ``encode_last`` agrees
 with ``forward``; left-padding invariance; batch-size
 invariance; save/load keeps scores; seeded refit is deterministic; bad configs raise
 ``ConfigError``; ``recommend(exclude_seen=True)`` never returns history items; every loss runs;
@@ -104,7 +106,15 @@ def check_shapes(model_cls, config_kwargs: dict[str, Any]) -> None:
     assert np.all(scores[:, 0] == -np.inf) and np.isfinite(scores[:, 1:]).all()
 
 
+def is_causal(model_cls) -> bool:
+    """False for bidirectional models (``causal = False``): no causal-leakage check for them."""
+    return bool(getattr(model_cls, "causal", True))
+
+
 def check_no_causal_leakage(model_cls, config_kwargs: dict[str, Any], atol: float = 1e-5) -> None:
+    """Changing item t+1 leaves outputs at <= t unchanged (only for ``causal`` models)."""
+    if not is_causal(model_cls):
+        return
     enc, cfg = _encoder(model_cls, config_kwargs)
     rng = np.random.default_rng(0)
     length = cfg.max_len
@@ -170,6 +180,39 @@ def check_batch_invariance(model_cls, config_kwargs: dict[str, Any], atol: float
         assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), f"chunking changed scores by {diff}"
 
 
+def check_scores_use_only_history(model_cls, config_kwargs: dict[str, Any]) -> None:
+    """Scores of a history ignore everything after it (the target and later items); for
+    bidirectional models (``causal = False``) they must also depend on its most recent item.
+    This replaces the causal check for those models, which have no causal structure to test:
+    scoring must see exactly the history, nothing of the target. (The last-item half is not
+    asked of causal models: MF, for one, scores by user and ignores the items.)"""
+    from seqrec.data.sequences import Sequences, Targets
+
+    model = fitted(model_cls, config_kwargs)
+    seqs, _, valid, _ = _data()
+    base = model.score(valid.histories())
+    cut = np.zeros(len(seqs), np.int64)
+    cut[valid.rows] = valid.cutoffs
+    within = np.arange(len(seqs.items)) - np.repeat(seqs.offsets[:-1], seqs.lengths)
+    cut_of = np.repeat(cut, seqs.lengths)
+
+    def score_with(replace: np.ndarray) -> np.ndarray:
+        items = seqs.items.copy()
+        items[replace] = items[replace] % seqs.n_items + 1
+        other = Sequences(offsets=seqs.offsets, items=items, n_items=seqs.n_items,
+                          timestamps=seqs.timestamps, users=seqs.users, vocab=seqs.vocab)
+        return model.score(Targets(other, valid.rows, valid.cutoffs, valid.items).histories())
+
+    # the target and the item after it replaced: identical scores
+    np.testing.assert_array_equal(score_with(within >= cut_of), base,
+                                  err_msg="scores changed with items after the history")
+    if is_causal(model_cls):
+        return
+    # the most recent history item replaced: other scores
+    new = score_with(within == cut_of - 1)
+    assert not np.allclose(new[:, 1:], base[:, 1:]), "scores ignore the most recent history item"
+
+
 def check_save_load(model_cls, config_kwargs: dict[str, Any]) -> None:
     model = fitted(model_cls, config_kwargs)
     _, _, _, test = _data()
@@ -230,7 +273,7 @@ def check_learns(model_cls, config_kwargs: dict[str, Any], epochs: int = 15, min
 
 
 CHECKS = (check_shapes, check_no_causal_leakage, check_last_position, check_padding_invariance,
-          check_batch_invariance,
+          check_batch_invariance, check_scores_use_only_history,
           check_save_load, check_seeded_refit, check_exclude_seen, check_all_losses, check_learns)
 
 
@@ -256,7 +299,14 @@ class ConformanceSuite:
         check_shapes(self.model_cls, self.config_kwargs)
 
     def test_no_causal_leakage(self):
+        if not is_causal(self.model_cls):
+            import pytest
+
+            pytest.skip(f"{self.model_cls.__name__} is bidirectional (causal = False)")
         check_no_causal_leakage(self.model_cls, self.config_kwargs, self.atol)
+
+    def test_scores_use_only_history(self):
+        check_scores_use_only_history(self.model_cls, self.config_kwargs)
 
     def test_last_position(self):
         check_last_position(self.model_cls, self.config_kwargs, self.atol)

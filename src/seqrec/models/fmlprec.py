@@ -1,0 +1,227 @@
+"""FMLP-Rec: filter-enhanced all-MLP sequential recommender.
+
+Zhou, Yu, Zhao, Wen, "Filter-enhanced MLP is All You Need for Sequential Recommendation",
+WWW 2022; official PyTorch code Woeee/FMLP-Rec (``models.py``, ``modules.py``, ``datasets.py``,
+``trainers.py``, ``main.py``).
+
+Model (paper Sec. 3, checked against the official code):
+
+* **Embedding**: ``F0 = Dropout(LayerNorm(E[item] + P[position]))`` over a window of exactly
+  ``max_len`` positions (shorter histories are left-padded to ``max_len``).
+* **Learnable filter layer**: ``X = FFT(F)`` along the sequence (``rfft``, orthonormal),
+  ``X' = W (.) X`` with a learnable complex filter ``W`` ``[max_len // 2 + 1, D]``,
+  ``F' = IFFT(X')`` (``irfft``, orthonormal), then ``LayerNorm(F + Dropout(F'))``. Multiplying
+  spectra is a circular convolution over the window with a learnable kernel per channel.
+* **Point-wise FFN**: ``LayerNorm(F + Dropout(W2 GELU(W1 F + b1) + b2))``, ``W1`` ``[4D, D]``.
+* **Prediction**: ``score(i) = E[i] . F_t`` at the last position, the item embedding shared.
+
+**Causality.** The filter mixes the whole window: position ``t`` sees ``t + 1..``, and PAD
+positions are filter inputs too. The official code therefore never trains on every position:
+each prefix of each user's last ``max_len`` training items is a separate sample, left-padded to
+``max_len``, whose last item is predicted from the last position only (``FMLPRecDataset``,
+``cross_entropy`` on ``seq_out[:, -1]``). This class does the same, so it is marked
+``causal = False``: its per-position outputs are not next-item predictions and the conformance
+suite skips the causal check. The output for a history depends only on its last ``max_len``
+items; because the encoder always pads to ``max_len`` itself, extra left padding changes
+nothing (the padding-invariance check holds exactly), but ``max_len`` is part of the model.
+
+Deviations and choices:
+
+* Loss: ``loss="ce"`` (default) is full cross-entropy at the predicted position, as in the
+  LRURec comparison; the official code's objective is ``loss="bce"`` (one negative per sample;
+  the paper writes it as a pairwise ranking loss). The negative avoids the user's whole
+  training history; the official one avoids only the items of the sample's prefix.
+* Training samples: the prefixes are exactly the official ones, including the one with an
+  empty input (all PAD) that predicts the user's first item of the window. ``train_windows``
+  has no meaning here and must stay ``"last"``.
+* PAD embedding row: zero here; the official code re-initialises it with N(0, 0.02) after
+  construction (a frozen random vector, as ``padding_idx`` blocks its gradient). Other weights
+  N(0, 0.02), biases zero, filter ``N(0, 1) * 0.02`` as the official code.
+* Optimiser: AdamW (``weight_decay`` decoupled; the official Adam adds L2 to the gradient, and
+  uses 0 by default, where both coincide). Early stopping on validation NDCG@10 over full
+  ranking (the official code stops on MRR over 99 sampled negatives unless ``--full_sort``).
+* The last block computes its FFN only at the last position when only that one is needed
+  (``encode_last`` and training): identical outputs, less work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqrec.data.batching import SequenceBatch
+from seqrec.data.sequences import Sequences
+from seqrec.errors import ConfigError
+from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.torch_recommender import NeuralConfig, TorchRecommender, check_positive, check_range
+
+INIT_STD = 0.02
+
+
+@dataclass(frozen=True)
+class FMLPRecConfig(NeuralConfig):
+    """FMLP-Rec hyperparameters (training fields inherited from ``NeuralConfig``).
+
+    Defaults follow the official ``main.py``: d = 64, 2 blocks, dropout 0.5, Adam lr 1e-3,
+    betas (0.9, 0.999), batch 256, max_len 50.
+    """
+
+    dim: int = 64
+    """Embedding / hidden size d."""
+    n_blocks: int = 2
+    """Number of filter + FFN blocks."""
+    dropout: float = 0.5
+    """Dropout after the embedding, on the filter output and on the FFN output."""
+    ffn_dim: int = 0
+    """FFN inner size (0 = 4 d, as the official code)."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """Adam betas (the official defaults)."""
+    batch_size: int = 256
+    """Samples (prefixes) per training step (the official 256)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "dim", "n_blocks")
+        check_range(self, "dropout", 0.0, 0.99)
+        if self.ffn_dim < 0:
+            raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
+        if self.train_windows != "last":
+            raise ConfigError("FMLP-Rec trains on every prefix of the last max_len items; "
+                              f"train_windows must be 'last', got {self.train_windows!r}")
+
+
+class FilterLayer(nn.Module):
+    """``LayerNorm(x + Dropout(irfft(W * rfft(x))))`` along the sequence axis of ``[B, L, D]``."""
+
+    def __init__(self, length: int, dim: int, dropout: float) -> None:
+        super().__init__()
+        self.length = length
+        # [L // 2 + 1, D] complex filter stored as (real, imag) pairs
+        self.weight = nn.Parameter(torch.randn(length // 2 + 1, dim, 2) * INIT_STD)
+        self.dropout = nn.Dropout(dropout)
+        self.norm = nn.LayerNorm(dim, eps=1e-12)
+
+    def filter(self, x: torch.Tensor) -> torch.Tensor:
+        """The frequency-domain filter alone (a circular convolution along dim 1)."""
+        spec = torch.fft.rfft(x, dim=1, norm="ortho") * torch.view_as_complex(self.weight)
+        return torch.fft.irfft(spec, n=self.length, dim=1, norm="ortho")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.dropout(self.filter(x)))
+
+
+class _Block(nn.Module):
+    def __init__(self, cfg: FMLPRecConfig) -> None:
+        super().__init__()
+        d, inner = cfg.dim, cfg.ffn_dim or 4 * cfg.dim
+        self.filter = FilterLayer(cfg.max_len, d, cfg.dropout)
+        self.fc1 = nn.Linear(d, inner)
+        self.fc2 = nn.Linear(inner, d)
+        self.ffn_norm = nn.LayerNorm(d, eps=1e-12)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        x = self.filter(x)
+        if last_only:  # the FFN is position-wise: only the position that is read
+            x = x[:, -1:]
+        return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
+
+
+class FMLPRecEncoder(SequenceEncoder):
+    """``[B, L]`` left-padded items (``L <= max_len``) -> ``[B, L, D]``; the window is padded
+    to ``max_len`` first (PAD positions are filter inputs and carry outputs)."""
+
+    def __init__(self, config: FMLPRecConfig, n_items: int) -> None:
+        super().__init__()
+        self.config, self.n_items = config, n_items
+        d = config.dim
+        self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
+        self.pos_emb = nn.Embedding(config.max_len, d)
+        self.emb_norm = nn.LayerNorm(d, eps=1e-12)
+        self.emb_dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for mod in self.modules():
+            if isinstance(mod, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(mod.weight, 0.0, INIT_STD)
+            if isinstance(mod, nn.Linear):
+                nn.init.zeros_(mod.bias)
+        with torch.no_grad():
+            self.item_emb.weight[0].zero_()
+
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
+        items = batch.items
+        length, max_len = items.shape[1], self.config.max_len
+        if length > max_len:
+            raise ConfigError(f"input length {length} exceeds max_len {max_len}")
+        items = F.pad(items, (max_len - length, 0))  # the filter spans exactly max_len
+        pos = self.pos_emb(torch.arange(max_len, device=items.device))[None]
+        x = self.emb_dropout(self.emb_norm(self.item_emb(items) + pos))
+        for i, block in enumerate(self.blocks):
+            x = block(x, last_only and i == len(self.blocks) - 1)
+        return x if last_only else x[:, max_len - length:]
+
+    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
+        """Output of the last position ``[B, D]``; the last FFN runs only there."""
+        return self.forward(batch, last_only=True)[:, -1]
+
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.item_emb.weight, None
+
+
+def prefix_samples(train: Sequences, max_len: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The official training samples: every prefix of each row's last ``max_len`` items.
+
+    Returns, per sample, its row, the flat index (into ``train.items``) of its target item and
+    its input length (0 .. max_len - 1; the input is the items just before the target).
+    """
+    lengths = train.lengths
+    m = np.minimum(lengths, max_len)
+    row = np.repeat(np.arange(len(train), dtype=np.int64), m)
+    first = np.repeat(np.cumsum(m) - m, m)
+    k = np.arange(int(m.sum()), dtype=np.int64) - first  # 0 .. m - 1 within the row
+    window_start = train.offsets[:-1] + lengths - m
+    return row, window_start[row] + k, k
+
+
+class FMLPRec(TorchRecommender):
+    """FMLP-Rec recommender (see the module docstring for the paper and deviations)."""
+
+    name = "fmlprec"
+    config_cls = FMLPRecConfig
+    encoder_cls = FMLPRecEncoder
+    causal = False
+
+    def training_rows(self, train: Sequences) -> tuple[Sequences, np.ndarray | None, np.ndarray]:
+        """One epoch = every prefix sample once; ``source`` maps a sample to its user row."""
+        row, self._target_at, self._input_len = prefix_samples(train, self.config.max_len)
+        return train, row, np.arange(len(row), dtype=np.int64)
+
+    def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
+        """Left-padded prefix inputs ``[B, max_len]``; the target sits at the last column."""
+        max_len = self.config.max_len
+        at, n = self._target_at[rows], self._input_len[rows]
+        inputs = np.zeros((len(rows), max_len), np.int64)
+        total = int(n.sum())
+        if total:
+            b = np.repeat(np.arange(len(rows)), n)
+            j = np.arange(total) - np.repeat(np.cumsum(n) - n, n)  # 0 .. n - 1
+            inputs[b, max_len - np.repeat(n, n) + j] = train.items[np.repeat(at - n, n) + j]
+        targets = np.zeros_like(inputs)
+        targets[:, -1] = train.items[at]
+        batch = SequenceBatch(items=torch.from_numpy(inputs), mask=torch.from_numpy(inputs != 0),
+                              targets=torch.from_numpy(targets))
+        return {"batch": batch, **self.negatives(rows, rng)}
+
+    def compute_loss(self, data: dict) -> torch.Tensor:
+        batch: SequenceBatch = data["batch"].to(self.device)
+        hidden = self.encoder(batch, last_only=True)  # [B, 1, D]
+        if self.config.loss == "bce":  # one negative per position: keep the predicted one's
+            data = {**data, "negatives": data["negatives"][:, -1:]}
+        return self.loss_at(hidden, batch.targets[:, -1:], data)
