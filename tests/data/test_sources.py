@@ -406,6 +406,8 @@ def test_parse_cache_hit_is_identical_and_invalidated_by_edits(tmp_path, monkeyp
         assert np.array_equal(getattr(first, col), getattr(again, col))
     assert again.items["title"].tolist() == ["Five (1995)", "Six (1996)"]
     assert (again.name, again.has_time, again.notes) == (first.name, first.has_time, first.notes)
+    # the movies' genres became item categories and were cached with the rest
+    assert np.array_equal(again.item_attributes.attribute, first.item_attributes.attribute)
     with pytest.raises(AssertionError, match="parsed again"):
         load("ml-1m", root=tmp_path, cache=False)
     write(path, "user_id\titem_id\trating\n1\t5\t4\n1\t6\t3\n2\t5\t1\n3\t6\t2\n")  # edited
@@ -413,7 +415,7 @@ def test_parse_cache_hit_is_identical_and_invalidated_by_edits(tmp_path, monkeyp
         load("ml-1m", root=tmp_path)
     monkeypatch.setenv("SEQREC_PARSE_CACHE", "0")
     assert not cache.enabled()
-    assert cache.clear() == 3 and not list((tmp_path / "cache" / "parsed").iterdir())
+    assert cache.clear() == 4 and not list((tmp_path / "cache" / "parsed").iterdir())
 
 
 def test_parse_cache_ignores_corrupt_entry(tmp_path):

@@ -126,6 +126,31 @@ class ItemAttributes:
         return classes, len(rank) + 1
 
 
+def from_genres(items: dict | None) -> ItemAttributes | None:
+    """Categories from a side table's ``genres`` column (``|``-joined names, as MovieLens), one
+    attribute id per distinct genre name (sorted), kind ``"category"``; None without genres."""
+    if not items or "genres" not in items or "item" not in items:
+        return None
+    ids, names = [], []
+    for item, genres in zip(items["item"], items["genres"], strict=True):
+        if genres is None:
+            continue
+        for g in str(genres).split("|"):
+            g = g.strip()
+            if g and g != "(no genres listed)":
+                ids.append(int(item))
+                names.append(g)
+    if not ids:
+        return None
+    vocab = {g: i + 1 for i, g in enumerate(sorted(set(names)))}
+    item = np.asarray(ids, np.int64)
+    position = np.zeros(len(item), np.int64)
+    for i in range(1, len(item)):  # order within the item's own list
+        position[i] = position[i - 1] + 1 if item[i] == item[i - 1] else 0
+    return ItemAttributes(item, np.asarray([vocab[g] for g in names], np.int64),
+                          np.full(len(item), "category"), position)
+
+
 def read_item_attributes_tsv(path: str | Path) -> ItemAttributes:
     """A shared ``*.item_attributes.tsv.xz`` file: columns ``item_id``, ``position``,
     ``attribute_id``, ``kind`` (see the shared data README)."""

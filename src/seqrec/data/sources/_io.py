@@ -299,9 +299,12 @@ def build(
             side.update(align(items, item_raw, key="raw_id"))
         items = side
         notes += ("string item ids factorized; originals in items['raw_id']",)
+    from seqrec.data.attributes import from_genres
+
+    attributes = from_genres(items)  # MovieLens genres become item categories (LSAN reads them)
     return Interactions(
         user=user, item=item, timestamp=timestamp, rating=rating, items=items,
-        has_time=has_time, name=name, notes=notes,
+        has_time=has_time, name=name, notes=notes, item_attributes=attributes,
     )
 
 
