@@ -8,7 +8,7 @@ import torch
 
 import seqrec.models.narm as narm_module
 from seqrec.data.batching import SequenceBatch
-from seqrec.models.narm import NARM, NARMConfig, NARMEncoder, _attend
+from seqrec.models.narm import NARM, NARMConfig, NARMEncoder, _AdditiveEnergy, _attend
 from seqrec.registry import get_model
 from seqrec.testing.conformance import ConformanceSuite
 
@@ -83,7 +83,7 @@ def test_local_encoder_matches_a_per_position_reference(norm, monkeypatch):
         torch.testing.assert_close(enc(batch), want, rtol=1e-5, atol=1e-6)
 
 
-def test_checkpointed_chunks_give_the_same_gradients(monkeypatch):
+def test_chunked_attention_gives_the_same_gradients(monkeypatch):
     torch.manual_seed(0)
     enc = NARMEncoder(NARMConfig(dim=6, hidden=5, max_len=7, dropout=0.0, dropout_embed=0.0), 15)
     items = torch.tensor([[0, 0, 3, 4, 9, 1, 2], [3, 1, 14, 7, 5, 6, 8]])
@@ -96,3 +96,13 @@ def test_checkpointed_chunks_give_the_same_gradients(monkeypatch):
     enc(batch).square().sum().backward()
     for a, p in zip(whole, enc.parameters(), strict=True):
         torch.testing.assert_close(p.grad, a, rtol=1e-5, atol=1e-6)
+
+
+def test_recomputing_energy_backward_matches_autograd():
+    torch.manual_seed(0)
+    q = torch.randn(2, 3, 4, dtype=torch.double, requires_grad=True)
+    k = torch.randn(2, 5, 4, dtype=torch.double, requires_grad=True)
+    v = torch.randn(4, dtype=torch.double, requires_grad=True)
+    assert torch.autograd.gradcheck(_AdditiveEnergy.apply, (q, k, v))
+    plain = torch.sigmoid(q[:, :, None, :] + k[:, None, :, :]) @ v
+    torch.testing.assert_close(_AdditiveEnergy.apply(q, k, v), plain)

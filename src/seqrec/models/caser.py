@@ -149,8 +149,8 @@ class CaserEncoder(SequenceEncoder):
 
 
 class Caser(UserTableRecommender):
-    """Caser recommender (see the module docstring for the paper, deviations and how held-out
-    histories are scored)."""
+    """Caser: convolutions over the last L items plus a user embedding (Tang & Wang, WSDM 2018);
+    module docstring: deviations and how held-out histories are scored."""
 
     name = "caser"
     config_cls = CaserConfig

@@ -102,7 +102,8 @@ class FISMEncoder(SequenceEncoder):
 
 
 class FISM(TorchRecommender):
-    """FISM recommender (see the module docstring for the paper and deviations)."""
+    """FISM item-to-item similarity, no user factor (Kabbur et al., KDD 2013); see the module
+    docstring for the deviations."""
 
     name = "fism"
     config_cls = FISMConfig

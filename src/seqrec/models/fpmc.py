@@ -90,8 +90,8 @@ class FPMCEncoder(SequenceEncoder):
 
 
 class FPMC(UserTableRecommender):
-    """FPMC recommender (see the module docstring for the paper, deviations and how a history
-    is scored)."""
+    """FPMC: MF plus a factorized first-order Markov chain (Rendle et al., WWW 2010); module
+    docstring: deviations and how a history is scored."""
 
     name = "fpmc"
     config_cls = FPMCConfig

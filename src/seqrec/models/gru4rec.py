@@ -160,7 +160,8 @@ class GRU4RecEncoder(SequenceEncoder):
 
 
 class GRU4Rec(TorchRecommender):
-    """GRU4Rec recommender (see the module docstring for the papers and deviations)."""
+    """GRU4Rec (Hidasi et al., ICLR 2016 / CIKM 2018) with the official code's choices; see the
+    module docstring for the deviations."""
 
     name = "gru4rec"
     config_cls = GRU4RecConfig

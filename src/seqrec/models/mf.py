@@ -92,8 +92,8 @@ class MFEncoder(SequenceEncoder):
 
 
 class MF(UserTableRecommender):
-    """MF recommender (see the module docstring for the paper, deviations and how a history is
-    scored)."""
+    """Matrix factorization p_u^T q_i + b_i (Koren et al., IEEE Computer 2009); module docstring:
+    deviations and how a history is scored."""
 
     name = "mf"
     config_cls = MFConfig

@@ -25,8 +25,8 @@ Deviations:
   ``t`` attends over ``h_1..h_t`` only, so it is causal), with softmax cross-entropy over the
   whole catalogue as in the LRURec comparison; the paper trains one example per session prefix
   (the same objective, one prefix at a time) with Adam. The local attention at every position
-  costs O(L^2 H) per sequence, computed in chunks of query positions with activation
-  checkpointing so memory stays O(chunk L H).
+  costs O(L^2 H) per sequence (the same total as one example per prefix), computed in chunks
+  of query positions with a recomputing backward so memory stays O(chunk L H).
 * ``sigmoid`` as in the paper (the code uses Theano's ``hard_sigmoid``). The code's GRU uses
   hard-sigmoid gates too; here it is ``torch.nn.GRU`` (standard sigmoid gates).
 * Histories are user sequences cut to the last ``max_len`` items, not sessions.
@@ -39,7 +39,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
@@ -80,6 +79,26 @@ class NARMConfig(NeuralConfig):
         check_choice(self, "attention_norm", ("softmax", "none"))
 
 
+class _AdditiveEnergy(torch.autograd.Function):
+    """``e[b, c, k] = v . sigmoid(q[b, c] + k[b, k])`` without keeping the ``[B, C, K, H]`` block:
+    the backward pass recomputes it (one fused sigmoid-backward, two sums), which is both the
+    memory and most of the time of NARM's per-position local attention."""
+
+    @staticmethod
+    def forward(ctx, query, keys, v):  # [B, C, H], [B, K, H], [H] -> [B, C, K]
+        ctx.save_for_backward(query, keys, v)
+        return torch.add(query[:, :, None, :], keys[:, None, :, :]).sigmoid_() @ v
+
+    @staticmethod
+    def backward(ctx, grad):  # [B, C, K]
+        query, keys, v = ctx.saved_tensors
+        s = torch.add(query[:, :, None, :], keys[:, None, :, :]).sigmoid_()
+        h = s.shape[-1]
+        grad_v = (grad.reshape(1, -1) @ s.reshape(-1, h)).reshape(h)
+        pre = torch.ops.aten.sigmoid_backward(v.expand_as(s), s).mul_(grad[..., None])
+        return pre.sum(2), pre.sum(1), grad_v
+
+
 def _attend(query: torch.Tensor, keys: torch.Tensor, states: torch.Tensor, v: torch.Tensor,
             allowed: torch.Tensor, softmax: bool) -> torch.Tensor:
     """Local context of a chunk of query positions.
@@ -87,7 +106,7 @@ def _attend(query: torch.Tensor, keys: torch.Tensor, states: torch.Tensor, v: to
     ``query [B, C, H]`` (A_1 h_t), ``keys [B, K, H]`` (A_2 h_j), ``states [B, K, H]`` (h_j),
     ``v [H]``, ``allowed [B, C, K]`` -> ``[B, C, H]``.
     """
-    energy = torch.sigmoid(query[:, :, None, :] + keys[:, None, :, :]) @ v  # [B, C, K]
+    energy = _AdditiveEnergy.apply(query, keys, v)  # [B, C, K]
     if softmax:
         weights = torch.softmax(energy.masked_fill(~allowed, float("-inf")), dim=-1)
     else:
@@ -151,12 +170,8 @@ class NARMEncoder(SequenceEncoder):
             # keys j <= t < stop only (causal); a PAD query sees itself so softmax has a key
             allowed = ((pos[None, :stop] <= pos[start:stop, None])[None]
                        & valid[:, None, :stop]) | eye[None, start:stop, :stop]
-            args = (queries[:, start - first:stop - first], keys[:, :stop], states[:, :stop],
-                    self.v, allowed, softmax)
-            if torch.is_grad_enabled() and self.training:
-                local.append(checkpoint(_attend, *args, use_reentrant=False))
-            else:
-                local.append(_attend(*args))
+            local.append(_attend(queries[:, start - first:stop - first], keys[:, :stop],
+                                 states[:, :stop], self.v, allowed, softmax))
         c_local = torch.cat(local, dim=1)  # [B, Lq, H]
         context = torch.cat([states[:, first:], c_local], dim=-1)  # [c_g; c_l]
         out = self.bilinear(self.dropout(context))
@@ -170,7 +185,8 @@ class NARMEncoder(SequenceEncoder):
 
 
 class NARM(TorchRecommender):
-    """NARM recommender (see the module docstring for the paper and deviations)."""
+    """NARM: GRU with global and local attention, bilinear decoder (Li et al., CIKM 2017); see
+    the module docstring for the deviations."""
 
     name = "narm"
     config_cls = NARMConfig
