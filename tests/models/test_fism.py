@@ -11,13 +11,13 @@ from seqrec.models.fism import FISM, FISMConfig, FISMEncoder
 from seqrec.registry import get_model
 from seqrec.testing.conformance import ConformanceSuite
 
-SMALL = {"dim": 16}
+SMALL = {"dim": 16, "dropout": 0.1}
 
 
 class TestFISMConformance(ConformanceSuite):
     model_cls = FISM
     config_kwargs = SMALL
-    bad_configs = [{"dim": 0}, {"alpha": 1.5}, {"alpha": -0.1}, {"init_std": 0.0}]
+    bad_configs = [{"dropout": 1.5}, {"dim": 0}, {"alpha": 1.5}, {"alpha": -0.1}, {"init_std": 0.0}]
 
 
 def test_registry():

@@ -11,13 +11,13 @@ from seqrec.models.fpmc import FPMC, FPMCConfig, FPMCEncoder
 from seqrec.registry import get_model
 from seqrec.testing.conformance import ConformanceSuite, _data, fitted
 
-SMALL = {"dim": 16}
+SMALL = {"dim": 16, "dropout": 0.1}
 
 
 class TestFPMCConformance(ConformanceSuite):
     model_cls = FPMC
     config_kwargs = SMALL
-    bad_configs = [{"dim": 0}, {"init_std": -1.0}]
+    bad_configs = [{"dropout": 1.5}, {"dim": 0}, {"init_std": -1.0}]
 
 
 def test_registry():

@@ -12,13 +12,13 @@ from seqrec.models.mf import MF, MFConfig, MFEncoder
 from seqrec.registry import get_model
 from seqrec.testing.conformance import TINY, ConformanceSuite, _batch, _data, fitted
 
-SMALL = {"dim": 16}
+SMALL = {"dim": 16, "dropout": 0.1}
 
 
 class TestMFConformance(ConformanceSuite):
     model_cls = MF
     config_kwargs = SMALL
-    bad_configs = [{"dim": 0}, {"init_std": 0.0}, {"item_bias": "yes"}]
+    bad_configs = [{"dropout": 1.5}, {"dim": 0}, {"init_std": 0.0}, {"item_bias": "yes"}]
 
     def test_no_causal_leakage(self):
         """MF has no sequence model: the suite's check that position t+1 reacts to its own item

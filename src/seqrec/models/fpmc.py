@@ -27,6 +27,8 @@ Deviations and choices where the paper is silent:
   sizes in its experiments). No bias terms (the paper has none).
 * Regularization: AdamW decoupled weight decay instead of L2 inside LearnBPR. Initialization:
   ``N(0, init_std)`` (the paper draws from N(0, sigma^2) with a small sigma).
+* ``dropout`` (default 0) on the hidden state before the prediction layer is not in the paper;
+  the LRURec comparison grid-searched a dropout rate for every model, so it is offered.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.torch_recommender import NeuralConfig, check_positive
+from seqrec.models.torch_recommender import NeuralConfig, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
 
@@ -51,10 +53,14 @@ class FPMCConfig(NeuralConfig):
     """Factor size k of each of the four factor tables (hidden state is 2 * dim wide)."""
     init_std: float = 0.02
     """Standard deviation of the normal initialization of every factor table."""
+    dropout: float = 0.0
+    """Dropout on the hidden state before the prediction layer (the paper has none; the LRURec
+    comparison grid-searched a dropout rate for every model)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive(self, "dim", "init_std")
+        check_range(self, "dropout", 0.0, 0.99)
 
 
 class FPMCEncoder(SequenceEncoder):
@@ -63,6 +69,7 @@ class FPMCEncoder(SequenceEncoder):
     def __init__(self, config: FPMCConfig, n_items: int, n_users: int = 0) -> None:
         super().__init__()
         self.config, self.n_items = config, n_items
+        self.dropout = nn.Dropout(config.dropout)
         d = config.dim
         self.user_emb = UserEmbedding(n_users, d)  # V^{U,I}
         self.item_user_emb = nn.Embedding(n_items + 1, d, padding_idx=0)  # V^{I,U}
@@ -83,7 +90,7 @@ class FPMCEncoder(SequenceEncoder):
         user = self.user_emb(batch.users, items.shape[0])  # [B, D]
         user = user[:, None, :].expand(-1, items.shape[1], -1)
         hidden = torch.cat([user, self.last_item_emb(items)], dim=-1)
-        return hidden * valid[..., None]
+        return self.dropout(hidden * valid[..., None])
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return torch.cat([self.item_user_emb.weight, self.item_last_emb.weight], dim=-1), None

@@ -25,6 +25,8 @@ Deviations and choices where the paper is silent:
   (``train_windows="sliding"`` trains every transition once); each transition is one
   observed (user, item) pair, so a user's items are weighted by how often they occur.
 * Initialization: ``N(0, init_std)`` factors, zero item bias (the paper does not say).
+* ``dropout`` (default 0) on the hidden state before the prediction layer is not in the paper;
+  the LRURec comparison grid-searched a dropout rate for every model, so it is offered.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.torch_recommender import NeuralConfig, check_positive
+from seqrec.models.torch_recommender import NeuralConfig, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
 
@@ -49,12 +51,16 @@ class MFConfig(NeuralConfig):
     """Factor size of users and items."""
     init_std: float = 0.02
     """Standard deviation of the normal initialization of both factor tables."""
+    dropout: float = 0.0
+    """Dropout on the hidden state before the prediction layer (the paper has none; the LRURec
+    comparison grid-searched a dropout rate for every model)."""
     item_bias: bool = True
     """Learn an item bias b_i (Koren et al. eq. 3); False scores p_u^T q_i only."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive(self, "dim", "init_std")
+        check_range(self, "dropout", 0.0, 0.99)
         if not isinstance(self.item_bias, bool):
             raise ConfigError(f"item_bias must be true or false, got {self.item_bias!r}")
 
@@ -65,6 +71,7 @@ class MFEncoder(SequenceEncoder):
     def __init__(self, config: MFConfig, n_items: int, n_users: int = 0) -> None:
         super().__init__()
         self.config, self.n_items = config, n_items
+        self.dropout = nn.Dropout(config.dropout)
         self.user_emb = UserEmbedding(n_users, config.dim)
         self.item_emb = nn.Embedding(n_items + 1, config.dim, padding_idx=0)
         self.item_bias = nn.Parameter(torch.zeros(n_items + 1)) if config.item_bias else None
@@ -79,7 +86,7 @@ class MFEncoder(SequenceEncoder):
             raise ConfigError(f"input length {items.shape[1]} exceeds max_len {self.config.max_len}")
         valid = batch.mask if batch.mask is not None else items.ne(0)
         user = self.user_emb(batch.users, items.shape[0])  # [B, D]
-        return user[:, None, :] * valid[..., None].to(user.dtype)
+        return self.dropout(user[:, None, :] * valid[..., None].to(user.dtype))
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:  # [B, D]
         return self.user_emb(batch.users, batch.items.shape[0])
