@@ -2,7 +2,7 @@
 FPMC, GRU4Rec, NARM and Caser beside Pop on ML-100K (943 users, 1,682 items, iterative 5-core),
 leave-last-out, full ranking, history filter. Each model uses its reproduction config
 (``configs/<model>_ml1m.toml``, Caser ``configs/caser_beauty.toml``) with the data switched to
-ML-100K, max_len 100, validation every epoch, no early stopping and a training budget of
+ML-100K, max_len 100 (``--max-len``), validation every epoch, no early stopping and a training budget of
 ``--seconds`` (the best validation NDCG@10 is kept). Not a reproduction: the budgets are far
 too short for the published numbers; the check is only "far above Pop".
 
@@ -31,12 +31,14 @@ CONFIGS = {"pop": None, "mf": "mf_ml1m", "fism": "fism_ml1m", "fpmc": "fpmc_ml1m
 SHOWN = ("NDCG@10", "Recall@10")
 
 
-def overrides(name: str, seconds: float, dataset: str) -> list[str]:
+def overrides(name: str, seconds: float, dataset: str, max_len: int, lr: float | None) -> list[str]:
     over = [f"data.name={dataset}", "data.filter=k_core", "data.min_item=5",
             "eval.seen_filter=history"]
     if name == "pop":
         return [*over, "model.name=pop"]
-    return [*over, "model.max_len=100", "train.eval_every=1", "train.patience=0",
+    if lr is not None:
+        over.append(f"train.lr={lr}")
+    return [*over, f"model.max_len={max_len}", "train.eval_every=1", "train.patience=0",
             "train.epochs=1000", f"train.max_train_seconds={seconds}", "train.num_threads=1",
             "train.val_metric=NDCG@10"]
 
@@ -45,6 +47,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seconds", type=float, default=90.0, help="training budget per model")
     p.add_argument("--dataset", default="ml-100k")
+    p.add_argument("--max-len", type=int, default=100)
+    p.add_argument("--lr", type=float, default=None, help="override every config's lr")
+    p.add_argument("--stem", default=None, help="output name (default baselines_smoke_<dataset>)")
     p.add_argument("--models", nargs="*", default=list(CONFIGS))
     p.add_argument("--out", default=str(ROOT / "docs" / "results"))
     args = p.parse_args()
@@ -54,7 +59,7 @@ def main() -> None:
     for name in args.models:
         cfg = CONFIGS[name]
         exp = load_experiment(ROOT / "configs" / f"{cfg}.toml" if cfg else None,
-                              overrides(name, args.seconds, args.dataset))
+                              overrides(name, args.seconds, args.dataset, args.max_len, args.lr))
         data = data or prepare_data(exp)
         model, record = run_experiment(exp, data)
         log = getattr(model, "training_log", None)
@@ -70,15 +75,17 @@ def main() -> None:
     record = base_record(benchmark="baselines_smoke", dataset=args.dataset,
                          fingerprint=data.prepared.fingerprint(), protocol="leave-last-out",
                          ranking="full", seen_filter="history", budget_seconds=args.seconds,
+                         max_len=args.max_len, lr=args.lr,
                          runs=runs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"baselines_smoke_{args.dataset.replace('-', '')}"
+    stem = args.stem or f"baselines_smoke_{args.dataset.replace('-', '')}"
     (out / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
     pop = next((r for r in runs if r["model"] == "pop"), None)
     lines = [f"# Baselines smoke check on {args.dataset} ({args.seconds:g} s of training each)", "",
              "Leave-last-out, full ranking, history filter, iterative 5-core; each model's "
-             "reproduction config with max_len 100, validation every epoch, best validation "
+             f"reproduction config with max_len {args.max_len}"
+             + (f", lr {args.lr:g}" if args.lr else "") + ", validation every epoch, best validation "
              "NDCG@10 kept. Not a reproduction: only checks that each model learns (vs Pop).", "",
              "| model | valid NDCG@10 | valid Recall@10 | test NDCG@10 | test Recall@10 | x Pop (valid NDCG@10) | epochs | train s |",
              "|---|---|---|---|---|---|---|---|"]

@@ -88,3 +88,18 @@ def test_fitted_model_scores_known_and_unknown_users():
     assert not np.allclose(scores[0, 1:], scores[1, 1:])
     no_ids = model.score(Sequences.from_lists([[3, 4, 5, 6]], n_items=model.n_items))
     np.testing.assert_allclose(no_ids[0], scores[1], rtol=1e-6)
+
+
+def test_matrix_product_convolutions_match_conv2d():
+    torch.manual_seed(0)
+    enc = CaserEncoder(CaserConfig(dim=6, window=4, n_v=3, n_h=5, ac_conv="tanh", dropout=0.0), 30)
+    windows = torch.randn(7, 4, 6, requires_grad=True)
+    fast = enc._features(windows)
+    ref = enc._features_conv2d(windows)
+    torch.testing.assert_close(fast, ref, rtol=1e-5, atol=1e-6)
+    g_fast = torch.autograd.grad(fast.square().sum(), [windows, *enc.parameters()], allow_unused=True)
+    g_ref = torch.autograd.grad(ref.square().sum(), [windows, *enc.parameters()], allow_unused=True)
+    for a, b in zip(g_fast, g_ref, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -112,7 +112,25 @@ class CaserEncoder(SequenceEncoder):
         return emb.unfold(1, win, 1).transpose(2, 3)  # [B, L, win, d]
 
     def _features(self, windows: torch.Tensor) -> torch.Tensor:
-        """``[N, window, d]`` -> ``z [N, d]``."""
+        """``[N, window, d]`` -> ``z [N, d]``.
+
+        The convolutions are computed as matrix products over the unfolded window (the same
+        sums as ``Conv2d`` with these weights, several times faster on CPU, forward and
+        backward); ``_features_conv2d`` is the plain reference the tests compare with.
+        """
+        n, win, d = windows.shape
+        parts = []
+        if self.conv_v is not None:  # [n_v, 1, L, 1]: weighted sums of the L rows
+            w = self.conv_v.weight.view(-1, win)
+            parts.append((torch.matmul(w, windows) + self.conv_v.bias[:, None]).flatten(1))
+        for h, conv in enumerate(self.conv_h, start=1):  # [n_h, 1, h, d] over h consecutive rows
+            rows = windows.unfold(1, h, 1).transpose(2, 3).reshape(n, win - h + 1, h * d)
+            out = self.ac_conv(F.linear(rows, conv.weight.view(conv.out_channels, h * d), conv.bias))
+            parts.append(out.amax(dim=1))  # max-pool over the positions
+        return self.ac_fc(self.fc1(self.dropout(torch.cat(parts, dim=1))))
+
+    def _features_conv2d(self, windows: torch.Tensor) -> torch.Tensor:
+        """Reference of ``_features`` with ``Conv2d`` as the authors' code computes it."""
         x = windows[:, None]  # [N, 1, win, d]
         parts = []
         if self.conv_v is not None:
