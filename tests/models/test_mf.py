@@ -79,3 +79,15 @@ def test_user_table_size_survives_save_load(tmp_path):
     loaded = MF.load(tmp_path)
     assert loaded.n_users == model.n_users == 48
     torch.testing.assert_close(loaded.encoder.user_emb.weight, model.encoder.user_emb.weight)
+
+
+def test_checkpointed_fit_resumes_with_the_user_table(tmp_path):
+    """The harness fits with a checkpoint directory and refits to resume: the user table is
+    rebuilt at the same size before the checkpoint is loaded."""
+    _, train, valid, test = _data()
+    cfg = MFConfig(**{**TINY, **SMALL})
+    first = MF(cfg).fit(train, valid, progress=False, checkpoint_dir=tmp_path)
+    again = MF(cfg).fit(train, valid, progress=False, checkpoint_dir=tmp_path)
+    hist = test.histories()
+    np.testing.assert_array_equal(again.score(hist), first.score(hist))
+    assert again.n_users == 48
