@@ -24,7 +24,8 @@ Deviations:
   hidden states carried across steps) and Adagrad; here, as in the LRURec comparison, each
   user's (windowed) sequence is run through the GRU from a zero state and the softmax
   cross-entropy over the whole catalogue is taken at every position at once (the official
-  ``cross-entropy`` loss over all items, without negative sampling), optimized with AdamW.
+  ``cross-entropy`` loss scores the mini-batch's targets plus ``n_sample`` popularity-sampled
+  negatives instead of every item), optimized with AdamW.
   ``loss`` can select the shared BCE / sampled-softmax / gBCE losses instead.
 * The official "one-hot" input (``embedding=0, constrained_embedding=False``: the first GRU
   layer's input weights indexed by item id) is not offered; it is an unconstrained 3H-wide
