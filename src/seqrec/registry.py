@@ -23,6 +23,12 @@ MODELS: dict[str, tuple[str, str]] = {
     "lsan": ("seqrec.models.lsan:LSANConfig", "seqrec.models.lsan:LSAN"),
     "bert4rec": ("seqrec.models.bert4rec:BERT4RecConfig", "seqrec.models.bert4rec:BERT4Rec"),
     "fmlprec": ("seqrec.models.fmlprec:FMLPRecConfig", "seqrec.models.fmlprec:FMLPRec"),
+    "mf": ("seqrec.models.mf:MFConfig", "seqrec.models.mf:MF"),
+    "fism": ("seqrec.models.fism:FISMConfig", "seqrec.models.fism:FISM"),
+    "fpmc": ("seqrec.models.fpmc:FPMCConfig", "seqrec.models.fpmc:FPMC"),
+    "gru4rec": ("seqrec.models.gru4rec:GRU4RecConfig", "seqrec.models.gru4rec:GRU4Rec"),
+    "narm": ("seqrec.models.narm:NARMConfig", "seqrec.models.narm:NARM"),
+    "caser": ("seqrec.models.caser:CaserConfig", "seqrec.models.caser:Caser"),
 }
 
 
