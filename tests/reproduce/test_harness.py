@@ -179,3 +179,20 @@ def test_popularity_groups_split_traffic_in_thirds():
     assert g[1] == 0 and g[7] == 2 and g[0] == 2
     assert list(g[1:7]) == sorted(g[1:7])  # more popular -> lower group
     assert set(g[1:7]) == {0, 1, 2}
+
+
+def test_readme_section_is_generated_from_the_reports(tmp_path):
+    from seqrec.reproduce.readme import END, START, update_readme
+
+    dirs = _dirs(tmp_path)
+    table = load_table(_table(tmp_path))
+    reproduce(table, table.select(models={"pop"}), **dirs)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\nbefore\n{START}\nstale hand-written text\n{END}\nafter\n")
+    assert update_readme(readme, dirs["report_dir"])
+    text = readme.read_text()
+    assert "stale" not in text and text.startswith("# x\n\nbefore\n") and text.endswith("after\n")
+    assert "| pop | " in text and "0.0200" in text  # the row and its published value
+    assert "1 of 2 rows finished" in text
+    readme.write_text("no markers\n")
+    assert not update_readme(readme, dirs["report_dir"])

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         if args.report_only:
             everything = plan(table, table.runs, runs_dir, results_dir)
             print(f"report: {write_report(table, everything, report_dir)}")
+            _readme(report_dir)
         return 0
     outcome = reproduce(table, runs, workers=args.workers, threads=args.threads,
                         budget_seconds=budget, runs_dir=runs_dir, results_dir=results_dir,
@@ -55,8 +56,17 @@ def run(args: argparse.Namespace) -> int:
                         state_dir=None if args.state_dir == "none" else Path(args.state_dir))
     path = outcome.report
     print(f"report: {path} (+ {path.with_suffix('.html').name})")
+    _readme(report_dir)
     if outcome.failed:
         for run_id, why in outcome.failed.items():
             print(f"failed: {run_id}: {why}")
         return 1
     return 0
+
+
+def _readme(report_dir: Path) -> None:
+    """Regenerate the README's results section when run from a checkout (markers present)."""
+    from seqrec.reproduce.readme import update_readme
+
+    if update_readme(Path("README.md"), report_dir):
+        print("README.md: results section regenerated from the reports")
