@@ -91,6 +91,11 @@ def build_blocks(table: Table, planned) -> list[Block]:
         rows.append([p.spec.label, p.spec.dataset, p.spec.model, seeds,
                      *[_cell(recs, m) for m in table.metrics], status])
     blocks += [("h2", "Test results"), ("table", headers, rows)]
+    denominators = sorted({str(r.get("coverage_denominator", {}).get("test", "catalogue"))
+                           for p in planned for r in (p.cached, p.partial) if r})
+    if any(d != "catalogue" for d in denominators):
+        blocks.append(("p", "COV@k divides by the items of the data each model was fitted on "
+                            f"({', '.join(denominators)}), as the SATF code does."))
     # --- published
     pub_rows = []
     for run_id in table.row_ids:
@@ -216,8 +221,9 @@ def _plot_curves(table: Table, curves) -> bytes | None:
         label = f"{p.spec.label} / {p.spec.dataset} s{p.spec.seed}"
         ax1.plot(xs, ys, label=label, lw=1.2)
         ax2.plot(ts, ys, label=label, lw=1.2)
-    ax1.set(xlabel="epoch", ylabel="validation NDCG@10", title="validation curves")
-    ax2.set(xlabel="training minutes", ylabel="validation NDCG@10", title="accuracy against training time")
+    metric = curves[0][1].get("val_metric") or "NDCG@10"
+    ax1.set(xlabel="epoch", ylabel=f"validation {metric}", title="validation curves")
+    ax2.set(xlabel="training minutes", ylabel=f"validation {metric}", title="accuracy against training time")
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
     ax1.legend(fontsize=7, loc="lower right")
