@@ -34,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from seqrec.reproduce.report import write_report
     from seqrec.reproduce.spec import load_table
 
+    import logging
+
+    # one line per validation of every run (the inline path; workers configure their own)
+    logging.getLogger("seqrec.training.trainer").setLevel(logging.INFO)
     table = load_table(args.name)
     budget = parse_duration(args.budget)
     runs = table.select(_csv(args.models), _csv(args.datasets), _csv(args.seeds, int), _csv(args.runs))
