@@ -14,7 +14,7 @@ import types
 import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import tomllib
 
@@ -40,12 +40,76 @@ class DataSection:
     """Item threshold (min_count) or k (k_core)."""
     min_user: int = 5
     """User threshold (min_count)."""
+    columns: str = ""
+    """File column mapping 'user=uid,item=sku,timestamp=ts' (roles user, item, timestamp, rating; timestamp=none: file order is time order)."""
+    sep: str = ""
+    """Field separator of a text file ('' = from the extension; 'tab' or '\\t' for a tab)."""
+    names: str = ""
+    """Comma-separated column names of a file without a header line ('' = it has one)."""
+    time_unit: str = "s"
+    """Numeric timestamps in 's', 'ms' or 'us'; 'iso' for text dates ('s' reads dates too)."""
+    time_format: str = ""
+    """strftime format of text timestamps ('' = ISO dates and datetimes)."""
+    item_file: str = ""
+    """Optional item-metadata file (item id, title, categories) shown in recommendations."""
+    item_columns: str = ""
+    """Column mapping of item_file 'item=sku,title=name,categories=tags' ('' = common names)."""
+
+    READ_KEYS: ClassVar[tuple[str, ...]] = (
+        "columns", "sep", "names", "time_unit", "time_format", "item_file", "item_columns")
 
     def preprocess_config(self) -> PreprocessConfig:
         return PreprocessConfig(self.min_rating, self.dedup, self.filter, self.min_item, self.min_user)
 
+    def identity(self) -> dict[str, Any]:
+        """The section as a dict for run identities; the file-reading keys appear only when
+        set, so identities recorded before those keys existed still match."""
+        return {k: v for k, v in asdict(self).items()
+                if k not in self.READ_KEYS or v != getattr(type(self), k)}
+
+    def read_options(self) -> dict[str, Any]:
+        """Options of ``seqrec.data.sources.load`` for a file (empty when all are defaults)."""
+        opts: dict[str, Any] = {}
+        if self.columns:
+            opts["columns"] = _mapping(self.columns, "data.columns", none_ok=True)
+        if self.sep:
+            opts["sep"] = {"tab": "\t", "\\t": "\t"}.get(self.sep, self.sep)
+        if self.names:
+            opts["names"] = [n.strip() for n in self.names.split(",")]
+            opts["has_header"] = False
+        if self.time_unit != "s":
+            opts["timestamp_unit"] = self.time_unit
+        if self.time_format:
+            opts["time_format"] = self.time_format
+        if self.item_file:
+            opts["item_file"] = self.item_file
+            if self.item_columns:
+                opts["item_columns"] = _mapping(self.item_columns, "data.item_columns")
+        elif self.item_columns:
+            raise ConfigError("data.item_columns needs data.item_file")
+        return opts
+
     def __post_init__(self) -> None:
         self.preprocess_config()  # validates filter and thresholds
+        if self.time_unit not in TIME_UNITS:
+            raise ConfigError(f"data.time_unit must be one of {', '.join(TIME_UNITS)}, "
+                              f"got {self.time_unit!r}")
+        self.read_options()  # validates the mappings
+
+
+TIME_UNITS = ("s", "ms", "us", "iso")
+
+
+def _mapping(text: str, key: str, none_ok: bool = False) -> dict[str, str | None]:
+    """'user=uid,item=sku' -> {'user': 'uid', 'item': 'sku'}; 'none' -> None where allowed."""
+    out: dict[str, str | None] = {}
+    for part in str(text).split(","):
+        role, sep, column = (x.strip() for x in part.partition("="))
+        if not sep or not role or not column:
+            raise ConfigError(f"{key} expects ROLE=COLUMN pairs separated by commas, like "
+                              f"'user=uid,item=sku', got {text!r}")
+        out[role] = None if (none_ok and column.lower() == "none") else column
+    return out
 
 
 @dataclass(frozen=True)

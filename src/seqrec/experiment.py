@@ -33,7 +33,7 @@ def prepare_data(exp: Experiment) -> PreparedSplit:
     from seqrec.data.sources import load
 
     t0 = time.perf_counter()
-    inter = load(exp.data.name, root=exp.data.root)
+    inter = load(exp.data.name, root=exp.data.root, **exp.data.read_options())
     t1 = time.perf_counter()
     prepared = preprocess(inter, exp.data.preprocess_config())
     seqs = prepared.sequences()
@@ -130,6 +130,9 @@ def run_experiment(
         stopped=stop_reason(model),
     )
     if save_dir is not None:
+        from seqrec.serving.histories import UserHistories
+
+        model.user_histories = UserHistories.from_prepared(data.prepared)
         model.save(save_dir)
     return model, record
 

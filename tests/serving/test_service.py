@@ -54,3 +54,57 @@ def test_non_json_numbers_are_a_422_not_a_500(artifact):
         resp = client.post("/recommend", content=body, headers={"content-type": "application/json"})
         assert resp.status_code == 422, (body, resp.status_code, resp.text)
         assert resp.json()["detail"][0]["msg"]
+
+
+@pytest.fixture()
+def trained(tmp_path):
+    """SASRec trained by `seqrec train` on a CSV with string ids (k-core removes two items)."""
+    from seqrec.cli.main import main
+    from seqrec.testing.synthetic import write_log_csv
+
+    info = write_log_csv(tmp_path / "log.csv", n_users=30, n_items=20, time_unit="s")
+    out = tmp_path / "run"
+    assert main(["train", "--set", f"data.name={tmp_path / 'log.csv'}",
+                 "--set", "data.columns=user=customer,item=sku,timestamp=event_ms",
+                 "--set", "model.name=sasrec", "--set", "train.epochs=1", "--set", "model.dim=8",
+                 "--set", "model.max_len=10", "--set", "train.num_threads=1",
+                 "--out", str(out)]) == 0
+    return out / "model", info
+
+
+def test_batch_endpoint_matches_single_requests_and_stored_users(trained):
+    artifact, info = trained
+    client = TestClient(create_app(artifact))
+    queries = [{"history": ["sku1", "sku2"]}, {"user": "c4"}, {"history": []}]
+    resp = client.post("/recommend/batch", json={"requests": queries, "k": 4})
+    assert resp.status_code == 200
+    results = resp.json()["results"]
+    assert len(results) == 3
+    for query, got in zip(queries, results, strict=True):
+        single = client.post("/recommend", json={**query, "k": 4}).json()
+        assert got["items"] == single["items"]
+    model = Recommender.load(artifact)
+    (direct,) = model.recommend(model.user_histories.raw_histories(["c4"], model.vocab), k=4)
+    assert results[1]["items"] == [str(i) for i in direct.items]
+    assert results[2]["fallback"] == "popularity"
+
+
+def test_allow_deny_and_unknown_ids_over_http(trained):
+    artifact, info = trained
+    client = TestClient(create_app(artifact))
+    allow = ["sku3", "sku4", "sku5"]
+    body = client.post("/recommend", json={"history": ["sku1"], "k": 10, "allow": allow}).json()
+    assert body["items"] and set(body["items"]) <= set(allow)
+    full = client.post("/recommend", json={"history": ["sku1"], "k": 3}).json()["items"]
+    denied = client.post("/recommend", json={"history": ["sku1"], "k": 3, "deny": full[:1]}).json()
+    assert full[0] not in denied["items"] and denied["items"][0] == full[1]
+    resp = client.post("/recommend", json={"history": ["sku1"], "allow": ["sku1", "nope"]})
+    assert resp.status_code == 422 and "nope" in resp.json()["detail"]
+    resp = client.post("/recommend", json={"user": "ghost"})
+    assert resp.status_code == 422 and "ghost" in resp.json()["detail"]
+    skipped = client.post("/recommend", json={"history": ["sku1", info["rare"][0], "zzz"]}).json()
+    assert skipped["skipped_ids"] == [{"id": info["rare"][0], "reason": "removed"},
+                                      {"id": "zzz", "reason": "never_seen"}]
+    assert client.post("/recommend/batch", json={"requests": []}).status_code == 422
+    both = client.post("/recommend", json={"user": "c1", "history": ["sku1"]})
+    assert both.status_code == 422

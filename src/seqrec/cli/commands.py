@@ -37,6 +37,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "train": cmd_train,
         "evaluate": cmd_evaluate,
         "recommend": cmd_recommend,
+        "export": cmd_export,
         "demo": cmd_demo,
         "serve": cmd_serve,
         "reproduce": cmd_reproduce,
@@ -192,23 +193,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from seqrec.models.base import Recommender
+    from seqrec.cli.recommend import cmd_recommend as run
 
-    history = list(args.history)
-    if args.history_csv:
-        history += [h for h in args.history_csv.split(",") if h.strip()]
-    model = Recommender.load(args.artifact)
-    (rec,) = model.recommend([history], k=args.k, exclude_seen=not args.include_seen)
-    if rec.skipped_unknown:
-        print(f"note: skipped {rec.skipped_unknown} unknown item id(s)")
-    if rec.fallback:
-        print(f"note: empty history, showing the {rec.fallback} ranking")
-    rows = []
-    for rank, (item, score) in enumerate(zip(rec.items, rec.scores, strict=False), 1):
-        internal = int(model.vocab.encode([item])[0])
-        rows.append([rank, item, score, model.vocab.title(internal) or ""])
-    print(format_table(["rank", "item", "score", "title"], rows))
-    return 0
+    return run(args)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from seqrec.cli.recommend import cmd_export as run
+
+    return run(args)
 
 
 def cmd_config(args: argparse.Namespace) -> int:

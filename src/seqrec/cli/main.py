@@ -51,12 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("artifact")
     _add_experiment_args(e)
 
-    r = sub.add_parser("recommend", help="top-k for a history of raw item ids")
-    r.add_argument("artifact")
-    r.add_argument("history", nargs="*", help="raw item ids, oldest first (or --history)")
-    r.add_argument("--history", dest="history_csv", help="comma-separated raw item ids")
-    r.add_argument("-k", type=int, default=10)
-    r.add_argument("--include-seen", action="store_true", help="do not exclude history items")
+    from seqrec.cli.recommend import add_export_args, add_recommend_args
+
+    add_recommend_args(sub.add_parser(
+        "recommend", help="top-k for a history, a known user (--user) or a batch file (--input)"))
+    add_export_args(sub.add_parser("export", help="export a neural model to ONNX / TorchScript"))
 
     s = sub.add_parser("serve", help="HTTP service over a saved artifact (FastAPI + uvicorn)")
     s.add_argument("artifact")

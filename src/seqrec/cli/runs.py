@@ -46,7 +46,8 @@ def run_identity(exp: Experiment) -> dict[str, Any]:
 
         config = {k: v for k, v in config.items() if k not in RUN_CONTROL}
     full = exp.to_dict()
-    return {"data": full["data"], "split": full["split"], "model": exp.model,
+    data = json.loads(json.dumps(exp.data.identity(), default=str))  # read keys only when set
+    return {"data": data, "split": full["split"], "model": exp.model,
             "model_config": config, "seed": exp.seed}
 
 
@@ -84,9 +85,18 @@ def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
         old = json.loads(path.read_text())["identity"]
     except (OSError, ValueError, KeyError, TypeError):
         raise ConfigError(f"{path} is unreadable; {hint}") from None
+    if old != identity and _trained_nothing(out):
+        return  # an attempt that failed before its first checkpoint: nothing to lose
     if old != identity:
         raise ConfigError(f"{out} holds another run (differs in {', '.join(_diff(old, identity))}); "
                           f"{hint}")
+
+
+def _trained_nothing(out: Path) -> bool:
+    """Whether ``out`` holds only the claim of a run that stopped before its first checkpoint
+    (a config or data error): no ``last.pt``, model, log or result to lose."""
+    done = ("model", TRAIN_LOG, "result.json", "result.md")
+    return not (out / CHECKPOINT / "last.pt").exists() and not any((out / n).exists() for n in done)
 
 
 def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:

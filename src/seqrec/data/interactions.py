@@ -52,6 +52,8 @@ class Interactions:
         name: dataset name, for reports.
         notes: preprocessing steps applied so far (recorded in every result).
         item_attributes: optional long table of item attributes (categories, brands, tags).
+        user_raw: optional original text of string user ids, ``user_raw[code]`` for the code
+            stored in ``user`` (so that a trained model can answer for user ``"u17"``).
     """
 
     user: np.ndarray
@@ -63,6 +65,7 @@ class Interactions:
     name: str = "unnamed"
     notes: tuple[str, ...] = field(default_factory=tuple)
     item_attributes: ItemAttributes | None = None
+    user_raw: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         cols = {"user": self.user, "item": self.item, "timestamp": self.timestamp}
@@ -116,6 +119,7 @@ class Interactions:
             name=self.name,
             notes=notes,
             item_attributes=self.item_attributes,
+            user_raw=self.user_raw,
         )
 
     def replace(self, **changes: Any) -> Interactions:

@@ -3,6 +3,7 @@ order, id remap to ``1..n`` (0 = PAD). Every step appends a note to ``Interactio
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -25,6 +26,11 @@ class ItemVocab:
     raw: np.ndarray
     titles: np.ndarray | None = None
     attributes: ItemAttributes | None = None
+    categories: np.ndarray | None = None
+    """Per-item category text (e.g. ``Comedy|Drama``), from an item-metadata file."""
+    removed: np.ndarray | None = None
+    """Raw ids present in the source data but removed by preprocessing (filters), as text:
+    lets ``recommend`` tell a filtered item from one never seen."""
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -63,9 +69,30 @@ class ItemVocab:
         return self.raw[np.asarray(ids, dtype=np.int64) - 1]
 
     def title(self, internal_id: int) -> str | None:
-        if self.titles is None:
-            return None
-        return str(self.titles[internal_id - 1])
+        """Title of an internal id; None when there is no title table or no title for it."""
+        return _text(self.titles, internal_id)
+
+    def category(self, internal_id: int) -> str | None:
+        """Category text of an internal id (None when unknown)."""
+        return _text(self.categories, internal_id)
+
+    def is_removed(self, raw_id: Any) -> bool:
+        """Whether ``raw_id`` was in the source data but removed by preprocessing."""
+        if self.removed is None:
+            return False
+        cache = self.__dict__.get("_removed")
+        if cache is None:
+            cache = {str(r) for r in self.removed.tolist()}
+            object.__setattr__(self, "_removed", cache)
+        return self._key(raw_id) in cache
+
+
+def _text(column: np.ndarray | None, internal_id: int) -> str | None:
+    if column is None:
+        return None
+    value = column[internal_id - 1]
+    # "" is how a saved vocabulary stores a missing value (npz strings have no None)
+    return None if value is None or value == "" else str(value)
 
 
 @dataclass(frozen=True)
@@ -75,6 +102,8 @@ class Prepared:
     interactions: Interactions
     vocab: ItemVocab
     user_raw: np.ndarray
+    source_users: np.ndarray | None = None
+    """Raw user ids before preprocessing (to tell a filtered user from an unknown one)."""
 
     @property
     def n_items(self) -> int:
@@ -153,6 +182,7 @@ def k_core(inter: Interactions, k: int = 5) -> Interactions:
             out.user[keep], out.item[keep], out.timestamp[keep],
             None if out.rating is None else out.rating[keep],
             out.items, out.has_time, out.name, out.notes, out.item_attributes,
+            user_raw=out.user_raw,
         )
         rounds += 1
     return out.replace(notes=out.notes + (f"iterative {k}-core ({rounds} rounds)",))
@@ -161,16 +191,13 @@ def k_core(inter: Interactions, k: int = 5) -> Interactions:
 def remap(inter: Interactions) -> Prepared:
     """Users -> 0..U-1 and items -> 1..n in order of first appearance-free sorted raw id."""
     user_raw, users = np.unique(inter.user, return_inverse=True)
+    if inter.user_raw is not None:  # string user ids: back to their original text
+        user_raw = np.asarray(inter.user_raw, dtype=object)[user_raw]
     item_raw, items = np.unique(inter.item, return_inverse=True)
-    titles = None
-    if inter.items is not None and "title" in inter.items:
-        side_ids = np.asarray(inter.items["item"])
-        side_titles = np.asarray(inter.items["title"], dtype=object)
-        order = np.argsort(side_ids)
-        pos = np.searchsorted(side_ids[order], item_raw)
-        pos = np.clip(pos, 0, len(order) - 1)
-        found = side_ids[order][pos] == item_raw
-        titles = np.where(found, side_titles[order][pos], None)
+    titles = _side_column(inter.items, "title", item_raw)
+    categories = _side_column(inter.items, "categories", item_raw)
+    if categories is None:
+        categories = _side_column(inter.items, "genres", item_raw)
     raw = item_raw
     if inter.items is not None and "raw_id" in inter.items:
         # sources with string ids store codes in `item` and the original text in `raw_id`
@@ -185,7 +212,27 @@ def remap(inter: Interactions) -> Prepared:
         users.astype(np.int64), items.astype(np.int64) + 1, inter.timestamp, inter.rating,
         inter.items, inter.has_time, inter.name, notes, attributes,
     )
-    return Prepared(remapped, ItemVocab(raw, titles, attributes), user_raw)
+    return Prepared(remapped, ItemVocab(raw, titles, attributes, categories), user_raw)
+
+
+def _side_column(items: dict[str, np.ndarray] | None, column: str, item_raw: np.ndarray):
+    """``items[column]`` aligned to ``item_raw`` (None where an item has no row)."""
+    if items is None or column not in items:
+        return None
+    side_ids = np.asarray(items["item"])
+    values = np.asarray(items[column], dtype=object)
+    order = np.argsort(side_ids)
+    pos = np.clip(np.searchsorted(side_ids[order], item_raw), 0, len(order) - 1)
+    found = side_ids[order][pos] == item_raw
+    return np.where(found, values[order][pos], None)
+
+
+def _removed_ids(before: Interactions, after_items: np.ndarray) -> np.ndarray:
+    """Raw ids (as text) of the items of ``before`` that no longer occur in ``after_items``."""
+    gone = np.setdiff1d(np.unique(before.item), np.unique(after_items))
+    if before.items is not None and "raw_id" in before.items:
+        return np.asarray(before.items["raw_id"], dtype=object)[gone].astype(str)
+    return gone.astype(str)
 
 
 def to_sequences(inter: Interactions, n_items: int, vocab: ItemVocab | None = None) -> Sequences:
@@ -235,4 +282,10 @@ def preprocess(inter: Interactions, config: PreprocessConfig = PreprocessConfig(
         out = k_core(out, config.min_item)
     if len(out) == 0:
         raise DataError(f"preprocessing removed every interaction of '{inter.name}'")
-    return remap(out)
+    prepared = remap(out)
+    removed = _removed_ids(inter, out.item)
+    vocab = prepared.vocab
+    if len(removed):
+        vocab = dataclasses.replace(vocab, removed=removed)
+    source = inter.user if inter.user_raw is None else np.asarray(inter.user_raw, dtype=object)
+    return Prepared(prepared.interactions, vocab, prepared.user_raw, source)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
@@ -35,6 +35,8 @@ class Recommendation:
     scores: list[float]
     skipped_unknown: int = 0
     fallback: str | None = None
+    skipped_ids: list[Any] = field(default_factory=list)
+    """The skipped history ids themselves (``vocab.is_removed`` tells filtered from unseen)."""
 
 
 class Recommender(ABC):
@@ -51,6 +53,9 @@ class Recommender(ABC):
         self.n_items: int | None = None
         self.vocab = None
         self.popularity: np.ndarray | None = None  # [n_items + 1], for the empty-history fallback
+        # raw user id -> stored history (seqrec.serving.histories.UserHistories), set by
+        # `seqrec train` and saved as users.npz, so that recommend/serve can answer for a user
+        self.user_histories = None
 
     # --- to implement ---------------------------------------------------------------------
     @abstractmethod
@@ -110,11 +115,16 @@ class Recommender(ABC):
         histories: Sequence[Sequence[Any]],
         k: int = 10,
         exclude_seen: bool = True,
+        allow: Sequence[Any] | None = None,
+        deny: Sequence[Any] | None = None,
     ) -> list[Recommendation]:
         """Top-``k`` raw item ids for each history of raw item ids.
 
         Unknown ids are skipped and counted (a warning, not a crash); an empty history (after
-        skipping) falls back to the most popular items.
+        skipping) falls back to the most popular items. ``allow`` restricts the answer to
+        those raw ids, ``deny`` removes those; an id of either list that the model never saw
+        raises ``DataError`` naming it (ids removed by preprocessing cannot be recommended
+        anyway and are ignored). Fewer than ``k`` items come back when fewer are eligible.
         """
         self._check_fitted()
         if k < 1:
@@ -123,15 +133,22 @@ class Recommender(ABC):
             raise NotFittedError("this model has no item vocabulary: fit it on prepared data")
         rows, skipped = [], []
         for hist in histories:
-            ids, unknown = self.vocab.encode_known(list(hist))
+            hist = list(hist)
+            ids, unknown = self.vocab.encode_known(hist)
             rows.append(ids)
-            skipped.append(unknown)
-            if unknown:
-                log.warning("skipped %d unknown item id(s) in a history", unknown)
+            skipped.append([h for h in hist if self.vocab.encode_known([h])[1]] if unknown else [])
+            if unknown:  # the ids travel in Recommendation.skipped_ids for the caller to show
+                log.info("skipped %d unknown item id(s) in a history", unknown)
         seqs = Sequences.from_lists(rows, n_items=self.n_items)
         scores = self.score(seqs)
         if exclude_seen:
             scores[seqs.row_ids, seqs.items] = -np.inf
+        if allow is not None:
+            keep = np.zeros(self.n_items + 1, dtype=bool)
+            keep[self._list_ids(allow, "allow")] = True
+            scores[:, ~keep] = -np.inf
+        if deny is not None:
+            scores[:, self._list_ids(deny, "deny")] = -np.inf
         k = min(k, self.n_items)
         top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         out = []
@@ -142,11 +159,23 @@ class Recommender(ABC):
                 Recommendation(
                     items=list(self.vocab.decode(order)),
                     scores=[float(s) for s in scores[r, order]],
-                    skipped_unknown=skipped[r],
+                    skipped_unknown=len(skipped[r]),
                     fallback="popularity" if len(rows[r]) == 0 else None,
+                    skipped_ids=skipped[r],
                 )
             )
         return out
+
+    def _list_ids(self, raw_ids: Sequence[Any], what: str) -> np.ndarray:
+        """Internal ids of an allow/deny list; never-seen ids raise naming them."""
+        raw_ids = list(raw_ids)
+        ids, _ = self.vocab.encode_known(raw_ids)
+        unseen = [r for r in raw_ids
+                  if self.vocab.encode_known([r])[1] and not self.vocab.is_removed(r)]
+        if unseen:
+            shown = ", ".join(repr(r) for r in unseen[:10]) + (" ..." if len(unseen) > 10 else "")
+            raise DataError(f"{what} list: {len(unseen)} item id(s) the model never saw: {shown}")
+        return ids
 
     # --- persistence ----------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:

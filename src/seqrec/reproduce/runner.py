@@ -61,7 +61,7 @@ def identity(spec: RunSpec, fingerprint: str) -> dict[str, Any]:
     ident = {
         "model": exp.model,
         "model_config": {k: v for k, v in sorted(cfg.items()) if k not in PLACEMENT},
-        "data": dataclasses.asdict(exp.data),
+        "data": exp.data.identity(),
         "split": dataclasses.asdict(exp.split),
         "eval": dataclasses.asdict(exp.eval),
         "seed": exp.seed,

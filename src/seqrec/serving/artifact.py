@@ -2,8 +2,10 @@
 
 An artifact is a directory with ``model.json`` (model name, config, catalogue size, format
 version and the sha256 + size of every other file), ``state.npz`` (NumPy arrays only, loaded
-with ``allow_pickle=False``) and, when the model has one, ``vocab.npz`` (raw item ids and
-titles, as strings). ``model.json`` is written last, so a directory whose save was interrupted
+with ``allow_pickle=False``) and, when the model has one, ``vocab.npz`` (raw item ids, titles,
+categories and the raw ids that preprocessing removed, as strings) and, for models trained by
+``seqrec train``, ``users.npz`` (the training users' histories,
+:mod:`seqrec.serving.histories`). ``model.json`` is written last, so a directory whose save was interrupted
 has no ``model.json`` (or the previous one, whose checksums then fail).
 
 Loading checks, in order, and stops at the first problem with a one-line ``DataError`` that
@@ -37,6 +39,7 @@ READABLE_FORMATS = (1, 2)
 META = "model.json"
 STATE = "state.npz"
 VOCAB = "vocab.npz"
+USERS = "users.npz"
 #: every key ``model.json`` may hold; any other key is refused (an edit or another tool's file)
 META_KEYS = ("format", "model", "config", "n_items", "files")
 #: the largest model.json read (a real one is a few kB; a huge file is not an artifact)
@@ -55,11 +58,17 @@ def save_recommender(model: Any, path: Path) -> Path:
     if model.vocab is not None:
         vocab = {"raw": np.asarray(model.vocab.raw).astype(str)}
         vocab["raw_kind"] = np.array(np.asarray(model.vocab.raw).dtype.kind)
-        if model.vocab.titles is not None:
-            vocab["titles"] = np.asarray(model.vocab.titles).astype(str)
+        for key in ("titles", "categories", "removed"):
+            if getattr(model.vocab, key, None) is not None:
+                values = np.asarray(getattr(model.vocab, key), dtype=object)
+                vocab[key] = np.where(values == None, "", values).astype(str)  # noqa: E711
         write_npz(path, VOCAB, vocab, files)
     elif (path / VOCAB).exists():  # a stale vocabulary of an earlier save must not pair up
         (path / VOCAB).unlink()
+    if getattr(model, "user_histories", None) is not None:
+        write_npz(path, USERS, model.user_histories.to_arrays(), files)
+    elif (path / USERS).exists():  # the histories of an earlier save must not pair up
+        (path / USERS).unlink()
     meta = {
         "format": FORMAT_VERSION,
         "model": model.name,
@@ -96,15 +105,16 @@ def load_recommender(path: Path) -> Any:
     if meta["format"] == 1:
         log.warning("%s has no checksums (format 1): damage to its files cannot be detected; "
                     "save the model again to add them", meta_path)
-        files = {name: None for name in (STATE, VOCAB) if (path / name).exists()}
+        files = {name: None for name in (STATE, VOCAB, USERS) if (path / name).exists()}
     else:
         files = meta["files"]
     for name, record in files.items():
         verify_file(path / name, record)
     if STATE not in files:
         raise DataError(f"{meta_path}: no {STATE} recorded; the artifact is incomplete")
-    if VOCAB not in files and (path / VOCAB).exists():
-        raise DataError(f"{path / VOCAB} is not recorded in {META}: it belongs to another save")
+    for name in (VOCAB, USERS):
+        if name not in files and (path / name).exists():
+            raise DataError(f"{path / name} is not recorded in {META}: it belongs to another save")
     state = read_npz(path / STATE)
     popularity = state.pop("__popularity__", None)
     if popularity is None or popularity.shape != (n_items + 1,):
@@ -118,6 +128,10 @@ def load_recommender(path: Path) -> Any:
     model.popularity = popularity.astype(np.float32, copy=False)
     if VOCAB in files:
         model.vocab = _vocab(path / VOCAB, n_items)
+    if USERS in files:
+        from seqrec.serving.histories import UserHistories
+
+        model.user_histories = UserHistories.from_arrays(read_npz(path / USERS), str(path / USERS))
     _fit_weights(model, state, path)
     return model
 
@@ -238,10 +252,16 @@ def _vocab(path: Path, n_items: int) -> Any:
             raw = raw.astype(np.int64)
         except (ValueError, OverflowError):
             raise DataError(f"{path}: raw item ids are marked as integers but are not") from None
-    titles = arrays.get("titles")
-    if titles is not None and (titles.shape != (n_items,) or titles.dtype.kind != "U"):
-        raise DataError(f"{path}: expected {n_items} titles as text")
-    return ItemVocab(raw, titles)
+    extra = {}
+    for key in ("titles", "categories"):
+        values = arrays.get(key)
+        if values is not None and (values.shape != (n_items,) or values.dtype.kind != "U"):
+            raise DataError(f"{path}: expected {n_items} {key} as text")
+        extra[key] = values
+    removed = arrays.get("removed")
+    if removed is not None and (removed.ndim != 1 or removed.dtype.kind != "U"):
+        raise DataError(f"{path}: expected the removed item ids as text")
+    return ItemVocab(raw, removed=removed, **extra)
 
 
 def _fit_weights(model: Any, state: dict[str, np.ndarray], path: Path) -> None:

@@ -6,7 +6,13 @@ at runtime, and the model class is local to ``create_app``.)
     uvicorn "seqrec.serving.service:app_from_env" --factory   # SEQREC_ARTIFACT=runs/.../model
 
 Endpoints: ``GET /health``, ``GET /info``, ``POST /recommend`` with
-``{"history": [raw ids, oldest first], "k": 10, "exclude_seen": true}``.
+``{"history": [raw ids, oldest first], "k": 10, "exclude_seen": true}`` or ``{"user": id}``
+(the user's history stored in the artifact), and ``POST /recommend/batch`` with
+``{"requests": [{"history": [...]} or {"user": id}, ...], "k": 10}`` (at most 1,000 requests,
+answered in one scoring pass). Both take ``"allow": [ids]`` (recommend only these) and
+``"deny": [ids]`` (never these). Unknown user ids and allow/deny ids the model never saw are
+a 422 naming them; unknown history ids are skipped and listed in ``skipped_ids``, each with
+``removed`` (filtered out by preprocessing) or ``never_seen``.
 """
 
 
@@ -28,10 +34,23 @@ def create_app(artifact: str | Path) -> Any:
 
     model = Recommender.load(artifact)
 
-    class RecommendRequest(BaseModel):
-        history: list[int | str] = Field(default_factory=list, max_length=100_000)
+    Id = int | str
+
+    class Query(BaseModel):
+        history: list[Id] = Field(default_factory=list, max_length=100_000)
+        user: Id | None = None
+
+    class Options(BaseModel):
         k: int = Field(10, ge=1, le=1000)
         exclude_seen: bool = True
+        allow: list[Id] | None = Field(None, max_length=1_000_000)
+        deny: list[Id] | None = Field(None, max_length=1_000_000)
+
+    class RecommendRequest(Query, Options):
+        pass
+
+    class BatchRequest(Options):
+        requests: list[Query] = Field(min_length=1, max_length=1000)
 
     app = FastAPI(title="seqrec", description=f"{model.name} recommendations")
 
@@ -51,20 +70,39 @@ def create_app(artifact: str | Path) -> Any:
     def info() -> dict[str, Any]:
         return {"model": model.name, "n_items": model.n_items, "artifact": str(artifact)}
 
-    @app.post("/recommend")
-    def recommend(req: RecommendRequest) -> dict[str, Any]:
+    def answer(queries: list[Any], opts: Any) -> list[dict[str, Any]]:
+        from seqrec.serving.batch import Request, recommend_requests
+
+        if any(q.user is not None and q.history for q in queries):
+            raise HTTPException(status_code=422, detail="give either 'history' or 'user', not both")
+        reqs = [Request(q.user) if q.user is not None else Request(None, q.history) for q in queries]
         try:
-            (rec,) = model.recommend([req.history], k=req.k, exclude_seen=req.exclude_seen)
+            recs = recommend_requests(model, reqs, opts.k, opts.exclude_seen, opts.allow, opts.deny)
         except SeqRecError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
-        titles = []
-        if model.vocab is not None and model.vocab.titles is not None:
-            titles = [model.vocab.title(int(i)) for i in model.vocab.encode(rec.items)]
-        return {"items": [_jsonable(i) for i in rec.items], "scores": rec.scores,
-                "titles": titles, "skipped_unknown": rec.skipped_unknown,
-                "fallback": rec.fallback}
+        return [_body(model, rec) for rec in recs]
+
+    @app.post("/recommend")
+    def recommend(req: RecommendRequest) -> dict[str, Any]:
+        return answer([req], req)[0]
+
+    @app.post("/recommend/batch")
+    def recommend_batch(req: BatchRequest) -> dict[str, Any]:
+        return {"results": answer(req.requests, req)}
 
     return app
+
+
+def _body(model: Any, rec: Any) -> dict[str, Any]:
+    vocab = model.vocab
+    titles: list[Any] = []
+    if vocab is not None and vocab.titles is not None:
+        titles = [vocab.title(int(i)) for i in vocab.encode(rec.items)]
+    skipped = [{"id": _jsonable(i), "reason": "removed" if vocab.is_removed(i) else "never_seen"}
+               for i in rec.skipped_ids]
+    return {"items": [_jsonable(i) for i in rec.items], "scores": rec.scores,
+            "titles": titles, "skipped_unknown": rec.skipped_unknown,
+            "skipped_ids": skipped, "fallback": rec.fallback}
 
 
 def _jsonable(value: Any) -> Any:

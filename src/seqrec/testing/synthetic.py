@@ -52,3 +52,50 @@ def leave_last_out_small(seqs: Sequences) -> tuple[Sequences, Targets, Targets]:
     valid = Targets(seqs, rows, lengths - 2, seqs.items[ends - 2])
     test = Targets(seqs, rows, lengths - 1, seqs.items[ends - 1])
     return train, valid, test
+
+
+def write_log_csv(
+    path,
+    n_users: int = 40,
+    n_items: int = 30,
+    seed: int = 0,
+    columns: tuple[str, str, str] = ("customer", "sku", "event_ms"),
+    time_unit: str = "ms",
+    sep: str = ",",
+    rare_items: int = 2,
+) -> dict:
+    """Write a Markov interaction log as a delimited file with custom column names, for tests
+    of the own-data path. Item ids are text (``sku7``), user ids text (``c3``), times start at
+    2021-01-01 in ``time_unit`` ('s', 'ms' or 'iso'); ``rare_items`` extra items occur once
+    each (a 5-core filter removes them). Rows are shuffled (the reader must sort by time).
+
+    Returns ``{"users": [...], "items": [...], "rare": [...], "rows": n}``.
+    """
+    from pathlib import Path
+
+    seqs = markov_sequences(n_users=n_users, n_items=n_items, min_len=6, max_len=15, seed=seed)
+    rng = np.random.default_rng(seed)
+    base = 1_609_459_200  # 2021-01-01 UTC
+    rows = []
+    for u in range(len(seqs)):
+        items = seqs.items[seqs.offsets[u]: seqs.offsets[u + 1]]
+        for t, item in enumerate(items):
+            rows.append((f"c{u}", f"sku{item}", base + 3600 * u + 60 * t))
+    rare = [f"rare{j}" for j in range(rare_items)]
+    for j, name in enumerate(rare):
+        rows.append((f"c{j}", name, base + 3600 * j + 30))
+    order = rng.permutation(len(rows))
+    user_col, item_col, time_col = columns
+    lines = [sep.join(columns)]
+    for i in order:
+        user, item, sec = rows[i]
+        if time_unit == "ms":
+            stamp = str(sec * 1000 + int(rng.integers(0, 1000)))
+        elif time_unit == "iso":
+            stamp = np.datetime64(sec, "s").astype(str).replace("T", " ")
+        else:
+            stamp = str(sec)
+        lines.append(sep.join((user, item, stamp)))
+    Path(path).write_text("\n".join(lines) + "\n")
+    return {"users": [f"c{u}" for u in range(len(seqs))],
+            "items": [f"sku{i}" for i in range(1, n_items + 1)], "rare": rare, "rows": len(rows)}

@@ -285,6 +285,7 @@ def build(
     items: dict[str, np.ndarray] | None = None,
     item_raw: np.ndarray | None = None,
     notes: Sequence[str] = (),
+    user_raw: np.ndarray | None = None,
 ) -> Interactions:
     """Assemble an ``Interactions``; ``timestamp=None`` means file order (``has_time=False``).
     String item ids (``item_raw``) go to the side table as ``{"item": codes, "raw_id": text}``."""
@@ -305,6 +306,7 @@ def build(
     return Interactions(
         user=user, item=item, timestamp=timestamp, rating=rating, items=items,
         has_time=has_time, name=name, notes=notes, item_attributes=attributes,
+        user_raw=user_raw,
     )
 
 

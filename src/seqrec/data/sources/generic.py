@@ -6,9 +6,15 @@ reads the file by its extension (``.csv``, ``.tsv``/``.tab``, ``.txt``/``.dat`` 
 compressed). Without a mapping, common names are recognised (``user_id``, ``userId``,
 ``session_id``, ``reviewerID``, ... see :data:`ALIASES`). Integer ids are kept; string ids are
 factorized (item strings kept as ``items["raw_id"]``). Timestamps may be Unix seconds, floats
-(floored), dates or datetimes (``time_format`` for text); ``timestamp_unit="ms"`` divides by
-1000. A file without a timestamp column is refused unless ``columns={"timestamp": None}`` says
-that its row order is the time order (then ``has_time=False`` and timestamp = row number).
+(floored), dates or datetimes (``time_format`` for text); ``timestamp_unit="ms"`` / ``"us"``
+divide by 1000 / 10^6, ``"iso"`` requires text dates. Numeric values read as seconds that only
+make sense as milliseconds (past the year 5000) are refused with a hint. A file without a
+timestamp column is refused unless ``columns={"timestamp": None}`` says that its row order is
+the time order (then ``has_time=False`` and timestamp = row number).
+
+``item_file=`` adds an item-metadata table (an item id column plus ``title`` and/or
+``categories``, see :func:`read_items`); its titles and categories travel into the vocabulary
+of a trained model and are shown by ``seqrec recommend`` and the HTTP service.
 """
 
 from __future__ import annotations
@@ -28,11 +34,20 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "user": ("user_id", "userId", "user", "userID", "UserID", "uid", "session_id", "sessionId",
              "session", "reviewerID", "username", "visitorid"),
     "item": ("item_id", "itemId", "item", "itemID", "movieId", "MovieID", "movie_id", "iid",
-             "asin", "product_id", "productId", "business_id", "track_id", "artist_id"),
+             "asin", "product_id", "productId", "business_id", "track_id", "artist_id", "sku"),
     "timestamp": ("timestamp", "Timestamp", "time", "ts", "unixReviewTime", "datetime", "date",
                   "event_time"),
     "rating": ("rating", "Rating", "overall", "stars", "score"),
 }
+ITEM_ROLES = ("item", "title", "categories")
+ITEM_ALIASES: dict[str, tuple[str, ...]] = {
+    "item": ALIASES["item"],
+    "title": ("title", "Title", "name", "item_name", "product_name", "movie_title"),
+    "categories": ("categories", "category", "genres", "genre", "tags"),
+}
+TIME_UNITS = ("s", "ms", "us", "iso")
+# 10^11 s is the year 5138, while every millisecond timestamp after March 1973 exceeds it.
+SECONDS_MAX = 10**11
 TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t"}
 PARQUET_EXT = (".parquet", ".pq")
 
@@ -87,13 +102,15 @@ def _resolve(columns: Mapping[str, str | None] | None, present: list[str], sourc
             raise DataError(
                 f"{source}: no {role} column (columns present: {', '.join(present)}); "
                 f"pass columns={{'{role}': '<name>'}} (or has_header=False, names=[...] for a "
-                "file without a header line)"
+                f"file without a header line; from the CLI: --set data.columns={role}=<name>, "
+                "--set data.names=a,b,c)"
             )
         if found is None and role == "timestamp" and "timestamp" not in columns:
             raise DataError(
                 f"{source}: no timestamp column (columns present: {', '.join(present)}); pass "
                 "columns={'timestamp': '<name>'}, or columns={'timestamp': None} if the rows are "
-                "in time order and the file order should serve as time"
+                "in time order and the file order should serve as time (from the CLI: --set "
+                "data.columns=timestamp=<name> or timestamp=none)"
             )
         if found is not None:
             out[role] = found
@@ -109,6 +126,8 @@ def read_file(
     time_format: str | None = None,
     timestamp_unit: str = "s",
     name: str | None = None,
+    item_file: str | Path | None = None,
+    item_columns: Mapping[str, str] | None = None,
 ) -> Interactions:
     """Read an interaction file by its extension.
 
@@ -121,29 +140,120 @@ def read_file(
         has_header: whether a text file has a header line; if not, give ``names``.
         names: column names for a file without a header.
         time_format: strftime format of a text timestamp column (default: ISO dates).
-        timestamp_unit: ``"s"`` or ``"ms"`` for numeric timestamps.
+        timestamp_unit: ``"s"``, ``"ms"`` or ``"us"`` for numeric timestamps, ``"iso"`` for
+            text dates only (``"s"`` also accepts dates).
         name: dataset name (default: the file name without extensions).
+        item_file: optional item-metadata file (see :func:`read_items`).
+        item_columns: role -> column of ``item_file`` (``item``, ``title``, ``categories``).
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"file not found: {path}")
-    if timestamp_unit not in ("s", "ms"):
-        raise ConfigError(f"timestamp_unit must be 's' or 'ms', got {timestamp_unit!r}")
+    if timestamp_unit not in TIME_UNITS:
+        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
     if not has_header and names is None:
         raise ConfigError("has_header=False needs names=[...] for the columns")
     source = str(path)
     df = _frame(path, sep, has_header, names, columns)
     roles = _resolve(columns, df.columns, source)
-    user, _ = _io.ids(df, roles["user"], source, has_header)
+    user, user_raw = _io.ids(df, roles["user"], source, has_header)
     item, raw = _io.ids(df, roles["item"], source, has_header)
     ts = None
     if "timestamp" in roles:
-        ts = _io.seconds(df, roles["timestamp"], source, time_format, has_header)
-        if timestamp_unit == "ms" and df[roles["timestamp"]].dtype.is_numeric():
-            ts = np.floor_divide(ts, 1000)
+        ts = _timestamps(df, roles["timestamp"], source, time_format, has_header, timestamp_unit)
     rating = None
     if "rating" in roles:
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
+    notes = [f"read {path.name} ({mapping})"]
+    if timestamp_unit != "s" and ts is not None:
+        notes.append(f"timestamps read as {timestamp_unit}, stored as Unix seconds")
+    items = None
+    if item_file is not None:
+        meta = read_items(item_file, item_columns)
+        items = _attach(meta, item, raw)
+        known = int(np.isin(np.unique(item if raw is None else raw).astype(str),
+                            np.asarray(meta["raw_id"]).astype(str)).sum())
+        notes.append(f"item metadata from {Path(item_file).name}: {known} of "
+                     f"{len(np.unique(item))} items described")
     return _io.build(name or path.name.split(".")[0], user, item, ts, rating=rating,
-                     item_raw=raw, notes=(f"read {path.name} ({mapping})",))
+                     items=items, item_raw=raw, notes=tuple(notes), user_raw=user_raw)
+
+
+def _timestamps(df, col, source, time_format, has_header, unit) -> np.ndarray:
+    """Unix seconds of ``col`` read in ``unit``; seconds that can only be milliseconds are
+    refused (a log read as seconds would put every event thousands of years ahead)."""
+    numeric = df[col].dtype.is_numeric() or (
+        df[col].dtype == pl.String and df[col].str.to_integer(strict=False).null_count() == 0)
+    if unit == "iso" and numeric:
+        raise DataError(f"{source}: column '{col}' holds numbers, not dates; set the time unit "
+                        "to 's', 'ms' or 'us' (data.time_unit)")
+    ts = _io.seconds(df, col, source, time_format, has_header)
+    if not numeric:
+        return ts
+    if unit in ("ms", "us"):
+        return np.floor_divide(ts, 1000 if unit == "ms" else 1_000_000)
+    top = int(ts.max())
+    if top >= SECONDS_MAX:
+        guess = "microseconds" if top >= SECONDS_MAX * 1000 else "milliseconds"
+        hint = "us" if guess == "microseconds" else "ms"
+        raise DataError(
+            f"{source}: column '{col}' looks like Unix {guess}, not seconds (largest value "
+            f"{top} would be past the year 5000 as seconds); set data.time_unit={hint} "
+            f"(read_file(..., timestamp_unit='{hint}'))"
+        )
+    return ts
+
+
+def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
+               sep: str | None = None) -> dict[str, np.ndarray]:
+    """An item-metadata file: ``{"raw_id": ids as text, "title": ..., "categories": ...}``.
+
+    Args:
+        path: a CSV/TSV/Parquet file with one row per item (later duplicates are ignored).
+        columns: role -> column name for ``item``, ``title``, ``categories``; missing roles are
+            looked up among :data:`ITEM_ALIASES` (``movieId``, ``title``, ``genres``, ...).
+        sep: field separator (default from the extension).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"item file not found: {path}")
+    columns = dict(columns or {})
+    unknown = set(columns) - set(ITEM_ROLES)
+    if unknown:
+        raise ConfigError(f"item column roles must be among {', '.join(ITEM_ROLES)}, got {sorted(unknown)}")
+    plain, _ = _io.strip_compression(path)
+    if Path(plain).suffix.lower() in PARQUET_EXT:
+        df = _frame(path, sep, True, None, {"timestamp": None})
+    else:
+        data = _io.read_bytes(path)
+        sep = sep or TEXT_EXT.get(Path(plain).suffix.lower(), ",")
+        df = _io.read_table(data, str(path), sep=sep, dtypes={c: pl.String for c in _header(data, sep, "")})
+    roles = {}
+    for role in ITEM_ROLES:
+        name = columns.get(role) or next((c for c in ITEM_ALIASES[role] if c in df.columns), None)
+        if name is not None and name not in df.columns:
+            raise DataError(f"{path} has no column '{name}' (mapped to {role}; columns "
+                            f"present: {', '.join(df.columns)})")
+        if name is not None:
+            roles[role] = name
+    if "item" not in roles or len(roles) == 1:
+        raise DataError(f"{path}: an item file needs an item id column and a title or categories "
+                        f"column (columns present: {', '.join(df.columns)}); map them with "
+                        "data.item_columns=item=<col>,title=<col>,categories=<col>")
+    _io.no_nulls(df, roles["item"], str(path))
+    df = df.unique(subset=roles["item"], keep="first", maintain_order=True)
+    out = {"raw_id": df[roles["item"]].cast(pl.String).to_numpy().astype(object)}
+    for role in ("title", "categories"):
+        if role in roles:
+            out[role] = df[roles[role]].cast(pl.String).fill_null("").to_numpy().astype(object)
+    return out
+
+
+def _attach(meta: dict[str, np.ndarray], item: np.ndarray, raw: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The side table for ``build``: keyed by raw text for string ids, by the integer ids
+    otherwise (matched through their decimal text)."""
+    if raw is not None:
+        return meta  # build() aligns it on raw_id
+    ids = np.unique(item)
+    return {"item": ids, **_io.align(meta, ids.astype(str).astype(object), key="raw_id")}

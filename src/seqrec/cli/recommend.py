@@ -1,0 +1,100 @@
+"""``seqrec recommend`` (one history, one known user, or a batch file) and ``seqrec export``."""
+
+from __future__ import annotations
+
+import argparse
+
+from seqrec.cli.table import format_table
+from seqrec.errors import ConfigError
+
+
+def add_recommend_args(r: argparse.ArgumentParser) -> None:
+    r.add_argument("artifact")
+    r.add_argument("history", nargs="*", help="raw item ids, oldest first (or --history)")
+    r.add_argument("--history", dest="history_csv", help="comma-separated raw item ids")
+    r.add_argument("--user", help="a known user id: recommend from their stored history")
+    r.add_argument("--input", help="batch: .csv/.tsv/.parquet of user ids or histories")
+    r.add_argument("--output", help="batch: where the top-k lists go (.csv/.tsv/.parquet)")
+    r.add_argument("--allow", help="only these item ids: a comma list or a file (one per line)")
+    r.add_argument("--deny", help="never these item ids: a comma list or a file")
+    r.add_argument("-k", type=int, default=10)
+    r.add_argument("--include-seen", action="store_true", help="do not exclude history items")
+
+
+def add_export_args(x: argparse.ArgumentParser) -> None:
+    x.add_argument("artifact")
+    x.add_argument("--format", default="onnx", choices=["onnx", "torchscript"])
+    x.add_argument("--out", required=True, help="file to write (e.g. model.onnx)")
+    x.add_argument("--no-check", action="store_true",
+                   help="skip the parity check of the exported scores against PyTorch")
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from seqrec.models.base import Recommender
+    from seqrec.serving import batch
+
+    history = list(args.history)
+    if args.history_csv:
+        history += [h for h in args.history_csv.split(",") if h.strip()]
+    modes = [bool(history), args.user is not None, args.input is not None]
+    if sum(modes) > 1:
+        raise ConfigError("give one of: a history, --user ID, or --input FILE")
+    if args.input and not args.output:
+        raise ConfigError("--input needs --output FILE (.csv, .tsv or .parquet)")
+    if args.output and not args.input:
+        raise ConfigError("--output goes with --input FILE (a batch of users or histories)")
+    allow = batch.read_id_list(args.allow) if args.allow else None
+    deny = batch.read_id_list(args.deny) if args.deny else None
+    model = Recommender.load(args.artifact)
+    if args.input:
+        requests = batch.read_requests(args.input)
+        recs = batch.recommend_requests(model, requests, args.k, not args.include_seen, allow, deny)
+        note = batch.skipped_summary(model, recs)
+        if note:
+            print(f"note: {note}")
+        table = batch.to_frame(model, requests, recs)
+        batch.write_table(table, args.output)
+        print(f"wrote {table.height} rows ({len(requests)} requests, top-{args.k}) to {args.output}")
+        return 0
+    request = batch.Request(args.user) if args.user is not None else batch.Request("-", history)
+    (rec,) = batch.recommend_requests(model, [request], args.k, not args.include_seen, allow, deny)
+    if args.user is not None:
+        print(f"user {args.user}: {len(batch.histories_of(model, [request])[0])} stored items")
+    if rec.skipped_ids:
+        print(f"note: skipped {len(rec.skipped_ids)} unknown item id(s): "
+              f"{batch.describe_skipped(model.vocab, rec.skipped_ids)}")
+    if rec.fallback:
+        print(f"note: empty history, showing the {rec.fallback} ranking")
+    rows = []
+    cats = getattr(model.vocab, "categories", None) is not None
+    for rank, (item, score) in enumerate(zip(rec.items, rec.scores, strict=False), 1):
+        internal = int(model.vocab.encode([item])[0])
+        row = [rank, item, score, model.vocab.title(internal) or ""]
+        rows.append(row + ([model.vocab.category(internal) or ""] if cats else []))
+    print(format_table(["rank", "item", "score", "title"] + (["categories"] if cats else []), rows))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from seqrec.data.sequences import Sequences
+    from seqrec.models.base import Recommender
+    from seqrec.serving.export import export_model, parity
+
+    model = Recommender.load(args.artifact)
+    out = export_model(model, args.out, args.format)
+    print(f"wrote {args.format} graph of {model.name} to {out} "
+          f"({out.stat().st_size / 1e6:.1f} MB; inputs: items [B, {model.config.max_len}])")
+    if args.no_check:
+        return 0
+    users = getattr(model, "user_histories", None)
+    if users is None or len(users) == 0:
+        print("parity check skipped: the artifact stores no user histories")
+        return 0
+    n = min(len(users), 64)
+    rows = [users.items[users.offsets[i]: users.offsets[i + 1]] for i in range(n)]
+    # users.npz keeps no times: a model that reads them is checked on evenly spaced ones
+    seqs = Sequences.from_lists([r.astype("int64") for r in rows], n_items=model.n_items,
+                                timestamps=[[60 * t for t in range(len(r))] for r in rows])
+    diff = parity(model, out, seqs, args.format)
+    print(f"parity on {n} stored histories: max |score difference| = {diff:.3g}")
+    return 0

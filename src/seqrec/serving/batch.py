@@ -1,0 +1,205 @@
+"""Batch recommendation: a file of histories or user ids in, a file of top-k lists out.
+
+Request files (``.csv``, ``.tsv``, ``.parquet``; ids are read as text and matched to the
+artifact's raw ids by their text) take one of three layouts, told apart by their columns:
+
+* ``user`` only: one known user id per row, answered from the history stored in the
+  artifact (``users.npz``);
+* ``history`` (plus an optional ``user`` naming the row): raw item ids separated by spaces,
+  commas, ``|`` or ``;``, oldest first;
+* ``user`` and ``item`` (plus an optional ``timestamp``): one interaction per row, grouped into
+  one history per user (by timestamp when given, else file order).
+
+Common spellings of these names (``user_id``, ``userId``, ``item_id``, ...) are accepted too.
+
+The answer is one row per recommended item: ``user`` (or the request's row number), ``rank``,
+``item``, ``score`` and, when the artifact has them, ``title`` and ``categories``; CSV / TSV
+or Parquet by the output's extension. Allow and deny lists are a comma list or a file of
+ids, one per line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from seqrec.errors import ConfigError, DataError
+
+OUT_FORMATS = {".csv": ",", ".tsv": "\t", ".parquet": None, ".pq": None}
+_SPLIT = re.compile(r"[\s,|;]+")
+
+
+@dataclass
+class Request:
+    """One history to answer: ``key`` names it in the output."""
+
+    key: Any
+    history: list[Any] | None = None
+    """Raw item ids, oldest first; None means the stored history of user ``key``."""
+
+
+def read_id_list(spec: str) -> list[str]:
+    """A comma list of ids, or a file holding one id per line (``#`` comments and blank
+    lines ignored; a ``.csv``/``.parquet`` file gives its ``item`` or first column)."""
+    path = Path(spec)
+    if not path.is_file():
+        ids = [s.strip() for s in spec.split(",") if s.strip()]
+        if not ids:
+            raise ConfigError(f"expected a comma list of item ids or a file, got {spec!r}")
+        return ids
+    if path.suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
+        df = _read_table(path)
+        col = "item" if "item" in df.columns else df.columns[0]
+        return [str(v) for v in df[col].drop_nulls().to_list()]
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def _read_table(path: Path) -> pl.DataFrame:
+    if not path.is_file():
+        raise DataError(f"file not found: {path}")
+    ext = path.suffix.lower()
+    try:
+        if ext in (".parquet", ".pq"):
+            df = pl.read_parquet(path)
+            return df.with_columns(pl.col(c).cast(pl.String) for c in df.columns)
+        if ext not in (".csv", ".tsv", ".txt"):
+            raise DataError(f"cannot tell the format of {path.name}: expected .csv, .tsv or .parquet")
+        return pl.read_csv(path, separator="\t" if ext in (".tsv", ".txt") else ",",
+                           infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {path}: {first}") from None
+
+
+def read_requests(path: str | Path) -> list[Request]:
+    """The requests of a batch file (see the module docstring for the layouts)."""
+    path = Path(path)
+    df = _read_table(path)
+    if df.height == 0:
+        raise DataError(f"{path} has no rows")
+    df = _canonical(df)
+    cols = set(df.columns)
+    if "history" in cols:
+        keys = df["user"].to_list() if "user" in cols else list(range(df.height))
+        return [Request(k, [t for t in _SPLIT.split(h or "") if t])
+                for k, h in zip(keys, df["history"].to_list(), strict=True)]
+    if "user" in cols and "item" in cols:
+        df = df.with_row_index("_row")
+        if "timestamp" in cols:
+            df = df.with_columns(pl.col("timestamp").cast(pl.Float64, strict=False))
+            order = ["user", "timestamp", "_row"]
+        else:
+            order = ["user", "_row"]
+        first = df.group_by("user").agg(pl.col("_row").min().alias("_first"))
+        df = df.join(first, on="user").sort(["_first", *order[1:]])
+        grouped = df.group_by("user", maintain_order=True).agg(pl.col("item"))
+        return [Request(u, list(items)) for u, items in grouped.iter_rows()]
+    if "user" in cols:
+        return [Request(u) for u in df["user"].to_list()]
+    raise DataError(f"{path}: expected a 'user' column (stored histories), a 'history' column "
+                    f"or 'user' + 'item' columns; columns present: {', '.join(df.columns)}")
+
+
+def _canonical(df: pl.DataFrame) -> pl.DataFrame:
+    """Rename a common user / item / timestamp column name (``user_id``, ``itemId``, ...) to
+    the role name when the role name itself is absent."""
+    from seqrec.data.sources.generic import ALIASES
+
+    renames = {}
+    for role in ("user", "item", "timestamp"):
+        if role not in df.columns:
+            found = next((c for c in ALIASES[role] if c in df.columns), None)
+            if found is not None:
+                renames[found] = role
+    return df.rename(renames) if renames else df
+
+
+def describe_skipped(vocab: Any, ids: list[Any]) -> str:
+    """``'x' (removed by preprocessing), 'y' (never seen)``: why each id was skipped."""
+    parts = []
+    for r in ids[:10]:
+        why = "removed by preprocessing" if vocab.is_removed(r) else "never seen"
+        parts.append(f"{r!r} ({why})")
+    return ", ".join(parts) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
+
+
+def histories_of(model: Any, requests: list[Request]) -> list[list[Any]]:
+    """Raw histories of ``requests``, stored ones looked up in the artifact (unknown user ids
+    raise ``DataError`` naming them)."""
+    wanted = [r.key for r in requests if r.history is None]
+    stored: dict[Any, list[Any]] = {}
+    if wanted:
+        users = getattr(model, "user_histories", None)
+        if users is None:
+            raise DataError("this artifact stores no user histories (save it with "
+                            "`seqrec train`, or pass histories instead of user ids)")
+        stored = dict(zip(map(str, wanted), users.raw_histories(wanted, model.vocab), strict=True))
+    return [r.history if r.history is not None else stored[str(r.key)] for r in requests]
+
+
+def recommend_requests(model: Any, requests: list[Request], k: int = 10, exclude_seen: bool = True,
+                       allow: list[Any] | None = None, deny: list[Any] | None = None,
+                       chunk: int = 512) -> list[Any]:
+    """``Recommendation`` of each request, scored ``chunk`` histories at a time."""
+    histories = histories_of(model, requests)
+    out = []
+    for start in range(0, len(histories), chunk):
+        out += model.recommend(histories[start: start + chunk], k=k, exclude_seen=exclude_seen,
+                               allow=allow, deny=deny)
+    return out
+
+
+def to_frame(model: Any, requests: list[Request], recs: list[Any]) -> pl.DataFrame:
+    """The long answer table (user, rank, item, score[, title, categories])."""
+    vocab = model.vocab
+    cols: dict[str, list] = {"user": [], "rank": [], "item": [], "score": []}
+    titles = vocab.titles is not None
+    cats = getattr(vocab, "categories", None) is not None
+    if titles:
+        cols["title"] = []
+    if cats:
+        cols["categories"] = []
+    for req, rec in zip(requests, recs, strict=True):
+        internal = vocab.encode(rec.items) if (titles or cats) and rec.items else []
+        for rank, (item, score) in enumerate(zip(rec.items, rec.scores, strict=True), 1):
+            cols["user"].append(str(req.key))
+            cols["rank"].append(rank)
+            cols["item"].append(str(item.item() if hasattr(item, "item") else item))
+            cols["score"].append(float(score))
+            if titles:
+                cols["title"].append(vocab.title(int(internal[rank - 1])))
+            if cats:
+                cols["categories"].append(vocab.category(int(internal[rank - 1])))
+    return pl.DataFrame(cols, schema_overrides={"rank": pl.Int32, "score": pl.Float32})
+
+
+def write_table(df: pl.DataFrame, path: str | Path) -> Path:
+    """Write ``df`` as CSV / TSV / Parquet by the extension of ``path``."""
+    path = Path(path)
+    ext = path.suffix.lower()
+    if ext not in OUT_FORMATS:
+        raise ConfigError(f"output must end in {', '.join(OUT_FORMATS)}, got {path.name}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if OUT_FORMATS[ext] is None:
+        df.write_parquet(path)
+    else:
+        df.write_csv(path, separator=OUT_FORMATS[ext])
+    return path
+
+
+def skipped_summary(model: Any, recs: list[Any]) -> str | None:
+    """One line about the history ids skipped over the whole batch (None if none)."""
+    seen: dict[Any, None] = {}  # ordered set
+    for rec in recs:
+        seen.update(dict.fromkeys(getattr(rec, "skipped_ids", [])))
+    ids = list(seen)
+    if not ids:
+        return None
+    n = sum(1 for rec in recs if rec.skipped_unknown)
+    return (f"skipped unknown item id(s) in {n} histor{'y' if n == 1 else 'ies'}: "
+            f"{describe_skipped(model.vocab, ids)}")

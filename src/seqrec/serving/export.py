@@ -1,0 +1,216 @@
+"""Export a fitted neural recommender to ONNX (or TorchScript) for serving without seqrec.
+
+    seqrec export runs/my-sasrec/model --format onnx --out model.onnx
+
+The exported graph maps left-padded item ids ``items`` int64 ``[B, max_len]`` (0 = PAD, the
+most recent item last; seqrec internal ids, see the artifact's ``vocab.npz``) and, for models
+that read time, ``timestamps`` int64 ``[B, max_len]`` (Unix seconds), to ``scores`` float32
+``[B, n_items + 1]`` for the next item. Column 0 (PAD) is ``-inf``, as in
+``Recommender.score``. The batch size is dynamic; the length is fixed at ``max_len`` (pad on
+the left). Every row must hold at least one item: the popularity fallback of an empty
+history stays on the Python side. Seen items are not filtered by the graph.
+
+LRURec's recurrence is complex-valued, which ONNX cannot express; its graph replaces the
+parallel scan by the equivalent real arithmetic ``h_t = sum_{s<=t} lam^(t-s) u_s`` with
+``lam^k = exp(k log|lam|) (cos k theta + i sin k theta)`` split into real and imaginary
+parts (an ``[L, L, N]`` power table per layer). ``--format torchscript`` traces the same
+graph for runtimes that take TorchScript (which torch 2.13 marks deprecated). The parity of either format with
+``Recommender.score`` is what :func:`parity` measures and the tests check.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from seqrec.data.batching import SequenceBatch, left_pad
+from seqrec.data.sequences import Sequences
+from seqrec.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("onnx", "torchscript")
+
+
+def uses_time(model: Any) -> bool:
+    """Whether the model's scores read timestamps (HSTU's time bias / time embedding)."""
+    c = model.config
+    return bool((getattr(c, "rab", False) and getattr(c, "rab_time", False))
+                or getattr(c, "time_embedding", False))
+
+
+class ScoreGraph(nn.Module):
+    """``items [B, L] (+ timestamps) -> scores [B, I + 1]`` over any ``SequenceEncoder``."""
+
+    def __init__(self, encoder: nn.Module, with_time: bool) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.with_time = with_time
+
+    def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None) -> torch.Tensor:
+        batch = SequenceBatch(items=items, mask=items.ne(0), timestamps=timestamps)
+        return self.encoder(batch)[:, -1]  # [B, D]
+
+    def forward(self, items: torch.Tensor, timestamps: torch.Tensor | None = None) -> torch.Tensor:
+        logits = self.encoder.score(self.hidden(items, timestamps if self.with_time else None))
+        pad = torch.full_like(logits[:, :1], float("-inf"))
+        return torch.cat((pad, logits[:, 1:]), dim=1)
+
+
+class LRURealGraph(ScoreGraph):
+    """LRURec in real arithmetic (ONNX has no complex tensors); same outputs as the scan."""
+
+    def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None) -> torch.Tensor:
+        enc = self.encoder
+        mask = items.ne(0).unsqueeze(-1).to(enc.embedding.weight.dtype)  # [B, L, 1]
+        x = enc._embed(items)
+        n = items.shape[1]
+        k = torch.arange(n, device=items.device)
+        lag = (k[:, None] - k[None, :]).to(x.dtype)  # [L, L], t - s
+        causal = (lag >= 0).to(x.dtype)[..., None]  # [L, L, 1]
+        lag = lag.clamp(min=0)[..., None]
+        for block in enc.blocks:
+            lru = block.lru
+            log_r = -torch.exp(lru.nu_log)  # log |lam|, [N]
+            theta = torch.exp(lru.theta_log)
+            mag = torch.exp(lag * log_r) * causal  # [L, L, N]
+            p_re, p_im = mag * torch.cos(lag * theta), mag * torch.sin(lag * theta)
+            gamma = torch.exp(lru.gamma_log)
+            u_re = (x @ lru.B_re.T + lru.b_re) * gamma * mask  # [B, L, N]
+            u_im = (x @ lru.B_im.T + lru.b_im) * gamma * mask
+            h_re = torch.einsum("tsn,bsn->btn", p_re, u_re) - torch.einsum("tsn,bsn->btn", p_im, u_im)
+            h_im = torch.einsum("tsn,bsn->btn", p_re, u_im) + torch.einsum("tsn,bsn->btn", p_im, u_re)
+            y = h_re @ lru.C_re.T - h_im @ lru.C_im.T + lru.c
+            x = block.ffn(lru.norm(y + x))
+        return x[:, -1]
+
+
+def score_graph(model: Any) -> ScoreGraph:
+    """The exportable scoring module of a fitted neural ``model`` (eval mode, on CPU)."""
+    encoder = getattr(model, "encoder", None)
+    if encoder is None:
+        raise ConfigError(
+            f"only neural models can be exported; {model.name!r} has no torch encoder "
+            "(factorization models are NumPy arrays in state.npz already)"
+        )
+    encoder = copy.deepcopy(encoder).cpu().eval()  # the model itself stays on its device
+    cls = LRURealGraph if model.name == "lrurec" else ScoreGraph
+    return cls(encoder, uses_time(model)).eval()
+
+
+def example_inputs(model: Any, batch: int = 2) -> tuple[torch.Tensor, ...]:
+    """Dummy left-padded inputs of the exported signature (a few real items per row)."""
+    length = model.config.max_len
+    items = torch.zeros(batch, length, dtype=torch.long)
+    take = min(length, 3)
+    items[:, -take:] = (torch.arange(take) % model.n_items) + 1
+    if not uses_time(model):
+        return (items,)
+    times = torch.arange(length, dtype=torch.long).repeat(batch, 1) * 60 + 1_600_000_000
+    return items, times
+
+
+def export_model(model: Any, out: str | Path, fmt: str = "onnx") -> Path:
+    """Write ``model``'s scoring graph to ``out`` as ONNX or TorchScript.
+
+    Raises:
+        ConfigError: an unknown format, a model without an encoder, or ONNX export unavailable.
+    """
+    if fmt not in FORMATS:
+        raise ConfigError(f"export format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    model._check_fitted()
+    graph = score_graph(model)
+    args = example_inputs(model)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    names = ["items", "timestamps"][: len(args)]
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        if fmt == "torchscript":
+            traced = torch.jit.trace(graph, args, check_trace=False)
+            traced.save(str(out))
+            return out
+        try:
+            import onnxscript  # noqa: F401  (the torch.export-based exporter needs it)
+        except ImportError:
+            raise ConfigError("ONNX export needs the 'export' extra: pip install 'seqrec[export]'"
+                              " (or use --format torchscript)") from None
+        batch = torch.export.Dim("batch", min=1)
+        # the exporter logs optional-op registrations (torchvision absent) at WARNING
+        quiet = logging.getLogger("torch.onnx")
+        level, quiet.level = quiet.level, logging.ERROR
+        try:
+            program = torch.onnx.export(
+                graph, args, input_names=names, output_names=["scores"],
+                dynamic_shapes=tuple({0: batch} for _ in args), dynamo=True, verbose=False,
+            )
+        except Exception as exc:  # the exporter raises many types; name the op and the fallback
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"ONNX cannot express {model.name}: {first[:300]}; "
+                              "use --format torchscript") from None
+        finally:
+            quiet.setLevel(level)
+        program.save(str(out))
+    return out
+
+
+def padded_inputs(model: Any, histories: Sequences) -> dict[str, np.ndarray]:
+    """The graph inputs for ``histories`` (the most recent ``max_len`` items, left-padded)."""
+    if len(histories) and histories.lengths.min() == 0:
+        raise DataError("every history must hold at least one item for the exported graph")
+    items, times = left_pad(histories, np.arange(len(histories)), model.config.max_len)
+    feed = {"items": items}
+    if uses_time(model):
+        if times is None:
+            raise DataError(f"{model.name} reads timestamps: give histories with timestamps")
+        feed["timestamps"] = times
+    return feed
+
+
+def load_exported(path: str | Path, fmt: str = "onnx", threads: int = 1):
+    """A function ``feed -> scores`` over an exported file (onnxruntime for ONNX, torch.jit for
+    TorchScript), loaded once."""
+    if fmt == "torchscript":
+        with warnings.catch_warnings():  # torch 2.13 marks TorchScript deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = torch.jit.load(str(path))
+
+        def run_ts(feed: dict[str, np.ndarray]) -> np.ndarray:
+            args = [torch.from_numpy(feed[k]) for k in ("items", "timestamps") if k in feed]
+            with torch.no_grad():
+                return module(*args).numpy()
+
+        return run_ts
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    wanted = {i.name for i in session.get_inputs()}
+
+    def run_onnx(feed: dict[str, np.ndarray]) -> np.ndarray:
+        return session.run(["scores"], {k: v for k, v in feed.items() if k in wanted})[0]
+
+    return run_onnx
+
+
+def run_exported(path: str | Path, feed: dict[str, np.ndarray], fmt: str = "onnx") -> np.ndarray:
+    """Scores from an exported file for one feed (see :func:`load_exported`)."""
+    return load_exported(path, fmt)(feed)
+
+
+def parity(model: Any, path: str | Path, histories: Sequences, fmt: str = "onnx") -> float:
+    """Max absolute difference between the exported file's scores and ``model.score`` over
+    every item column (column 0, PAD, is ``-inf`` in both and skipped)."""
+    ref = model.score(histories)
+    got = run_exported(path, padded_inputs(model, histories), fmt)
+    if got.shape != ref.shape:
+        raise DataError(f"exported scores have shape {got.shape}, expected {ref.shape}")
+    return float(np.abs(got[:, 1:].astype(np.float64) - ref[:, 1:]).max())

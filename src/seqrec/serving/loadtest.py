@@ -1,0 +1,163 @@
+"""A bounded load test of the real HTTP service: ``uvicorn`` in a subprocess on 127.0.0.1 (a
+free port, never another address), concurrent clients, a fixed request count and a time
+limit, then throughput, latency percentiles, errors and the server's memory.
+
+Memory: the server's RSS (``/proc/PID/status`` ``VmRSS``) is sampled after a warm-up (the
+first requests allocate scoring buffers and import lazily), half-way through the measured
+requests and at the end. ``rss_growth_mb`` is end minus half-way, so one-off allocations of
+the first measured requests do not count; a leak of ``b`` bytes per request shows as
+``b * requests / 2``. Used by ``benchmarks/bench_serve_load.py`` and a quick test.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seqrec.errors import SeqRecError
+
+HOST = "127.0.0.1"  # loopback only: the load never leaves this machine
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` in MiB (Linux ``/proc``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    raise SeqRecError(f"no VmRSS for process {pid}")
+
+
+@contextmanager
+def running_server(artifact: str | Path, port: int | None = None,
+                   start_timeout: float = 120.0) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``uvicorn seqrec.serving.service:app_from_env`` on 127.0.0.1 in a subprocess; yields
+    ``(base_url, process)`` once ``/health`` answers, and stops the process on exit."""
+    import httpx
+
+    port = port or free_port()
+    env = dict(os.environ, SEQREC_ARTIFACT=str(artifact), OMP_NUM_THREADS="1")
+    src = str(Path(__file__).resolve().parents[2])  # this checkout's src/, first on the path
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "uvicorn", "seqrec.serving.service:app_from_env", "--factory",
+           "--host", HOST, "--port", str(port), "--log-level", "warning", "--no-access-log"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://{HOST}:{port}"
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+                raise SeqRecError(f"the server exited with code {proc.returncode}: {err}")
+            try:
+                if httpx.get(url + "/health", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SeqRecError(f"the server did not answer /health within {start_timeout:.0f}s")
+            time.sleep(0.2)
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+def drive(url: str, payloads: list[tuple[str, dict[str, Any]]], n_requests: int, clients: int,
+          max_seconds: float) -> dict[str, Any]:
+    """Send ``n_requests`` POSTs (cycling over ``payloads``) from ``clients`` threads, each with
+    its own keep-alive connection; stops early at ``max_seconds``. Returns counts, latencies
+    (ms) and the first few error messages."""
+    import httpx
+
+    lock = threading.Lock()
+    state = {"next": 0}
+    latencies: list[float] = []
+    errors: list[str] = []
+    deadline = time.monotonic() + max_seconds
+
+    def worker() -> None:
+        with httpx.Client(base_url=url, timeout=30.0) as client:
+            while time.monotonic() < deadline:
+                with lock:
+                    i = state["next"]
+                    if i >= n_requests:
+                        return
+                    state["next"] = i + 1
+                path, body = payloads[i % len(payloads)]
+                t0 = time.perf_counter()
+                try:
+                    resp = client.post(path, json=body)
+                    ok, why = resp.status_code == 200, f"HTTP {resp.status_code}: {resp.text[:200]}"
+                except httpx.HTTPError as exc:
+                    ok, why = False, f"{type(exc).__name__}: {exc}"
+                dt = (time.perf_counter() - t0) * 1000.0
+                with lock:
+                    latencies.append(dt)
+                    if not ok:
+                        errors.append(why)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max_seconds + 60)
+    seconds = time.perf_counter() - t0
+    return {"requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
+            "seconds": seconds, "latencies_ms": latencies, "timed_out": len(latencies) < n_requests}
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals, throughput and latency percentiles over several ``drive`` results."""
+    lat = np.concatenate([np.asarray(r["latencies_ms"], dtype=float) for r in runs] + [np.zeros(0)])
+    total = int(sum(r["requests"] for r in runs))
+    seconds = float(sum(r["seconds"] for r in runs))
+    pct = (lambda q: float(np.percentile(lat, q))) if len(lat) else (lambda q: float("nan"))
+    return {"requests": total, "errors": int(sum(r["errors"] for r in runs)),
+            "error_examples": [e for r in runs for e in r["error_examples"]][:3],
+            "seconds": seconds, "throughput_rps": total / seconds if seconds else 0.0,
+            "p50_ms": pct(50), "p90_ms": pct(90), "p99_ms": pct(99),
+            "max_ms": float(lat.max()) if len(lat) else float("nan"),
+            "timed_out": any(r["timed_out"] for r in runs)}
+
+
+def load_test(artifact: str | Path, payloads: list[tuple[str, dict[str, Any]]], n_requests: int,
+              clients: int = 8, max_seconds: float = 120.0, warmup: int = 50) -> dict[str, Any]:
+    """Start the server, warm it up, run two halves of ``n_requests`` and sample its RSS
+    after the warm-up, after the first half and at the end (see the module docstring)."""
+    with running_server(artifact) as (url, proc):
+        drive(url, payloads, warmup, clients, max_seconds)
+        rss_warm = rss_mb(proc.pid)
+        half = n_requests // 2
+        first = drive(url, payloads, half, clients, max_seconds / 2)
+        rss_half = rss_mb(proc.pid)
+        second = drive(url, payloads, n_requests - half, clients, max_seconds / 2)
+        rss_end = rss_mb(proc.pid)
+    out = summary([first, second])
+    out.update({"clients": clients, "warmup_requests": warmup,
+                "throughput_rps_halves": [summary([first])["throughput_rps"],
+                                          summary([second])["throughput_rps"]],
+                "rss_warm_mb": rss_warm, "rss_half_mb": rss_half, "rss_end_mb": rss_end,
+                "rss_growth_mb": rss_end - rss_half})
+    return out

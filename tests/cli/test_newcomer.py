@@ -1,0 +1,86 @@
+"""Must-show 4, the newcomer path: a CSV with custom column names and millisecond timestamps
+-> train from the CLI -> interrupt (Ctrl-C) -> rerun, which resumes -> recommend for a user
+-> batch recommend to a file."""
+
+import json
+
+import polars as pl
+
+from seqrec.cli.main import main
+from seqrec.models.base import Recommender
+from seqrec.testing.synthetic import write_log_csv
+
+
+def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsys, monkeypatch):
+    csv = tmp_path / "my-shop.csv"
+    info = write_log_csv(csv, n_users=40, n_items=25, columns=("customer", "sku", "event_ms"),
+                         time_unit="ms")
+    (tmp_path / "products.csv").write_text(
+        "sku,name,tags\n" + "".join(f"{i},Product {i},cat{n % 3}\n"
+                                    for n, i in enumerate(info["items"])))
+    train = ["train", "--set", f"data.name={csv}",
+             "--set", "data.columns=user=customer,item=sku,timestamp=event_ms",
+             "--set", f"data.item_file={tmp_path / 'products.csv'}",
+             "--set", "model.name=sasrec", "--set", "model.dim=16", "--set", "model.max_len=20",
+             "--set", "train.epochs=3", "--set", "train.num_threads=1", "--out", str(tmp_path / "run")]
+
+    # 1. forgetting the unit: refused, with the key to set
+    assert main(train) == 2
+    err = capsys.readouterr().err
+    assert "milliseconds" in err and "data.time_unit=ms" in err
+    assert not (tmp_path / "run" / "model").exists()
+
+    # 2. train with the unit, in the same run directory (the refused attempt trained nothing),
+    # 3. interrupted by Ctrl-C in its second epoch, then the same command again: it resumes
+    # from the checkpoint of epoch 1
+    from seqrec.cli import runs
+
+    run = tmp_path / "run"
+    train_ms = train[:3] + ["--set", "data.time_unit=ms"] + train[3:]
+
+    real_call = runs.EpochPrinter.__call__
+
+    def ctrl_c_in_epoch_2(self, rec):
+        real_call(self, rec)
+        if rec["epoch"] == 2:  # before epoch 2's checkpoint: the rerun repeats epoch 2
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(runs.EpochPrinter, "__call__", ctrl_c_in_epoch_2)
+    assert main(train_ms) == 130
+    err = capsys.readouterr().err
+    assert "rerun the same command to resume" in err
+    assert (run / "checkpoint" / "last.pt").exists() and not (run / "model").exists()
+    monkeypatch.setattr(runs.EpochPrinter, "__call__", real_call)
+    assert main(train_ms) == 0
+    captured = capsys.readouterr()
+    assert "resuming the run" in captured.err and "epoch 1/3" not in captured.err
+    assert "epoch 3/3" in captured.err and "artifact:" in captured.out
+    epochs = [json.loads(line)["epoch"] for line in (run / "train-log.jsonl").read_text().splitlines()]
+    assert epochs == [1, 2, 3]
+    artifact = run / "model"
+
+    # 4. recommend for a known user, from their stored history, with titles
+    assert main(["recommend", str(artifact), "--user", "c7", "-k", "5"]) == 0
+    out = capsys.readouterr().out
+    model = Recommender.load(artifact)
+    history = model.user_histories.raw_histories(["c7"], model.vocab)[0]
+    (expected,) = model.recommend([history], k=5)
+    assert len(expected.items) == 5 and not set(expected.items) & set(history)
+    for item in expected.items:
+        assert f"Product {item}" in out
+    rows = [ln for ln in out.splitlines() if ln[:1].isdigit()]
+    assert [ln.split()[1] for ln in rows] == list(expected.items)
+
+    # 5. batch recommend to a file: stored users, with a deny list
+    (tmp_path / "who.csv").write_text("user\n" + "\n".join(info["users"][:10]) + "\n")
+    top = tmp_path / "top.csv"
+    assert main(["recommend", str(artifact), "--input", str(tmp_path / "who.csv"),
+                 "--output", str(top), "-k", "3", "--deny", "sku1,sku2"]) == 0
+    table = pl.read_csv(top)
+    assert table.columns == ["user", "rank", "item", "score", "title", "categories"]
+    assert table.height == 30 and table["user"].n_unique() == 10
+    assert not set(table["item"].to_list()) & {"sku1", "sku2"}
+    c7 = model.recommend([history], k=3, deny=["sku1", "sku2"])[0].items
+    assert "c7" in info["users"][:10]
+    assert table.filter(pl.col("user") == "c7").sort("rank")["item"].to_list() == list(c7)
+    assert table["title"].str.starts_with("Product ").all()

@@ -1,0 +1,140 @@
+"""Own data from the config: column mapping, separator, header-less files, time units,
+file order without timestamps, item metadata, and milliseconds refused as seconds."""
+
+import numpy as np
+import pytest
+
+from seqrec.config import DataSection, load_experiment
+from seqrec.data.preprocess import PreprocessConfig, preprocess
+from seqrec.data.sources import load
+from seqrec.errors import ConfigError, DataError
+from seqrec.experiment import prepare_data
+from seqrec.testing.synthetic import write_log_csv
+
+COLS = "user=customer,item=sku,timestamp=event_ms"
+
+
+def _load(section: DataSection):
+    return load(section.name, **section.read_options())
+
+
+def test_set_keys_build_the_reader_options(tmp_path):
+    exp = load_experiment(None, [f"data.name={tmp_path}/x.csv", f"data.columns={COLS}",
+                                 "data.sep=tab", "data.time_unit=ms", "data.names=a,b,c"])
+    opts = exp.data.read_options()
+    assert opts == {"columns": {"user": "customer", "item": "sku", "timestamp": "event_ms"},
+                    "sep": "\t", "timestamp_unit": "ms", "names": ["a", "b", "c"],
+                    "has_header": False}
+    assert DataSection().read_options() == {}  # named datasets get no options
+    assert DataSection(columns="user=u,timestamp=none").read_options()["columns"]["timestamp"] is None
+
+
+@pytest.mark.parametrize("bad", [{"time_unit": "hours"}, {"columns": "user"},
+                                 {"columns": "user=a,=b"}, {"item_columns": "title=t"}])
+def test_bad_data_keys_are_config_errors(bad):
+    with pytest.raises(ConfigError) as err:
+        DataSection(**bad)
+    assert "\n" not in str(err.value)
+
+
+def test_milliseconds_read_as_seconds_are_refused_with_a_hint(tmp_path):
+    write_log_csv(tmp_path / "log.csv", time_unit="ms")
+    with pytest.raises(DataError) as err:
+        _load(DataSection(name=str(tmp_path / "log.csv"), columns=COLS))
+    msg = str(err.value)
+    assert "milliseconds" in msg and "data.time_unit=ms" in msg and "event_ms" in msg
+    inter = _load(DataSection(name=str(tmp_path / "log.csv"), columns=COLS, time_unit="ms"))
+    # 2021-01-01 .. a few days later, in seconds
+    assert 1_609_459_200 <= inter.timestamp.min() and inter.timestamp.max() < 1_609_459_200 + 10 * 86400
+
+
+def test_units_agree_seconds_milliseconds_iso(tmp_path):
+    got = {}
+    for unit in ("s", "ms", "iso"):
+        write_log_csv(tmp_path / f"{unit}.csv", time_unit=unit, seed=3)
+        inter = _load(DataSection(name=str(tmp_path / f"{unit}.csv"), columns=COLS, time_unit=unit))
+        order = np.lexsort((inter.item, inter.user))
+        got[unit] = inter.timestamp[order]
+    assert np.array_equal(got["s"], got["iso"])
+    # milliseconds carry a sub-second jitter that flooring removes
+    assert np.array_equal(got["s"], got["ms"])
+    with pytest.raises(DataError, match="not dates"):
+        _load(DataSection(name=str(tmp_path / "s.csv"), columns=COLS, time_unit="iso"))
+
+
+def test_microseconds_are_named_too(tmp_path):
+    path = tmp_path / "us.csv"
+    path.write_text("user_id,item_id,timestamp\n1,2,1609459200000000\n1,3,1609459201000000\n")
+    with pytest.raises(DataError, match="microseconds.*time_unit=us"):
+        load(path)
+    assert load(path, timestamp_unit="us").timestamp.tolist() == [1609459200, 1609459201]
+
+
+def test_file_order_without_timestamps_and_headerless_tab_file(tmp_path):
+    path = tmp_path / "events.txt"
+    path.write_text("u1\tb\nu1\ta\nu2\tc\nu1\tc\n")
+    section = DataSection(name=str(path), names="who,what", columns="user=who,item=what,timestamp=none",
+                          sep="\\t")
+    inter = _load(section)
+    assert not inter.has_time
+    prepared = preprocess(inter, PreprocessConfig())
+    seqs = prepared.sequences()
+    first = seqs.items[seqs.offsets[0]: seqs.offsets[1]]
+    assert list(prepared.vocab.decode(first)) == ["b", "a", "c"]  # file order, not sorted
+    assert list(prepared.user_raw) == ["u1", "u2"]  # string user ids keep their text
+
+
+def test_item_metadata_file_gives_titles_and_categories(tmp_path):
+    write_log_csv(tmp_path / "log.csv", time_unit="s")
+    (tmp_path / "items.csv").write_text(
+        "product,name,tags\nsku1,First thing,a|b\nsku2,Second,c\nnot-in-log,Other,x\n")
+    exp = load_experiment(None, [f"data.name={tmp_path / 'log.csv'}", f"data.columns={COLS}",
+                                 f"data.item_file={tmp_path / 'items.csv'}",
+                                 "data.item_columns=item=product,title=name,categories=tags"])
+    vocab = prepare_data(exp).prepared.vocab
+    one, two, three = vocab.encode(["sku1", "sku2", "sku3"])
+    assert vocab.title(one) == "First thing" and vocab.category(one) == "a|b"
+    assert vocab.title(two) == "Second" and vocab.category(two) == "c"
+    assert vocab.title(three) is None and vocab.category(three) is None
+    with pytest.raises(DataError, match="no column 'nope'"):
+        load(tmp_path / "log.csv", columns={"user": "customer", "item": "sku", "timestamp": "event_ms"},
+             item_file=tmp_path / "items.csv", item_columns={"title": "nope"})
+
+
+def test_integer_ids_match_metadata_by_text(tmp_path):
+    (tmp_path / "r.csv").write_text("user_id,item_id,timestamp\n1,10,5\n1,20,6\n2,10,7\n")
+    (tmp_path / "m.csv").write_text("item_id,title\n10,Ten\n30,Thirty\n")
+    prepared = preprocess(load(tmp_path / "r.csv", item_file=tmp_path / "m.csv"))
+    ten, twenty = prepared.vocab.encode([10, 20])
+    assert prepared.vocab.title(ten) == "Ten" and prepared.vocab.title(twenty) is None
+
+
+def test_preprocessing_records_removed_items_and_users(tmp_path):
+    info = write_log_csv(tmp_path / "log.csv", time_unit="s", rare_items=3)
+    exp = load_experiment(None, [f"data.name={tmp_path / 'log.csv'}", f"data.columns={COLS}"])
+    prepared = prepare_data(exp).prepared
+    assert sorted(prepared.vocab.removed.tolist()) == sorted(info["rare"])
+    assert all(prepared.vocab.is_removed(r) for r in info["rare"])
+    assert not prepared.vocab.is_removed("sku1") and not prepared.vocab.is_removed("ghost")
+
+
+def test_reproduction_identities_recorded_before_the_read_keys_still_match():
+    """Results stored by `seqrec reproduce` before these keys existed are not invalidated."""
+    from seqrec.config import Experiment
+    from seqrec.reproduce.runner import identity
+    from seqrec.reproduce.spec import RunSpec
+
+    old_keys = {"name", "root", "min_rating", "dedup", "filter", "min_item", "min_user"}
+    spec = RunSpec("r", "r", 0, Experiment(data=DataSection(name="amazon-beauty")))
+    assert set(identity(spec, "f")["data"]) == old_keys
+    changed = DataSection(name="x.csv", time_unit="ms", columns="user=u").identity()
+    assert changed["time_unit"] == "ms" and changed["columns"] == "user=u"
+
+
+def test_missing_timestamp_column_hint_names_the_config_key(tmp_path):
+    path = tmp_path / "no-time.csv"
+    path.write_text("user_id,item_id\n1,2\n1,3\n")
+    with pytest.raises(DataError, match="data.columns=timestamp=<name> or timestamp=none"):
+        _load(DataSection(name=str(path)))
+    inter = _load(DataSection(name=str(path), columns="timestamp=none"))
+    assert not inter.has_time and inter.item.tolist() == [2, 3]

@@ -1,0 +1,35 @@
+"""Quick load test of the real server (uvicorn subprocess on 127.0.0.1, a few hundred requests
+from concurrent clients): every request answered, no errors, no memory growth. The full-size
+run is benchmarks/bench_serve_load.py (figures in docs/results/serve_load.md)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("uvicorn")
+pytest.importorskip("httpx")
+
+from seqrec.serving.loadtest import HOST, load_test  # noqa: E402
+from seqrec.testing.conformance import fitted  # noqa: E402
+from seqrec.models.sasrec import SASRec  # noqa: E402
+
+# RSS may move by allocator noise; a leak of 64 KiB per request would exceed this over 150.
+RSS_TOLERANCE_MB = 8.0
+
+
+def test_concurrent_clients_against_the_real_server(tmp_path):
+    model = fitted(SASRec, {"dim": 16, "n_blocks": 1, "n_heads": 1})
+    model.save(tmp_path / "art")
+    rng = np.random.default_rng(0)
+    raw = [str(r) for r in model.vocab.raw]
+    payloads = [("/recommend", {"history": list(rng.choice(raw, 8)), "k": 10}) for _ in range(20)]
+    payloads.append(("/recommend/batch", {"requests": [{"history": raw[:3]}, {"history": []}],
+                                          "k": 5, "deny": raw[:2]}))
+    payloads.append(("/recommend", {"history": raw[:4], "allow": raw[5:15], "k": 3}))
+    res = load_test(tmp_path / "art", payloads, n_requests=300, clients=6, max_seconds=90,
+                    warmup=30)
+    print({k: v for k, v in res.items() if not isinstance(v, list)})
+    assert HOST == "127.0.0.1"
+    assert res["requests"] == 300 and not res["timed_out"]
+    assert res["errors"] == 0, res["error_examples"]
+    assert 0 < res["p50_ms"] <= res["p99_ms"] < 10_000
+    assert res["rss_growth_mb"] < RSS_TOLERANCE_MB
