@@ -47,6 +47,32 @@ def test_onnx_scores_match_pytorch(name, tmp_path):
     assert parity(other, path, hist, "onnx") > 100 * TOL
 
 
+def _other_neural_models() -> list[str]:
+    from seqrec.models.torch_recommender import TorchRecommender
+    from seqrec.registry import get_model, model_names
+
+    return [n for n in model_names()
+            if n not in MODELS and issubclass(get_model(n)[1], TorchRecommender)]
+
+
+@needs_ort
+@pytest.mark.parametrize("name", _other_neural_models())
+def test_every_other_registered_neural_model_exports_with_parity(name, tmp_path):
+    """"Any neural model": BERT4Rec (mask token appended in the graph), FMLP-Rec, LSAN (reads
+    time), and whatever is registered later."""
+    import dataclasses
+
+    from seqrec.registry import get_model
+
+    config_cls, cls = get_model(name)
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    tiny = {k: v for k, v in (("dim", 16), ("hidden", 16), ("n_blocks", 1), ("n_heads", 1))
+            if k in fields}
+    model = fitted(cls, tiny)
+    path = export_model(model, tmp_path / f"{name}.onnx", "onnx")
+    assert parity(model, path, _histories(), "onnx") < TOL
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_torchscript_scores_match_pytorch(name, tmp_path):
     cls, kwargs = MODELS[name]
@@ -56,9 +82,12 @@ def test_torchscript_scores_match_pytorch(name, tmp_path):
 
 
 def test_hstu_graph_reads_timestamps(tmp_path):
-    from seqrec.serving.export import padded_inputs, run_exported
+    from seqrec.serving.export import example_inputs, padded_inputs, run_exported, uses_time
 
+    assert not uses_time(fitted(*MODELS["sasrec"]))
+    assert len(example_inputs(fitted(*MODELS["sasrec"]))) == 1  # items only
     model = fitted(*MODELS["hstu"])
+    assert uses_time(model)
     path = export_model(model, tmp_path / "h.pt", "torchscript")
     feed = padded_inputs(model, _histories())
     base = run_exported(path, feed, "torchscript")

@@ -295,8 +295,10 @@ class LSANEncoder(SequenceEncoder):
         # (an optimizer step or load_state_dict bumps the tensor versions): scoring then costs
         # what a full table costs, at the price of holding the composed table in memory while
         # scoring. ``cache_candidates=False`` recomposes it at every call instead.
-        cacheable = self.config.cache_candidates and not torch.is_grad_enabled()
-        key = tuple((t.weight._version, t.weight.data_ptr()) for t in self.tables)
+        # (never while torch.export traces: its fake tensors have no data pointer)
+        cacheable = (self.config.cache_candidates and not torch.is_grad_enabled()
+                     and not torch.compiler.is_exporting())
+        key = tuple((t.weight._version, t.weight.data_ptr()) for t in self.tables) if cacheable else None
         if cacheable and self._candidates is not None and self._candidates[0] == key:
             return self._candidates[1], None
         ids = torch.arange(self.n_items + 1, device=self.category_of.device)

@@ -4,11 +4,14 @@
 
 The exported graph maps left-padded item ids ``items`` int64 ``[B, max_len]`` (0 = PAD, the
 most recent item last; seqrec internal ids, see the artifact's ``vocab.npz``) and, for models
-that read time, ``timestamps`` int64 ``[B, max_len]`` (Unix seconds), to ``scores`` float32
+that read time (found by scoring the same items at two times), ``timestamps`` int64
+``[B, max_len]`` (Unix seconds, 0 at PAD), to ``scores`` float32
 ``[B, n_items + 1]`` for the next item. Column 0 (PAD) is ``-inf``, as in
 ``Recommender.score``. The batch size is dynamic; the length is fixed at ``max_len`` (pad on
 the left). Every row must hold at least one item: the popularity fallback of an empty
-history stays on the Python side. Seen items are not filtered by the graph.
+history stays on the Python side. Seen items are not filtered by the graph. A masked-item
+model (BERT4Rec) appends its mask token inside the graph, after the last ``max_len - 1``
+items, as its ``scoring_batch`` does.
 
 LRURec's recurrence is complex-valued, which ONNX cannot express; its graph replaces the
 parallel scan by the equivalent real arithmetic ``h_t = sum_{s<=t} lam^(t-s) u_s`` with
@@ -40,10 +43,18 @@ FORMATS = ("onnx", "torchscript")
 
 
 def uses_time(model: Any) -> bool:
-    """Whether the model's scores read timestamps (HSTU's time bias / time embedding)."""
-    c = model.config
-    return bool((getattr(c, "rab", False) and getattr(c, "rab_time", False))
-                or getattr(c, "time_embedding", False))
+    """Whether the model's scores read timestamps (HSTU's time bias, LSAN's context, ...):
+    asked of the encoder itself, by scoring the same items at two different times."""
+    cached = getattr(model, "_export_uses_time", None)
+    if cached is not None:
+        return cached
+    graph = _graph_class(model)(copy.deepcopy(model.encoder).cpu().eval(), True)
+    items, times = _example(model, with_time=True)
+    with torch.no_grad():
+        a = graph(items, times)
+        b = graph(items, times * 3 + 86_400)
+    model._export_uses_time = bool(not torch.equal(a, b))
+    return model._export_uses_time
 
 
 class ScoreGraph(nn.Module):
@@ -55,8 +66,14 @@ class ScoreGraph(nn.Module):
         self.with_time = with_time
 
     def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None) -> torch.Tensor:
+        mask_token = getattr(self.encoder, "mask_token", None)
+        if mask_token is not None:  # BERT4Rec: the oldest item drops out, the mask follows
+            items = torch.cat((items[:, 1:], torch.full_like(items[:, :1], mask_token)), dim=1)
+            if timestamps is not None:
+                timestamps = torch.cat((timestamps[:, 1:], timestamps[:, -1:]), dim=1)
         batch = SequenceBatch(items=items, mask=items.ne(0), timestamps=timestamps)
-        return self.encoder(batch)[:, -1]  # [B, D]
+        last = getattr(self.encoder, "encode_last", None)  # as Recommender.score does
+        return last(batch) if last is not None else self.encoder(batch)[:, -1]  # [B, D]
 
     def forward(self, items: torch.Tensor, timestamps: torch.Tensor | None = None) -> torch.Tensor:
         logits = self.encoder.score(self.hidden(items, timestamps if self.with_time else None))
@@ -100,21 +117,30 @@ def score_graph(model: Any) -> ScoreGraph:
             f"only neural models can be exported; {model.name!r} has no torch encoder "
             "(factorization models are NumPy arrays in state.npz already)"
         )
+    with_time = uses_time(model)
     encoder = copy.deepcopy(encoder).cpu().eval()  # the model itself stays on its device
-    cls = LRURealGraph if model.name == "lrurec" else ScoreGraph
-    return cls(encoder, uses_time(model)).eval()
+    return _graph_class(model)(encoder, with_time).eval()
 
 
-def example_inputs(model: Any, batch: int = 2) -> tuple[torch.Tensor, ...]:
-    """Dummy left-padded inputs of the exported signature (a few real items per row)."""
+def _graph_class(model: Any) -> type[ScoreGraph]:
+    return LRURealGraph if model.name == "lrurec" else ScoreGraph
+
+
+def _example(model: Any, with_time: bool, batch: int = 2) -> tuple[torch.Tensor, ...]:
     length = model.config.max_len
     items = torch.zeros(batch, length, dtype=torch.long)
     take = min(length, 3)
     items[:, -take:] = (torch.arange(take) % model.n_items) + 1
-    if not uses_time(model):
+    if not with_time:
         return (items,)
-    times = torch.arange(length, dtype=torch.long).repeat(batch, 1) * 60 + 1_600_000_000
-    return items, times
+    # hours apart, zero at PAD (as left_pad writes them)
+    times = (torch.arange(length, dtype=torch.long) * 3600 + 1_600_000_000).repeat(batch, 1)
+    return items, times * items.ne(0)
+
+
+def example_inputs(model: Any, batch: int = 2) -> tuple[torch.Tensor, ...]:
+    """Dummy left-padded inputs of the exported signature (a few real items per row)."""
+    return _example(model, uses_time(model), batch)
 
 
 def export_model(model: Any, out: str | Path, fmt: str = "onnx") -> Path:
