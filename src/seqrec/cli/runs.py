@@ -85,18 +85,17 @@ def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
         old = json.loads(path.read_text())["identity"]
     except (OSError, ValueError, KeyError, TypeError):
         raise ConfigError(f"{path} is unreadable; {hint}") from None
-    if old != identity and _trained_nothing(out):
-        return  # an attempt that failed before its first checkpoint: nothing to lose
+    if old != identity and _never_trained(out):
+        return  # an attempt stopped by a config or data error before training: nothing to lose
     if old != identity:
         raise ConfigError(f"{out} holds another run (differs in {', '.join(_diff(old, identity))}); "
                           f"{hint}")
 
 
-def _trained_nothing(out: Path) -> bool:
-    """Whether ``out`` holds only the claim of a run that stopped before its first checkpoint
-    (a config or data error): no ``last.pt``, model, log or result to lose."""
-    done = ("model", TRAIN_LOG, "result.json", "result.md")
-    return not (out / CHECKPOINT / "last.pt").exists() and not any((out / n).exists() for n in done)
+def _never_trained(out: Path) -> bool:
+    """Whether ``out`` holds only the claim of a run that never reached training (fit creates
+    the checkpoint folder first): e.g. its data file was refused."""
+    return not any((out / name).exists() for name in RUN_FILES if name != EXPERIMENT)
 
 
 def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
