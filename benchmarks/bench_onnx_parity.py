@@ -100,8 +100,9 @@ def markdown(rec: dict) -> str:
               "100% only through near-ties. The exported graphs always run all max_len = 50 "
               "positions, while PyTorch's `score` cuts each chunk to its longest history "
               "(ml-latest-small users are long, so the cut rarely applies here). LRURec's real-"
-              "arithmetic graph multiplies by an L x L power table per layer (O(L^2 N) instead "
-              "of the scan's O(L N log L)), hence its slower exported scoring.", ""]
+              "arithmetic graph multiplies by an L x L power table per layer (O(L^2 N) work "
+              "instead of the scan's O(L N log L)). Timings are single warm runs on a shared "
+              "2-core machine: differences of less than about 2x are noise.", ""]
     return "\n".join(lines)
 
 
