@@ -91,9 +91,13 @@ def test_item_metadata_file_gives_titles_and_categories(tmp_path):
     exp = load_experiment(None, [f"data.name={tmp_path / 'log.csv'}", f"data.columns={COLS}",
                                  f"data.item_file={tmp_path / 'items.csv'}",
                                  "data.item_columns=item=product,title=name,categories=tags"])
-    vocab = prepare_data(exp).prepared.vocab
+    prepared = prepare_data(exp).prepared
+    vocab = prepared.vocab
     one, two, three = vocab.encode(["sku1", "sku2", "sku3"])
     assert vocab.title(one) == "First thing" and vocab.category(one) == "a|b"
+    # the categories are item attributes too (what LSAN reads): a, b for sku1, c for sku2
+    attrs = prepared.interactions.item_attributes
+    assert attrs is not None and sorted(attrs.item.tolist()) == sorted([one, one, two])
     assert vocab.title(two) == "Second" and vocab.category(two) == "c"
     assert vocab.title(three) is None and vocab.category(three) is None
     with pytest.raises(DataError, match="no column 'nope'"):

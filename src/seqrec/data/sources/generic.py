@@ -207,7 +207,11 @@ def _timestamps(df, col, source, time_format, has_header, unit) -> np.ndarray:
 
 def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
                sep: str | None = None) -> dict[str, np.ndarray]:
-    """An item-metadata file: ``{"raw_id": ids as text, "title": ..., "categories": ...}``.
+    """An item-metadata file: ``{"raw_id": ids as text, "title": ..., "genres": ...}``.
+
+    Categories are stored under ``genres`` (``|``-separated names), the side-table column that
+    MovieLens fills too, so they also become item attributes (``ItemAttributes``) that
+    attribute-aware models such as LSAN read.
 
     Args:
         path: a CSV/TSV/Parquet file with one row per item (later duplicates are ignored).
@@ -244,9 +248,9 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
     _io.no_nulls(df, roles["item"], str(path))
     df = df.unique(subset=roles["item"], keep="first", maintain_order=True)
     out = {"raw_id": df[roles["item"]].cast(pl.String).to_numpy().astype(object)}
-    for role in ("title", "categories"):
+    for role, key in (("title", "title"), ("categories", "genres")):
         if role in roles:
-            out[role] = df[roles[role]].cast(pl.String).fill_null("").to_numpy().astype(object)
+            out[key] = df[roles[role]].cast(pl.String).fill_null("").to_numpy().astype(object)
     return out
 
 
