@@ -106,7 +106,10 @@ def _attend(query: torch.Tensor, keys: torch.Tensor, states: torch.Tensor, v: to
     ``query [B, C, H]`` (A_1 h_t), ``keys [B, K, H]`` (A_2 h_j), ``states [B, K, H]`` (h_j),
     ``v [H]``, ``allowed [B, C, K]`` -> ``[B, C, H]``.
     """
-    energy = _AdditiveEnergy.apply(query, keys, v)  # [B, C, K]
+    if torch.jit.is_tracing() or torch.compiler.is_exporting():  # export: plain ops, same value
+        energy = torch.add(query[:, :, None, :], keys[:, None, :, :]).sigmoid() @ v
+    else:
+        energy = _AdditiveEnergy.apply(query, keys, v)  # [B, C, K]
     if softmax:
         weights = torch.softmax(energy.masked_fill(~allowed, float("-inf")), dim=-1)
     else:

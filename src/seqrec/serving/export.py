@@ -4,8 +4,9 @@
 
 The exported graph maps left-padded item ids ``items`` int64 ``[B, max_len]`` (0 = PAD, the
 most recent item last; seqrec internal ids, see the artifact's ``vocab.npz``) and, for models
-that read time (found by scoring the same items at two times), ``timestamps`` int64
-``[B, max_len]`` (Unix seconds, 0 at PAD), to ``scores`` float32
+that read time, ``timestamps`` int64 ``[B, max_len]`` (Unix seconds, 0 at PAD), and for
+models with a user table (MF, FPMC, Caser), ``users`` int64 ``[B]`` (internal user rows;
+out of range = unknown user), to ``scores`` float32
 ``[B, n_items + 1]`` for the next item. Column 0 (PAD) is ``-inf``, as in
 ``Recommender.score``. The batch size is dynamic; the length is fixed at ``max_len`` (pad on
 the left). Every row must hold at least one item: the popularity fallback of an empty
@@ -42,41 +43,61 @@ log = logging.getLogger(__name__)
 FORMATS = ("onnx", "torchscript")
 
 
-def uses_time(model: Any) -> bool:
-    """Whether the model's scores read timestamps (HSTU's time bias, LSAN's context, ...):
-    asked of the encoder itself, by scoring the same items at two different times."""
-    cached = getattr(model, "_export_uses_time", None)
+INPUTS = ("items", "timestamps", "users")
+
+
+def input_names(model: Any) -> tuple[str, ...]:
+    """The graph's inputs: ``items`` always; ``timestamps`` when the model's scores read time
+    (HSTU's time bias, LSAN's context) and ``users`` when they read the user id (MF, FPMC,
+    Caser), each found by scoring the same items with two different values of it."""
+    cached = getattr(model, "_export_inputs", None)
     if cached is not None:
         return cached
-    graph = _graph_class(model)(copy.deepcopy(model.encoder).cpu().eval(), True)
-    items, times = _example(model, with_time=True)
+    graph = _graph_class(model)(copy.deepcopy(model.encoder).cpu().eval(), INPUTS)
+    items, times, users = _example(model, INPUTS)
+    names = ["items"]
     with torch.no_grad():
-        a = graph(items, times)
-        b = graph(items, times * 3 + 86_400)
-    model._export_uses_time = bool(not torch.equal(a, b))
-    return model._export_uses_time
+        base = graph(items, times, users)
+        if not torch.equal(base, graph(items, times * 3 + 86_400, users)):
+            names.append("timestamps")
+        if not torch.equal(base, graph(items, times, users + 1)):
+            names.append("users")
+    model._export_inputs = tuple(names)
+    return model._export_inputs
+
+
+def uses_time(model: Any) -> bool:
+    """Whether the model's scores read timestamps (see :func:`input_names`)."""
+    return "timestamps" in input_names(model)
 
 
 class ScoreGraph(nn.Module):
-    """``items [B, L] (+ timestamps) -> scores [B, I + 1]`` over any ``SequenceEncoder``."""
+    """``(items [B, L], timestamps [B, L]?, users [B]?) -> scores [B, I + 1]`` over any
+    ``SequenceEncoder``; ``inputs`` names the positional arguments."""
 
-    def __init__(self, encoder: nn.Module, with_time: bool) -> None:
+    def __init__(self, encoder: nn.Module, inputs: tuple[str, ...]) -> None:
         super().__init__()
         self.encoder = encoder
-        self.with_time = with_time
+        self.inputs = tuple(inputs)
 
-    def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None) -> torch.Tensor:
+    def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None,
+               users: torch.Tensor | None) -> torch.Tensor:
         mask_token = getattr(self.encoder, "mask_token", None)
         if mask_token is not None:  # BERT4Rec: the oldest item drops out, the mask follows
             items = torch.cat((items[:, 1:], torch.full_like(items[:, :1], mask_token)), dim=1)
             if timestamps is not None:
                 timestamps = torch.cat((timestamps[:, 1:], timestamps[:, -1:]), dim=1)
-        batch = SequenceBatch(items=items, mask=items.ne(0), timestamps=timestamps)
+        batch = SequenceBatch(items=items, mask=items.ne(0), timestamps=timestamps, users=users)
         last = getattr(self.encoder, "encode_last", None)  # as Recommender.score does
         return last(batch) if last is not None else self.encoder(batch)[:, -1]  # [B, D]
 
-    def forward(self, items: torch.Tensor, timestamps: torch.Tensor | None = None) -> torch.Tensor:
-        logits = self.encoder.score(self.hidden(items, timestamps if self.with_time else None))
+    def forward(self, items: torch.Tensor, second: torch.Tensor | None = None,
+                third: torch.Tensor | None = None) -> torch.Tensor:
+        # named positional parameters (not *args): torch.export needs a fixed signature
+        args = (items, second, third)[: len(self.inputs)]
+        given = dict(zip(self.inputs, args, strict=True))
+        hidden = self.hidden(given["items"], given.get("timestamps"), given.get("users"))
+        logits = self.encoder.score(hidden)
         pad = torch.full_like(logits[:, :1], float("-inf"))
         return torch.cat((pad, logits[:, 1:]), dim=1)
 
@@ -84,7 +105,8 @@ class ScoreGraph(nn.Module):
 class LRURealGraph(ScoreGraph):
     """LRURec in real arithmetic (ONNX has no complex tensors); same outputs as the scan."""
 
-    def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None) -> torch.Tensor:
+    def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None,
+               users: torch.Tensor | None) -> torch.Tensor:
         enc = self.encoder
         mask = items.ne(0).unsqueeze(-1).to(enc.embedding.weight.dtype)  # [B, L, 1]
         x = enc._embed(items)
@@ -111,36 +133,35 @@ class LRURealGraph(ScoreGraph):
 
 def score_graph(model: Any) -> ScoreGraph:
     """The exportable scoring module of a fitted neural ``model`` (eval mode, on CPU)."""
-    encoder = getattr(model, "encoder", None)
-    if encoder is None:
+    if getattr(model, "encoder", None) is None:
         raise ConfigError(
             f"only neural models can be exported; {model.name!r} has no torch encoder "
             "(factorization models are NumPy arrays in state.npz already)"
         )
-    with_time = uses_time(model)
-    encoder = copy.deepcopy(encoder).cpu().eval()  # the model itself stays on its device
-    return _graph_class(model)(encoder, with_time).eval()
+    names = input_names(model)
+    encoder = copy.deepcopy(model.encoder).cpu().eval()  # the model itself stays on its device
+    return _graph_class(model)(encoder, names).eval()
 
 
 def _graph_class(model: Any) -> type[ScoreGraph]:
     return LRURealGraph if model.name == "lrurec" else ScoreGraph
 
 
-def _example(model: Any, with_time: bool, batch: int = 2) -> tuple[torch.Tensor, ...]:
+def _example(model: Any, names: tuple[str, ...], batch: int = 2) -> tuple[torch.Tensor, ...]:
     length = model.config.max_len
     items = torch.zeros(batch, length, dtype=torch.long)
     take = min(length, 3)
     items[:, -take:] = (torch.arange(take) % model.n_items) + 1
-    if not with_time:
-        return (items,)
     # hours apart, zero at PAD (as left_pad writes them)
     times = (torch.arange(length, dtype=torch.long) * 3600 + 1_600_000_000).repeat(batch, 1)
-    return items, times * items.ne(0)
+    values = {"items": items, "timestamps": times * items.ne(0),
+              "users": torch.zeros(batch, dtype=torch.long)}
+    return tuple(values[n] for n in names)
 
 
 def example_inputs(model: Any, batch: int = 2) -> tuple[torch.Tensor, ...]:
-    """Dummy left-padded inputs of the exported signature (a few real items per row)."""
-    return _example(model, uses_time(model), batch)
+    """Dummy inputs of the exported signature (a few real items per row)."""
+    return _example(model, input_names(model), batch)
 
 
 def export_model(model: Any, out: str | Path, fmt: str = "onnx") -> Path:
@@ -156,7 +177,7 @@ def export_model(model: Any, out: str | Path, fmt: str = "onnx") -> Path:
     args = example_inputs(model)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    names = ["items", "timestamps"][: len(args)]
+    names = list(graph.inputs)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         if fmt == "torchscript":
@@ -193,10 +214,15 @@ def padded_inputs(model: Any, histories: Sequences) -> dict[str, np.ndarray]:
         raise DataError("every history must hold at least one item for the exported graph")
     items, times = left_pad(histories, np.arange(len(histories)), model.config.max_len)
     feed = {"items": items}
-    if uses_time(model):
+    names = input_names(model)
+    if "timestamps" in names:
         if times is None:
             raise DataError(f"{model.name} reads timestamps: give histories with timestamps")
         feed["timestamps"] = times
+    if "users" in names:
+        if histories.users is None:
+            raise DataError(f"{model.name} reads the user id: give histories with users")
+        feed["users"] = np.asarray(histories.users, dtype=np.int64)
     return feed
 
 
@@ -209,7 +235,7 @@ def load_exported(path: str | Path, fmt: str = "onnx", threads: int = 1):
             module = torch.jit.load(str(path))
 
         def run_ts(feed: dict[str, np.ndarray]) -> np.ndarray:
-            args = [torch.from_numpy(feed[k]) for k in ("items", "timestamps") if k in feed]
+            args = [torch.from_numpy(feed[k]) for k in INPUTS if k in feed]
             with torch.no_grad():
                 return module(*args).numpy()
 
