@@ -52,3 +52,13 @@ def leave_last_out_small(seqs: Sequences) -> tuple[Sequences, Targets, Targets]:
     valid = Targets(seqs, rows, lengths - 2, seqs.items[ends - 2])
     test = Targets(seqs, rows, lengths - 1, seqs.items[ends - 1])
     return train, valid, test
+
+
+def write_csv(seqs: Sequences, path) -> None:
+    """``seqs`` as a ``user,item,timestamp`` CSV (raw ids = internal ids), for CLI tests."""
+    lines = ["user,item,timestamp"]
+    for u in range(len(seqs)):
+        lo, hi = int(seqs.offsets[u]), int(seqs.offsets[u + 1])
+        lines += [f"{u},{int(i)},{t}" for t, i in enumerate(seqs.items[lo:hi])]
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
