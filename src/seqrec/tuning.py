@@ -195,6 +195,7 @@ class Objective:
         from seqrec.experiment import build_model, evaluate_model, prepare_data
 
         params = suggest(trial, self.space)
+        trial.set_user_attr("worker", f"{os.uname().nodename}:{os.getpid()}")  # pruned ones too
         exp = self.experiment(params)
         key = (exp.data, exp.split)
         if self._data is None or self._data[0] != key:
@@ -205,7 +206,6 @@ class Objective:
         t0 = time.perf_counter()
         model.fit(split.train, split.valid)
         trial.set_user_attr("train_seconds", time.perf_counter() - t0)
-        trial.set_user_attr("worker", f"{os.uname().nodename}:{os.getpid()}")
         epochs = getattr(model, "epochs_trained", None)
         if epochs is not None:
             trial.set_user_attr("epochs", int(epochs))

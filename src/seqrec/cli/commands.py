@@ -226,6 +226,9 @@ def cmd_config(args: argparse.Namespace) -> int:
     from seqrec.config_dump import default_config_toml
 
     print(default_config_toml(args.model), end="")
+    return 0
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     import optuna
 
