@@ -62,10 +62,10 @@ else
   say "torch $(.venv/bin/python -c 'import torch; print(torch.__version__, "CUDA" if torch.version.cuda else "CPU")') installed"
 fi
 
-if .venv/bin/python -c "import seqrec, hypothesis, fastapi, matplotlib, onnxruntime, onnxscript" 2>/dev/null; then
+if .venv/bin/python -c "import seqrec, hypothesis, fastapi, matplotlib, onnxruntime, onnxscript, optuna" 2>/dev/null; then
   say "seqrec and its extras already installed"
 else
-  say "installing seqrec (editable) with the test, serve, plot and export extras"
-  "${PIP[@]}" -e ".[test,serve,plot,export]"
+  say "installing seqrec (editable) with the test, serve, plot, export and tune extras"
+  "${PIP[@]}" -e ".[test,serve,plot,export,tune]"
 fi
 say "done: .venv/bin/seqrec demo runs the quickstart, .venv/bin/python -m pytest the tests"

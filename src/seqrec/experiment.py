@@ -7,6 +7,8 @@ terminal output (the CLI owns the terminal).
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +32,17 @@ class PreparedSplit:
 
 
 def prepare_data(exp: Experiment) -> PreparedSplit:
+    from seqrec.data.parquet import is_parquet, prepare_parquet
     from seqrec.data.sources import load
 
     t0 = time.perf_counter()
-    inter = load(exp.data.name, root=exp.data.root, **exp.data.read_options())
-    t1 = time.perf_counter()
-    prepared = preprocess(inter, exp.data.preprocess_config())
+    if is_parquet(exp.data.name):  # read and preprocessed lazily, never loaded whole
+        prepared = prepare_parquet(exp.data.name, exp.data.preprocess_config())
+        t1 = time.perf_counter()
+    else:
+        inter = load(exp.data.name, root=exp.data.root, **exp.data.read_options())
+        t1 = time.perf_counter()
+        prepared = preprocess(inter, exp.data.preprocess_config())
     seqs = prepared.sequences()
     t2 = time.perf_counter()
     if exp.split.protocol == "temporal":
@@ -92,6 +99,9 @@ def run_experiment(
     ``checkpoint_dir``, ``on_epoch``, ...); the refit of the temporal protocol checkpoints
     into ``<checkpoint_dir>/refit``. The record says why training stopped (``stopped``:
     'epochs', 'patience', 'time_budget'; None for models fitted in closed form).
+
+    Under ``torchrun`` every rank fits (data-parallel) and only rank 0 evaluates, saves and
+    gets a record; the other ranks get ``(model, None)``.
     """
     from seqrec.evaluation.results import result_record
 
@@ -101,7 +111,9 @@ def run_experiment(
     t0 = time.perf_counter()
     model.fit(split.train, split.valid, **_fit_kwargs(model, fit_options))
     train_seconds = time.perf_counter() - t0
-    valid = evaluate_model(model, exp, split.valid, progress, fit_data=split.train)
+    main = _is_main_process()
+    valid = evaluate_model(model, exp, split.valid, progress, fit_data=split.train) if main else None
+    training = _training_info(model)
     if exp.split.refit:
         t0 = time.perf_counter()
         # no validation targets remain: neural models train for their configured epochs
@@ -111,6 +123,8 @@ def run_experiment(
             refit_options["checkpoint_dir"] = Path(refit_options["checkpoint_dir"]) / "refit"
         model.fit(split.train_valid, None, **_fit_kwargs(model, refit_options))
         train_seconds += time.perf_counter() - t0
+    if not main:
+        return model, None
     test = evaluate_model(model, exp, split.test, progress,
                           fit_data=split.train_valid if exp.split.refit else split.train)
     record = result_record(
@@ -128,6 +142,7 @@ def run_experiment(
         data_seconds=data.seconds,
         preprocessing=list(data.prepared.interactions.notes),
         stopped=stop_reason(model),
+        **({"training": training} if training else {}),
     )
     if save_dir is not None:
         from seqrec.serving.histories import UserHistories
@@ -135,6 +150,27 @@ def run_experiment(
         model.user_histories = UserHistories.from_prepared(data.prepared)
         model.save(save_dir)
     return model, record
+
+
+def _is_main_process() -> bool:
+    """Rank 0 under torchrun (it evaluates and writes), or a lone process. Asks
+    ``torch.distributed`` only if a model already imported it (factorization models never
+    import torch)."""
+    dist = sys.modules.get("seqrec.training.distributed")
+    if dist is not None:
+        return dist.is_main_process()
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _training_info(model: Recommender) -> dict[str, Any] | None:
+    """Processes, global / per-rank batch and the learning rate used (neural models)."""
+    log_ = getattr(model, "training_log", None)
+    if log_ is None or not hasattr(log_, "world_size"):
+        return None
+    cfg = model.config
+    return {"world_size": log_.world_size, "global_batch": cfg.batch_size,
+            "per_rank_batch": -(-cfg.batch_size // log_.world_size),
+            "lr_rule": getattr(cfg, "lr_rule", "fixed"), "lr": log_.lr}
 
 
 def _config_dict(config: Any) -> dict[str, Any]:

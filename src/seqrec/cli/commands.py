@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -42,6 +44,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "serve": cmd_serve,
         "reproduce": cmd_reproduce,
         "config": cmd_config,
+        "tune": cmd_tune,
     }[args.command]
     return handler(args)
 
@@ -146,11 +149,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     exp = load_experiment(args.config, args.overrides)
     out = Path(args.out) if args.out else Path(exp.output) / f"{_slug(exp.data.name)}-{exp.model}"
     checkpoint = out / runs.CHECKPOINT
-    if runs.prepare_run_dir(out, exp, args.fresh):
+    # under torchrun every rank runs this command: rank 0 alone owns the run directory
+    rank0 = int(os.environ.get("RANK", "0")) == 0
+    if rank0 and runs.prepare_run_dir(out, exp, args.fresh):
         print(f"resuming the run in {out} from {checkpoint / 'last.pt'} (--fresh starts over)",
               file=sys.stderr, flush=True)
     options = {"checkpoint_dir": checkpoint, "checkpoint_every": runs.CHECKPOINT_EVERY,
-               "on_epoch": runs.EpochPrinter(exp.model), "progress": True}
+               "on_epoch": runs.EpochPrinter(exp.model) if rank0 else None, "progress": True}
     try:
         model, record = run_experiment(exp, progress=sys.stderr.isatty(), save_dir=out / "model",
                                        fit_options=options)
@@ -159,6 +164,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"interrupted: {where}rerun the same command to resume, or add --fresh to start over",
               file=sys.stderr)
         return 130
+    finally:  # under torchrun: leave the process group (imported only if a model used it)
+        dist = sys.modules.get("seqrec.training.distributed")
+        if dist is not None:
+            dist.shutdown()
+    if record is None:  # a torchrun rank other than 0: rank 0 reports
+        return 0
     runs.write_train_log(out, model)
     write_result(record, out, "result")
     print(_header(record))
@@ -208,6 +219,28 @@ def cmd_config(args: argparse.Namespace) -> int:
     from seqrec.config_dump import default_config_toml
 
     print(default_config_toml(args.model), end="")
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    import optuna
+
+    from seqrec.tuning import tune, write_best
+
+    if not args.verbose:  # one line per trial from optuna otherwise
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+    exp = load_experiment(args.config, args.overrides)
+    study = args.study or (Path(args.config).stem if args.config else f"{_slug(exp.data.name)}-{exp.model}")
+    storage = args.storage or f"sqlite:///{Path(exp.output) / 'tune.db'}"
+    result = tune(args.config, args.overrides, args.space, args.trials, storage, study,
+                  metric=args.metric, seed=args.seed)
+    out = Path(args.out) if args.out else Path(exp.output) / f"tune-{study}" / "best.toml"
+    write_best(result, args.config, args.overrides, out)
+    rows = [[t.number, t.state.name, t.value, *(t.params.get(k) for k in sorted(result.best_params))]
+            for t in result.trials]
+    print(format_table(["trial", "state", args.metric, *sorted(result.best_params)], rows))
+    print(f"\nstudy {study!r} in {storage}: best trial {result.best_trial.number} "
+          f"({args.metric} {result.best_value:.4f}); best config: {out}")
     return 0
 
 

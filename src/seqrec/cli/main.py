@@ -47,6 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--fresh", action="store_true",
                    help="start over instead of resuming the run in the directory")
 
+    tu = sub.add_parser("tune", help="hyperparameter search with Optuna (TPE, pruning, shared storage)")
+    tu.add_argument("config", nargs="?", help="base experiment config (.toml / .yaml)")
+    tu.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a base config value (repeatable)")
+    tu.add_argument("--space", required=True, help="search space TOML (dotted key -> distribution)")
+    tu.add_argument("--trials", type=int, default=20, help="trials the study should hold in total")
+    tu.add_argument("--storage", help="Optuna database URL (default sqlite:///<output>/tune.db)")
+    tu.add_argument("--study", help="study name (default: the config file's stem)")
+    tu.add_argument("--metric", default="NDCG@10", help="validation metric to maximise")
+    tu.add_argument("--seed", type=int, default=None, help="sampler seed (default: random)")
+    tu.add_argument("--out", help="best config TOML (default <output>/tune-<study>/best.toml)")
+
     e = sub.add_parser("evaluate", help="evaluate a saved artifact on the configured split")
     e.add_argument("artifact")
     _add_experiment_args(e)

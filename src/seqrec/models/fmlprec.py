@@ -221,7 +221,7 @@ class FMLPRec(TorchRecommender):
 
     def compute_loss(self, data: dict) -> torch.Tensor:
         batch: SequenceBatch = data["batch"].to(self.device)
-        hidden = self.encoder(batch, last_only=True)  # [B, 1, D]
+        hidden = self.train_forward(batch, last_only=True)  # [B, 1, D]
         if self.config.loss == "bce":  # one negative per position: keep the predicted one's
             data = {**data, "negatives": data["negatives"][:, -1:]}
         return self.loss_at(hidden, batch.targets[:, -1:], data)

@@ -96,7 +96,13 @@ class NeuralConfig:
     betas: tuple[float, float] = (0.9, 0.98)
     """AdamW betas (the SASRec paper uses beta2 = 0.98)."""
     batch_size: int = 128
-    """Sequences per training step."""
+    """Sequences per optimizer step over all processes: the global batch (under torchrun each
+    of N ranks takes a contiguous 1/N of it)."""
+    lr_rule: str = "fixed"
+    """How ``lr`` follows the global batch: 'fixed' (``lr`` as given), 'linear' or 'sqrt'
+    (``lr`` times ``batch_size / lr_base_batch``, or its square root)."""
+    lr_base_batch: int = 0
+    """The global batch at which ``lr`` was tuned ('linear' / 'sqrt'; 0 = ``batch_size``)."""
     epochs: int = 200
     """Maximum number of epochs."""
     patience: int = 10
@@ -128,6 +134,9 @@ class NeuralConfig:
                        "epochs", "eval_every", "eval_batch_size")
         check_choice(self, "loss", LOSSES)
         check_choice(self, "train_windows", ("last", "sliding"))
+        check_choice(self, "lr_rule", ("fixed", "linear", "sqrt"))
+        if self.lr_base_batch < 0:
+            raise ConfigError(f"lr_base_batch must be >= 0, got {self.lr_base_batch!r}")
         check_range(self, "gbce_t", 0.0, 1.0)
         for name in ("weight_decay", "patience", "eval_every_steps", "grad_clip", "num_threads",
                      "max_train_seconds"):
@@ -184,6 +193,7 @@ class TorchRecommender(Recommender):
         self.device = resolve_device(config.device)
         self._sampler = None
         self._row_source: np.ndarray | None = None  # window -> user row (sliding windows)
+        self._net: torch.nn.Module | None = None  # what training runs forward (DDP wrapper)
 
     @property
     def epochs_trained(self) -> int | None:
@@ -220,7 +230,13 @@ class TorchRecommender(Recommender):
 
     def compute_loss(self, data: dict) -> torch.Tensor:
         batch: SequenceBatch = data["batch"].to(self.device)
-        return self.loss_at(self.encoder(batch), batch.targets, data)
+        return self.loss_at(self.train_forward(batch), batch.targets, data)
+
+    def train_forward(self, batch: SequenceBatch, **kwargs: Any) -> torch.Tensor:
+        """The encoder's forward in a training step: through DistributedDataParallel under
+        torchrun. A ``compute_loss`` override must call this, not ``self.encoder``: a forward
+        that bypasses DDP leaves the ranks' gradients unsynchronized (the trainer checks)."""
+        return (self.encoder if self._net is None else self._net)(batch, **kwargs)
 
     def loss_at(self, hidden: torch.Tensor, targets: torch.Tensor, data: dict) -> torch.Tensor:
         """The configured loss of hidden states ``[B, L, D]`` against ``targets [B, L]``
@@ -273,19 +289,23 @@ class TorchRecommender(Recommender):
         (``training_log.stopped == "deadline"``); fitting again resumes it.
         ``on_epoch`` receives one record per completed epoch (see ``Trainer``).
         """
+        from seqrec.training import distributed
         from seqrec.training.negatives import NegativeSampler
         from seqrec.training.trainer import Trainer
 
         self._remember_catalogue(train)
         cfg = self.config
         windows, self._row_source, rows = self.training_rows(train)
+        self.device = distributed.rank_device(self.device)
+        ctx = distributed.init_from_env(self.device)  # None unless launched by torchrun
         with _Threads(cfg.num_threads):
             torch.manual_seed(cfg.seed)
             self.encoder = self.build_encoder(train.n_items).to(self.device)
+            self._net = distributed.wrap(self.encoder, ctx)
             if cfg.loss in ("bce", "gbce", "sampled_softmax"):
                 pop = train.item_counts() if (cfg.loss == "sampled_softmax" and cfg.logq) else None
                 self._sampler = NegativeSampler(train, pop)
-            if checkpoint_dir is not None:
+            if checkpoint_dir is not None and (ctx is None or ctx.is_main):
                 _check_same_config(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
             trainer = Trainer(
                 self.encoder, cfg, rows,
@@ -296,10 +316,11 @@ class TorchRecommender(Recommender):
                 log_path=log_path, progress=progress, tensorboard_dir=tensorboard_dir,
                 deadline=deadline,
                 on_epoch=on_epoch,
+                dist=ctx, batch_weight=_target_positions,
             )
             self.training_log = trainer.fit(resume=resume)
         self.encoder.eval()
-        self._sampler = None
+        self._sampler, self._net = None, None
         return self
 
     def validation_metrics(self, valid: Targets) -> dict[str, float]:
@@ -354,6 +375,11 @@ class TorchRecommender(Recommender):
         self.encoder = self.build_encoder(self.n_items).to(self.device)
         self.encoder.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
         self.encoder.eval()
+
+
+def _target_positions(data: dict) -> float:
+    """What the next-item losses average over: the batch's non-PAD target positions."""
+    return float((data["batch"].targets > 0).sum())
 
 
 def training_rows(train: Sequences, cfg: Any) -> tuple[Sequences, np.ndarray | None, np.ndarray]:

@@ -99,3 +99,13 @@ def write_log_csv(
     Path(path).write_text("\n".join(lines) + "\n")
     return {"users": [f"c{u}" for u in range(len(seqs))],
             "items": [f"sku{i}" for i in range(1, n_items + 1)], "rare": rare, "rows": len(rows)}
+
+
+def write_csv(seqs: Sequences, path) -> None:
+    """``seqs`` as a ``user,item,timestamp`` CSV (raw ids = internal ids), for CLI tests."""
+    lines = ["user,item,timestamp"]
+    for u in range(len(seqs)):
+        lo, hi = int(seqs.offsets[u]), int(seqs.offsets[u + 1])
+        lines += [f"{u},{int(i)},{t}" for t, i in enumerate(seqs.items[lo:hi])]
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")

@@ -3,6 +3,9 @@
 AdamW, optional gradient clipping, validation every N epochs (or N steps), early stopping on one
 metric with patience, the best weights restored at the end, and exact resume after a crash.
 
+Under ``torchrun`` (``dist`` given) each rank trains on its shard of every global batch and
+only rank 0 validates and checkpoints: see :mod:`seqrec.training.distributed`.
+
 Exact resume: every source of randomness of step ``s`` of epoch ``e`` is derived from
 ``(seed, e, s)`` — the epoch's data order from a per-epoch seeded generator, the step's negatives
 from a per-step NumPy generator, dropout from ``torch.manual_seed`` of a per-step seed — so
@@ -26,6 +29,7 @@ import torch
 from torch import nn
 
 from seqrec.errors import ConfigError
+from seqrec.training import distributed
 from seqrec.training.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 
 log = logging.getLogger(__name__)
@@ -49,6 +53,8 @@ class TrainingLog:
     resumed_from_step: int | None = None
     epoch_log: list[dict[str, Any]] = field(default_factory=list)
     """One record per completed epoch (epoch, epochs, train_loss, validation metric, seconds)."""
+    world_size: int = 1
+    lr: float | None = None
 
     @property
     def batch_share(self) -> float:
@@ -85,6 +91,9 @@ class Trainer:
         on_epoch: called with each record of ``TrainingLog.epoch_log`` when its epoch ends
             (the CLI prints it; the library only logs it).
         device: where batches go.
+        dist: the process group context under torchrun (None: one process).
+        batch_weight: ``batch -> float``, what the loss is a mean over (e.g. target positions);
+            weights each rank's share of a global batch under ``dist`` (default: rows).
     """
 
     def __init__(
@@ -102,24 +111,29 @@ class Trainer:
         tensorboard_dir: str | Path | None = None,
         deadline: float | None = None,
         on_epoch: Callable[[dict[str, Any]], None] | None = None,
+        dist: distributed.DistContext | None = None,
+        batch_weight: Callable[[Any], float] | None = None,
     ) -> None:
         if len(rows) == 0:
             raise ConfigError("no training sequence has >= 2 items: nothing to train on")
         self.model, self.config, self.rows = model, config, np.asarray(rows, np.int64)
         self.make_batch, self.compute_loss, self.validate = make_batch, compute_loss, validate
+        self.dist, self.batch_weight = dist, batch_weight
+        self.main = dist is None or dist.is_main
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_every = int(checkpoint_every)
         if log_path is None and self.checkpoint_dir is not None:
             log_path = self.checkpoint_dir / "validation.jsonl"
         self.log_path = None if log_path is None else Path(log_path)
-        self.progress = progress and sys.stderr.isatty()
-        self.writer = _tensorboard(tensorboard_dir)
+        self.progress = progress and sys.stderr.isatty() and self.main
+        self.writer = _tensorboard(tensorboard_dir) if self.main else None
+        self.lr = effective_lr(config)
         self.deadline = deadline
         self.optimizer = torch.optim.AdamW(
-            _param_groups(model, config), lr=config.lr, weight_decay=config.weight_decay,
+            _param_groups(model, config), lr=self.lr, weight_decay=config.weight_decay,
             betas=tuple(config.betas),
         )
-        self.log = TrainingLog()
+        self.log = self._new_log()
         self.epoch = 0
         self.step_in_epoch = 0
         self.bad_evals = 0
@@ -128,7 +142,12 @@ class Trainer:
         self._loss_sum = 0.0
         self._loss_count = 0
         self.on_epoch = on_epoch
+        self._sync_checked = False
         self._epoch_loss = [0.0, 0]  # sum and count of the current epoch's step losses
+
+    def _new_log(self, **fields: Any) -> TrainingLog:
+        world = 1 if self.dist is None else self.dist.world_size
+        return TrainingLog(**fields, world_size=world, lr=self.lr)
 
     # --- checkpoints ------------------------------------------------------------------------
     def _payload(self) -> dict[str, Any]:
@@ -156,14 +175,19 @@ class Trainer:
         }
 
     def save(self) -> None:
-        if self.checkpoint_dir is not None:
+        if self.checkpoint_dir is not None and self.main:
             save_checkpoint(self.checkpoint_dir / LAST, self._payload())
 
     def try_resume(self) -> bool:
         """Load ``last.pt`` from ``checkpoint_dir`` if present; True when resumed."""
-        if self.checkpoint_dir is None or not (self.checkpoint_dir / LAST).exists():
+        found = self.checkpoint_dir is not None and (self.checkpoint_dir / LAST).exists()
+        if self.dist is not None:  # rank 0's file, sent to every rank (no shared disk needed)
+            ck = self.dist.broadcast_object(load_checkpoint(self.checkpoint_dir / LAST)
+                                            if found and self.main else None)
+        else:
+            ck = load_checkpoint(self.checkpoint_dir / LAST) if found else None
+        if ck is None:
             return False
-        ck = load_checkpoint(self.checkpoint_dir / LAST)
         self.model.load_state_dict(ck["model"])
         self.optimizer.load_state_dict(ck["optimizer"])
         self.epoch, self.step_in_epoch = ck["epoch"], ck["step_in_epoch"]
@@ -173,7 +197,7 @@ class Trainer:
         lg["history"] = json.loads(lg["history"])
         lg["epoch_log"] = json.loads(lg.get("epoch_log", "[]"))  # absent before it existed
         self._epoch_loss = list(ck.get("epoch_loss", (0.0, 0)))
-        self.log = TrainingLog(**lg, resumed_from_step=ck["log"]["global_step"])
+        self.log = self._new_log(**lg, resumed_from_step=ck["log"]["global_step"])
         set_rng_state(ck["rng"])
         if self.finished and self.log.stopped in ("epochs", "time_budget"):
             self.finished = False  # a larger budget / more epochs continue the run
@@ -201,17 +225,33 @@ class Trainer:
             for step in range(self.step_in_epoch, n_steps):
                 t0 = time.perf_counter()
                 rng = np.random.default_rng([cfg.seed, self.epoch, step])
-                batch = self.make_batch(order[step * bs : (step + 1) * bs], rng)
+                global_rows = order[step * bs : (step + 1) * bs]
+                rows = distributed.shard(global_rows, self.dist)
+                batch = self.make_batch(rows if len(rows) else global_rows[:1], rng)
                 t1 = time.perf_counter()
-                torch.manual_seed(step_seed(cfg.seed, self.epoch, step))
+                # rank 0 draws dropout like a single process; other ranks draw their own masks
+                rank = 0 if self.dist is None else self.dist.rank
+                torch.manual_seed(step_seed(cfg.seed, self.epoch, step) + rank)
                 self.model.train()
                 self.optimizer.zero_grad(set_to_none=True)
                 loss = self.compute_loss(batch)
+                if self.dist is not None:
+                    weight = (self.batch_weight(batch) if self.batch_weight else len(rows)) if len(rows) else 0.0
+                    loss = loss * self.dist.loss_scale(float(weight))
                 loss.backward()
                 if cfg.grad_clip > 0:
                     nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
                 self.optimizer.step()
                 value = float(loss.detach())
+                over_budget = bool(cfg.max_train_seconds) and (
+                    self.log.train_seconds + time.perf_counter() - t0 >= cfg.max_train_seconds)
+                past_deadline = self.deadline is not None and time.time() >= self.deadline
+                if self.dist is not None:  # rank 0's clock decides for every rank
+                    value, (over_budget, past_deadline) = self.dist.step_summary(
+                        value, over_budget, past_deadline)
+                    if not self._sync_checked:  # once per fit: a forward that bypassed DDP
+                        self.dist.check_in_sync(self.model)
+                        self._sync_checked = True
                 if not math.isfinite(value):
                     raise FloatingPointError(f"loss became {value} at epoch {self.epoch} step {step}")
                 self._loss_sum += value
@@ -225,7 +265,7 @@ class Trainer:
                 self.step_in_epoch = step + 1
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(loss=f"{value:.4f}", seq_s=f"{len(order[step * bs:(step + 1) * bs]) / (t2 - t0):.0f}",
+                    bar.set_postfix(loss=f"{value:.4f}", seq_s=f"{len(global_rows) / (t2 - t0):.0f}",
                                     val=self._last_val())
                 if self.writer is not None:
                     self.writer.add_scalar("train/loss", value, self.log.global_step)
@@ -236,11 +276,11 @@ class Trainer:
                     self.save()
                 if self.finished:
                     break
-                if cfg.max_train_seconds and self.log.train_seconds >= cfg.max_train_seconds:
+                if over_budget:
                     self.log.stopped = "time_budget"
                     self.finished = True
                     break
-                if self.deadline is not None and time.time() >= self.deadline:
+                if past_deadline:
                     self.log.stopped = "deadline"
                     break
             if bar is not None:
@@ -280,7 +320,7 @@ class Trainer:
         lg.epoch_log.append(rec)
         log.info("epoch %d/%d loss %.4f %s", self.epoch, cfg.epochs, rec["train_loss"],
                  f"{cfg.val_metric} {rec['value']:.4f}" if "value" in rec else "")
-        if self.on_epoch is not None:
+        if self.on_epoch is not None and self.main:  # rank 0 reports for all
             self.on_epoch(rec)
 
     def _last_val(self) -> str:
@@ -289,6 +329,14 @@ class Trainer:
         return f"{self.log.history[-1]['metrics'].get(self.config.val_metric, float('nan')):.4f}"
 
     def _evaluate(self) -> None:
+        if self.main:
+            self._validate()
+        else:
+            self._loss_sum, self._loss_count = 0.0, 0
+        if self.dist is not None:  # early stopping is rank 0's decision
+            self.finished = self.dist.broadcast_flag(self.finished)
+
+    def _validate(self) -> None:
         mean_loss = self._loss_sum / max(self._loss_count, 1)
         self._loss_sum, self._loss_count = 0.0, 0
         if self.validate is None:
@@ -324,6 +372,16 @@ class Trainer:
         if self.config.patience and self.bad_evals >= self.config.patience:
             lg.stopped = "patience"
             self.finished = True
+
+
+def effective_lr(config: Any) -> float:
+    """The learning rate after ``config.lr_rule`` (``fixed``, ``linear`` or ``sqrt`` in the
+    global batch relative to ``config.lr_base_batch``); configs without a rule use ``lr``."""
+    rule, base = getattr(config, "lr_rule", "fixed"), getattr(config, "lr_base_batch", 0)
+    if rule == "fixed" or not base:
+        return float(config.lr)
+    ratio = config.batch_size / base
+    return float(config.lr * (ratio if rule == "linear" else math.sqrt(ratio)))
 
 
 def _param_groups(model: nn.Module, config: Any) -> list[dict]:
