@@ -70,7 +70,8 @@ def build_blocks(table: Table, planned) -> list[Block]:
         blocks.append(("p", table.description))
     blocks.append(("p", f"Reproduce: `seqrec reproduce {table.name}` (config `{table.path}`). "
                         f"{n_done} of {len(planned)} runs finished. Cells: mean over seeds (± sd when "
-                        "several) and the 95% CI [lo, hi] of the per-user mean (averaged over seeds)."))
+                        "several) and the 95% CI [lo, hi] of the mean over users (or interactions, as the table's "
+                        "averaging says), averaged over seeds."))
     # --- main table
     headers = ["run", "dataset", "model", "seeds", *table.metrics, "status"]
     rows = []
