@@ -14,9 +14,9 @@ class TestSASRecConformance(ConformanceSuite):
     bad_configs = [{"dim": 0}, {"dim": 15, "n_heads": 2}, {"layout": "post"}, {"dropout": 1.5}]
 
 
-class TestSASRecReferenceLayout(ConformanceSuite):
+class TestSASRecPreLNLayout(ConformanceSuite):
     model_cls = SASRec
-    config_kwargs = {"dim": 16, "n_blocks": 1, "n_heads": 1, "layout": "reference"}
+    config_kwargs = {"dim": 16, "n_blocks": 1, "n_heads": 1, "layout": "pre_ln"}
     # the layout-independent checks run once, in the class above
     test_all_losses = None
     test_bad_configs = None
@@ -50,15 +50,17 @@ class TestSASRecPositionsFromStart(ConformanceSuite):
 
 def test_positions_from_start_number_the_window_from_its_oldest_item():
     torch.manual_seed(0)
-    enc = SASRecEncoder(SASRecConfig(max_len=6, dim=8, positions="from_start", dropout=0.0),
-                        n_items=9).eval()
+    # pre_ln: the embedding enters the blocks unscaled, which _encode_from_embeddings assumes
+    enc = SASRecEncoder(SASRecConfig(max_len=6, dim=8, positions="from_start", dropout=0.0,
+                                     layout="pre_ln"), n_items=9).eval()
     items = torch.tensor([[0, 0, 0, 3, 4, 5]])
     got = enc(SequenceBatch(items=items, mask=items.ne(0)))
     # the same items right-aligned in a shorter window, i.e. the embedding the from_start
     # scheme must reproduce: positions 0, 1, 2 for items 3, 4, 5
     x = enc.item_emb(items[:, 3:]) + enc.pos_emb(torch.arange(3))[None]
     assert not torch.allclose(enc.pos_emb.weight[0], enc.pos_emb.weight[3])
-    from_end = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0), n_items=9).eval()
+    from_end = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="pre_ln"),
+                             n_items=9).eval()
     from_end.load_state_dict(enc.state_dict())
     assert not torch.allclose(from_end(SequenceBatch(items=items, mask=items.ne(0))), got)
     assert torch.allclose(got[:, 3:], _encode_from_embeddings(enc, x), atol=1e-6)
@@ -122,7 +124,7 @@ def test_fully_padded_rows_give_zero_not_nan():
 
 def test_layouts_differ_and_reference_scales_embeddings():
     torch.manual_seed(0)
-    pre = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0), n_items=9).eval()
+    pre = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="pre_ln"), n_items=9).eval()
     ref = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="reference"), 9).eval()
     ref.load_state_dict(pre.state_dict())  # same parameters, different wiring
     items = torch.tensor([[0, 0, 4, 1, 2, 3]])

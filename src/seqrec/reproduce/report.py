@@ -44,6 +44,8 @@ def _records(planned, partial_ok: bool = True):
 
 
 def _cell(recs: list[dict], metric: str, split: str = "test") -> str:
+    if metric.startswith("valid:"):  # a table may list validation columns ("valid:NDCG@10")
+        metric, split = metric[len("valid:"):], "valid"
     vals = [r["metrics"][split][metric] for r in recs if metric in r["metrics"].get(split, {})]
     if not vals:
         return "–"

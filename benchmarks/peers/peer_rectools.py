@@ -1,0 +1,107 @@
+"""Peer worker for RecTools' ``SASRecModel`` (run with the interpreter of ``runs/peers/rectools``).
+
+Reads the split exported by ``run_peers.py`` (``train.csv`` / ``valid.csv`` / ``test.csv``:
+seqrec's internal user and item ids, the order of each history as its datetime), trains
+RecTools' SASRec at the sizes given, with RecTools' defaults otherwise (softmax loss, lr 1e-3,
+batch 128, dropout 0.2, fixed epoch count, the model of the last epoch), one torch thread, and
+writes top-20 lists for the validation users (input: training items) and the test users (input:
+training + validation items, same model). After every epoch a Lightning callback writes the
+validation lists too (its time is excluded from the training clock), so that ``run_peers.py``
+can draw the validation curve with seqrec's evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+
+def main(work: Path, out: Path, args: dict) -> None:
+    import rectools
+    from pytorch_lightning import Callback, Trainer
+    from rectools import Columns
+    from rectools.dataset import Dataset
+    from rectools.models import SASRecModel
+
+    torch.set_num_threads(1)
+    torch.manual_seed(args["seed"])
+    np.random.seed(args["seed"])
+    train = pd.read_csv(work / "train.csv")
+    valid = pd.read_csv(work / "valid.csv")
+    test = pd.read_csv(work / "test.csv")
+
+    def interactions(df: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({
+            Columns.User: df["user_id"], Columns.Item: df["item_id"], Columns.Weight: 1.0,
+            Columns.Datetime: pd.to_datetime(df["position"], unit="s"),
+        })
+
+    ds_train = Dataset.construct(interactions(train))
+    last = train.groupby("user_id")["position"].max()
+    # the validation item goes right after each user's last training item, before the next user's
+    valid_rows = valid.assign(position=valid["user_id"].map(last) + 0.5)
+    ds_test = Dataset.construct(interactions(pd.concat([train, valid_rows], ignore_index=True)))
+    users = valid["user_id"].to_numpy()
+    k = args["k"]
+    clock = {"train": 0.0, "start": None, "epoch": 0}
+    curve: list[dict] = []
+
+    def topk(model, dataset) -> np.ndarray:
+        reco = model.recommend(users=users, dataset=dataset, k=k, filter_viewed=True,
+                               on_unsupported_targets="warn")
+        out_arr = np.zeros((len(users), k), np.int64)
+        pos = {u: i for i, u in enumerate(users)}
+        for u, grp in reco.groupby(Columns.User, sort=False):
+            items = grp.sort_values(Columns.Rank)[Columns.Item].to_numpy()
+            out_arr[pos[u], : len(items)] = items
+        return out_arr
+
+    class EpochLists(Callback):
+        def on_train_epoch_start(self, trainer, pl_module):
+            clock["start"] = time.perf_counter()
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            clock["train"] += time.perf_counter() - clock["start"]
+            clock["epoch"] += 1
+            model.is_fitted = True  # recommend() refuses otherwise; training resumes below
+            arr = topk(model, ds_train)
+            model.is_fitted = False
+            pl_module.train()
+            name = f"valid_topk_epoch{clock['epoch']:03d}.npy"
+            np.save(out / name, arr)
+            curve.append({"epoch": clock["epoch"], "seconds": clock["train"], "topk_file": name})
+
+    def trainer() -> Trainer:
+        return Trainer(max_epochs=args["epochs"], min_epochs=args["epochs"], deterministic=True,
+                       enable_progress_bar=False, enable_model_summary=False, logger=False,
+                       enable_checkpointing=False, devices=1, accelerator="cpu",
+                       callbacks=[EpochLists()])
+
+    model = SASRecModel(
+        n_blocks=args["n_blocks"], n_heads=args["n_heads"], n_factors=args["dim"],
+        session_max_len=args["max_len"], loss="softmax", epochs=args["epochs"], deterministic=True,
+        recommend_torch_device="cpu", get_trainer_func=trainer,
+    )
+    t0 = time.perf_counter()
+    model.fit(ds_train)
+    wall = time.perf_counter() - t0
+    np.save(out / "valid_topk.npy", topk(model, ds_train))
+    np.save(out / "test_topk.npy", topk(model, ds_test))
+    info = {"library": "rectools", "version": rectools.__version__,
+            "config": {k_: v for k_, v in model.get_config(simple_types=True).items()
+                       if not k_.endswith("_type")},
+            "fit_seconds": clock["train"], "fit_wall_seconds": wall, "epochs": clock["epoch"],
+            "stopped": "epochs", "curve": curve,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]))
