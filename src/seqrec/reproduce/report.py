@@ -126,8 +126,9 @@ def build_blocks(table: Table, planned) -> list[Block]:
             rb = groups.get(b, ([], []))
             ra, rb = ra[0] or ra[1], rb[0] or rb[1]
             for m in table.metrics:
-                va = [r["metrics"]["test"].get(m) for r in ra if m in r["metrics"]["test"]]
-                vb = [r["metrics"]["test"].get(m) for r in rb if m in r["metrics"]["test"]]
+                split, key = ("valid", m[len("valid:"):]) if m.startswith("valid:") else ("test", m)
+                va = [r["metrics"][split][key] for r in ra if key in r["metrics"].get(split, {})]
+                vb = [r["metrics"][split][key] for r in rb if key in r["metrics"].get(split, {})]
                 if not va or not vb:
                     pair_rows.append([label, m, "–" if not va else f"{sum(va)/len(va):.4f}",
                                       "–" if not vb else f"{sum(vb)/len(vb):.4f}", "–"])
@@ -135,7 +136,8 @@ def build_blocks(table: Table, planned) -> list[Block]:
                 xa, xb = sum(va) / len(va), sum(vb) / len(vb)
                 gap = "–" if not xa else f"{100 * (xb - xa) / xa:+.1f}%"
                 pair_rows.append([label, m, f"{xa:.4f}", f"{xb:.4f}", gap])
-        blocks += [("h2", "Gaps"), ("p", "Each pair: the test metric of run a, of run b, and b against a."),
+        blocks += [("h2", "Gaps"), ("p", "Each pair: the metric (test unless marked valid:) of run a, "
+                                         "of run b, and b against a."),
                    ("table", ["pair (a / b)", "metric", "a", "b", "b vs a"], pair_rows)]
     # --- runs
     run_rows = []
