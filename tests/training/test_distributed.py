@@ -106,7 +106,7 @@ def test_torchrun_seqrec_train_writes_one_result_on_rank_0(tmp_path):
     out = tmp_path / "run"
     sets = [f"data.name={csv}", "data.filter=none", "model.name=sasrec", "model.max_len=8",
             "model.dim=16", "model.n_blocks=1", "train.epochs=2", "train.batch_size=16",
-            "train.lr_rule='linear'", "train.lr_base_batch=8"]
+            "train.lr=1e-3", "train.lr_rule='linear'", "train.lr_base_batch=8"]
     argv = ["-m", "seqrec", "train", "--out", str(out)]
     for s in sets:
         argv += ["--set", s]
