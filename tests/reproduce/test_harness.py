@@ -203,3 +203,12 @@ def test_readme_section_is_generated_from_the_reports(tmp_path):
     assert "1 of 2 rows finished" in text
     readme.write_text("no markers\n")
     assert not update_readme(readme, dirs["report_dir"])
+
+
+def test_no_run_starts_once_the_budget_is_spent(tmp_path):
+    table = load_table(_table(tmp_path))
+    dirs = _dirs(tmp_path)
+    out = reproduce(table, budget_seconds=1e-9, **dirs)
+    # the first run always makes progress (pop: a whole fit); the later ones do not start
+    assert [p.spec.run_id for p in out.planned if p.cached or p.partial] == ["pop"]
+    assert out.trained == [out.planned[0].key] and not out.failed

@@ -126,14 +126,18 @@ def reproduce(
             say(f"  {p.spec.run_id} seed {p.spec.seed}: done ({record.get('stopped')}), test {shown}")
         outcome.trained.append(p.key)
 
+    first = {p.key for p in todo[:workers]}  # these start at once: each trains at least a step
     args = lambda p: (p.spec, p.key, p.ident, runs_dir, results_dir, threads, deadline,  # noqa: E731
-                      run_command(table, p.spec), None if state_dir is None else Path(state_dir))
+                      run_command(table, p.spec), None if state_dir is None else Path(state_dir),
+                      p.key in first)
     try:
         if workers == 1 or len(todo) <= 1:
             for p in todo:
                 say(f"  training {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}")
                 try:
                     finished(p, runner.execute(*args(p)))
+                except runner.BudgetSpent as exc:
+                    say(f"  {exc}")
                 except Exception as exc:  # noqa: BLE001 - one run's failure is reported, the rest go on
                     outcome.failed[p.spec.run_id] = f"{type(exc).__name__}: {exc}"
                     say(f"  {p.spec.run_id} seed {p.spec.seed} FAILED: {exc}")
@@ -153,6 +157,8 @@ def reproduce(
                             p = futures[fut]
                             try:
                                 finished(p, fut.result())
+                            except runner.BudgetSpent as exc:
+                                say(f"  {exc}")
                             except Exception as exc:  # noqa: BLE001 - one run's failure is reported, the rest go on
                                 outcome.failed[p.spec.run_id] = f"{type(exc).__name__}: {exc}"
                                 say(f"  {p.spec.run_id} seed {p.spec.seed} FAILED: {exc}")

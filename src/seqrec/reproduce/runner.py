@@ -194,12 +194,14 @@ def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
 def execute(
     spec: RunSpec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: Path,
     threads: int = 1, deadline: float | None = None, command: str = "",
-    state_dir: Path | None = None,
+    state_dir: Path | None = None, first: bool = False,
 ) -> dict[str, Any]:
     """Train (or resume) and evaluate one run; write its record atomically and return it.
 
     With ``state_dir`` an unfinished run's checkpoint is copied there when the run stops
-    (deadline), and a missing checkpoint directory is seeded from it first."""
+    (deadline), and a missing checkpoint directory is seeded from it first. Once the deadline
+    has passed no run starts (``BudgetSpent``), except a ``first`` one, which trains at least one
+    step, so that any budget makes progress."""
     import torch
 
     from seqrec.evaluation.results import result_record
@@ -208,6 +210,8 @@ def execute(
     from seqrec.models.torch_recommender import TorchRecommender
     from seqrec.registry import get_model
 
+    if deadline is not None and not first and time.time() >= deadline:
+        raise BudgetSpent(f"{spec.run_id} seed {spec.seed}: not started, the time budget is spent")
     if threads:
         torch.set_num_threads(threads)
     t_start = time.perf_counter()
@@ -271,6 +275,10 @@ def execute(
         save_state(run_dir, state_dir, finished=not partial)
     lock.close()
     return record
+
+
+class BudgetSpent(SeqRecError):
+    """The harness's time budget ran out before this run started."""
 
 
 class RunBusy(SeqRecError):
