@@ -134,7 +134,11 @@ def build_blocks(table: Table, planned) -> list[Block]:
                                       "–" if not vb else f"{sum(vb)/len(vb):.4f}", "–"])
                     continue
                 xa, xb = sum(va) / len(va), sum(vb) / len(vb)
-                gap = "–" if not xa else f"{100 * (xb - xa) / xa:+.1f}%"
+                unfinished = [side for side, run in (("a", a), ("b", b)) if not groups[run][0]]
+                if unfinished:  # a best-so-far value is no basis for a gap
+                    gap = f"– ({' and '.join(unfinished)} unfinished)"
+                else:
+                    gap = "–" if not xa else f"{100 * (xb - xa) / xa:+.1f}%"
                 pair_rows.append([label, m, f"{xa:.4f}", f"{xb:.4f}", gap])
         blocks += [("h2", "Gaps"), ("p", "Each pair: the metric (test unless marked valid:) of run a, "
                                          "of run b, and b against a."),
