@@ -11,6 +11,7 @@ half-written file: records and reports are written atomically.
 
 from __future__ import annotations
 
+import json
 import logging
 import multiprocessing as mp
 import time
@@ -71,8 +72,6 @@ def plan(table: Table, runs: tuple[RunSpec, ...], runs_dir: Path, results_dir: P
         partial_path = results_dir / f"{key}.partial.json"
         partial = None
         if cached is None and partial_path.exists():
-            import json
-
             try:
                 partial = json.loads(partial_path.read_text())
             except (OSError, ValueError):

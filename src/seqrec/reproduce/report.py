@@ -31,14 +31,14 @@ def _mean_sd(values: list[float]) -> tuple[float, float | None]:
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def _records(planned, partial_ok: bool = True):
+def _records(planned):
     """run_id -> (finished records, partial records), in table order."""
     rows: dict[str, tuple[list, list]] = {}
     for p in planned:
         done, part = rows.setdefault(p.spec.run_id, ([], []))
         if p.cached is not None:
             done.append(p.cached)
-        elif p.partial is not None and partial_ok:
+        elif p.partial is not None:
             part.append(p.partial)
     return rows
 
