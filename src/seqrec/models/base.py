@@ -110,6 +110,28 @@ class Recommender(ABC):
         out[:, 0] = -np.inf
         return out
 
+    def top_k(
+        self,
+        histories: Sequences,
+        k: int,
+        seen_filter: str = "history",
+        window: int | None = None,
+        query_times: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best internal item ids ``[B, k]`` of each history and their scores.
+
+        Best first; ties by ascending id; the seen filter is the evaluation's
+        (``seqrec.evaluation.ranking``). Where fewer than ``k`` items are eligible the row
+        ends with id 0 and score ``-inf``. Models may override this with a path that never
+        materializes the ``[B, n_items + 1]`` NumPy block (the torch models do).
+        """
+        from seqrec.evaluation.ranking import apply_seen_filter, topk_items
+
+        scores = self.score(histories, query_times)
+        apply_seen_filter(scores, histories, seen_filter, window)
+        ids = topk_items(scores, k)
+        return ids, np.where(ids > 0, np.take_along_axis(scores, ids, 1), -np.inf)
+
     def recommend(
         self,
         histories: Sequence[Sequence[Any]],
@@ -149,12 +171,12 @@ class Recommender(ABC):
             scores[:, ~keep] = -np.inf
         if deny is not None:
             scores[:, self._list_ids(deny, "deny")] = -np.inf
-        k = min(k, self.n_items)
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        from seqrec.evaluation.ranking import topk_items
+
+        top = topk_items(scores, min(k, self.n_items))  # best first, 0 after the eligible ones
         out = []
         for r in range(len(rows)):
-            order = top[r][np.argsort(-scores[r, top[r]], kind="stable")]
-            order = order[np.isfinite(scores[r, order])]
+            order = top[r][top[r] > 0]
             out.append(
                 Recommendation(
                     items=list(self.vocab.decode(order)),

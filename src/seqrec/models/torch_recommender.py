@@ -334,12 +334,19 @@ class TorchRecommender(Recommender):
         return quick_metrics(self, valid, k=10)
 
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
+        out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
+        for idx, logits in self._score_chunks(histories, query_times):
+            out[idx] = logits.numpy() if logits.device.type == "cpu" else logits.float().cpu().numpy()
+        return out
+
+    def _score_chunks(self, histories: Sequences, query_times: np.ndarray | None):
+        """Yield ``(rows, logits [len(rows), I + 1])`` chunk by chunk; on CPU the logits live
+        in one reused buffer, valid until the next chunk (consume or copy them first)."""
         if self.encoder is None:
             from seqrec.errors import NotFittedError
 
             raise NotFittedError(f"{self.name} has no encoder: call fit() or load() first")
         cfg = self.config
-        out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
         self.encoder.eval()
         # Chunks of similar length, each cut to its longest history: short histories are not
         # run through max_len positions of padding (encoders are left-padding invariant,
@@ -360,11 +367,45 @@ class TorchRecommender(Recommender):
                     if buf is None:  # one reused block: fresh ones cost page faults
                         buf = hidden.new_empty(min(cfg.eval_batch_size, len(histories)),
                                                self.n_items + 1)
-                    logits = self.encoder.score(hidden, out=buf[: len(idx)])
+                    yield idx, self.encoder.score(hidden, out=buf[: len(idx)])
                 else:
-                    logits = self.encoder.score(hidden).float().cpu()
-                out[idx] = logits.numpy()
-        return out
+                    yield idx, self.encoder.score(hidden)
+
+    def top_k(
+        self,
+        histories: Sequences,
+        k: int,
+        seen_filter: str = "history",
+        window: int | None = None,
+        query_times: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`Recommender.top_k` without the ``[B, n_items + 1]`` NumPy block: each chunk's
+        logits are filtered and cut to ``k`` in place (torch), so a million-item catalogue
+        costs one reused ``eval_batch_size x items`` buffer and no copy of it."""
+        from seqrec.evaluation.ranking import seen_positions
+
+        self._check_fitted()
+        if histories.n_items > self.n_items:
+            raise DataError(f"histories use {histories.n_items} items, the model knows {self.n_items}")
+        if not (histories.lengths > 0).all():  # popularity fallback rows: the generic path
+            return super().top_k(histories, k, seen_filter, window, query_times)
+        k = min(int(k), self.n_items)
+        ids = np.zeros((len(histories), k), dtype=np.int64)
+        vals = np.full((len(histories), k), -np.inf, dtype=np.float32)
+        with torch.inference_mode():
+            for idx, logits in self._score_chunks(histories, query_times):
+                logits[:, 0] = float("-inf")
+                # as check_scores: NaN is never recommended (infinities stay as they are)
+                logits.nan_to_num_(nan=float("-inf"), posinf=float("inf"), neginf=float("-inf"))
+                rows, items = seen_positions(histories.select(idx), seen_filter, window)
+                logits[torch.from_numpy(rows), torch.from_numpy(items)] = float("-inf")
+                v, i = torch.topk(logits, k, dim=1, sorted=False)
+                v, i = v.float().cpu().numpy(), i.cpu().numpy()
+                order = np.lexsort((i, -v), axis=1)  # descending score, then ascending id
+                v, i = np.take_along_axis(v, order, 1), np.take_along_axis(i, order, 1)
+                i[~np.isfinite(v)] = 0
+                ids[idx], vals[idx] = i, np.where(i > 0, v, -np.inf)
+        return ids, vals
 
     def _state(self) -> dict[str, np.ndarray]:
         if self.encoder is None:

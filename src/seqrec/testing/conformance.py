@@ -254,6 +254,22 @@ def check_exclude_seen(model_cls, config_kwargs: dict[str, Any]) -> None:
     # only check the call shape and ordering
     for rec in model.recommend(raw, k=5, exclude_seen=False):
         assert len(rec.items) == 5 and rec.scores == sorted(rec.scores, reverse=True)
+    check_top_k(model)
+
+
+def check_top_k(model) -> None:
+    """``top_k`` (a model's fast path, if it has one) agrees with score + filter + top-k."""
+    from seqrec.evaluation.ranking import apply_seen_filter, topk_items
+
+    _, _, valid, _ = _data()
+    hist = valid.histories()
+    for seen_filter, window, k in (("history", None, 5), ("window", 3, model.n_items)):
+        ids, vals = model.top_k(hist, k, seen_filter=seen_filter, window=window)
+        scores = apply_seen_filter(model.score(hist), hist, seen_filter, window)
+        want = topk_items(scores, k)
+        assert ids.shape == (len(hist), min(k, model.n_items)) and (ids == want).all()
+        np.testing.assert_allclose(vals, np.take_along_axis(scores, want, 1), rtol=1e-5, atol=1e-6)
+        assert np.isneginf(vals[ids == 0]).all() and (vals[:, :-1] >= vals[:, 1:]).all()
 
 
 def check_all_losses(model_cls, config_kwargs: dict[str, Any]) -> None:
