@@ -1,5 +1,7 @@
 """``seqrec demo`` says why a neural model does not beat the best baseline."""
 
+import pytest
+
 from seqrec.cli.commands import demo_verdicts
 
 
@@ -13,8 +15,19 @@ def test_a_losing_model_gets_a_reason_and_a_remedy():
     notes = [line for line in lines if line.startswith("note:")]
     assert len(notes) == 1
     assert "sasrec" in notes[0] and "puresvd" in notes[0] and "time budget" in notes[0]
-    assert "max_train_seconds" in notes[0]
+    # only --max-seconds sets a time budget in the demo: the remedy is to drop it
+    assert "without --max-seconds" in notes[0]
     assert not any("lrurec" in line for line in lines)
+
+
+@pytest.mark.parametrize("stopped, remedy", [("patience", "--set train.patience=60"),
+                                             ("epochs", "--set train.epochs=400")])
+def test_the_remedy_follows_what_stopped_the_model(stopped, remedy):
+    lines = demo_verdicts([_rec("puresvd", 0.03), _rec("hstu", 0.02, 40, stopped)])
+    notes = [line for line in lines if line.startswith("note:")]
+    assert len(notes) == 1
+    assert remedy in notes[0] and "model.name=hstu" in notes[0] and "40 epoch(s)" in notes[0]
+    assert "max-seconds" not in notes[0]
 
 
 def test_all_winning_says_so():

@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--models", default=None, help="comma-separated model names")
     demo.add_argument("--out", default="runs/demo", help="where artifacts and results go")
     demo.add_argument("--quick", action="store_true", help="tiny training budgets (for tests)")
+    demo.add_argument("--max-seconds", type=float, default=0.0, metavar="N",
+                      help="escape hatch for slow machines: also stop each neural model after N "
+                      "seconds of training steps (the table then depends on the machine's speed "
+                      "and load; default 0: the epoch budget alone)")
     return parser
 
 
