@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import seqrec
 from seqrec.errors import ConfigError
 from seqrec.reproduce import load_table, reproduce
 from seqrec.reproduce.runner import popularity_groups
@@ -154,12 +155,22 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
     assert not (dirs["state_dir"] / cut.key).exists()
 
 
+def _cli(path: Path, *options: str) -> list[str]:
+    """``seqrec reproduce`` of the table at ``path`` as a subprocess command, dirs under r/."""
+    return [sys.executable, "-m", "seqrec.cli.main", "reproduce", str(path), "--runs-dir", "r/runs",
+            "--results-dir", "r/results", "--report-dir", "r/report", *options]
+
+
+# the subprocesses import the seqrec under test, whatever the working directory and installation
+_SRC = str(Path(seqrec.__file__).resolve().parents[1])
+ENV = {**os.environ, "OMP_NUM_THREADS": "1",
+       "PYTHONPATH": os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH")) if p)}
+
+
 def test_killed_run_resumes_to_the_same_result(tmp_path):
     path = _table(tmp_path, epochs=40)
-    cmd = [sys.executable, "-m", "seqrec.cli.main", "reproduce", str(path), "--runs", "sasrec",
-           "--seeds", "0", "--runs-dir", "r/runs", "--results-dir", "r/results", "--report-dir",
-           "r/report", "--state-dir", "none"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = _cli(path, "--runs", "sasrec", "--seeds", "0", "--state-dir", "none")
+    env = ENV
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     ckpts = []

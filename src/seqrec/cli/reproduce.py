@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
+import sys
 from pathlib import Path
 
 from seqrec.cli.table import format_table
 from seqrec.errors import ConfigError
+from seqrec.stop import Interrupted
 
 
 def parse_duration(text: str | None) -> float | None:
@@ -30,11 +33,11 @@ def _csv(text: str | None, cast=str):
 
 
 def run(args: argparse.Namespace) -> int:
+    import logging
+
     from seqrec.reproduce.harness import plan, reproduce
     from seqrec.reproduce.report import write_report
     from seqrec.reproduce.spec import load_table
-
-    import logging
 
     # one line per validation of every run (the inline path; workers configure their own)
     logging.getLogger("seqrec.training.trainer").setLevel(logging.INFO)
@@ -54,10 +57,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"report: {write_report(table, everything, report_dir)}")
             _readme(report_dir)
         return 0
-    outcome = reproduce(table, runs, workers=args.workers, threads=args.threads,
-                        budget_seconds=budget, runs_dir=runs_dir, results_dir=results_dir,
-                        report_dir=report_dir, on_event=lambda msg: print(msg, flush=True),
-                        state_dir=None if args.state_dir == "none" else Path(args.state_dir))
+    try:
+        outcome = reproduce(table, runs, workers=args.workers, threads=args.threads,
+                            budget_seconds=budget, runs_dir=runs_dir, results_dir=results_dir,
+                            report_dir=report_dir, on_event=lambda msg: print(msg, flush=True),
+                            state_dir=None if args.state_dir == "none" else Path(args.state_dir))
+    except Interrupted as exc:
+        print(f"interrupted: {exc}", file=sys.stderr, flush=True)
+        return 128 + (exc.signum or signal.SIGINT)  # the shell's code for death by that signal
     path = outcome.report
     print(f"report: {path} (+ {path.with_suffix('.html').name})")
     _readme(report_dir)

@@ -124,7 +124,8 @@ class EpochPrinter:
 
 
 STOP_TEXT = {"epochs": "the epoch limit", "patience": "patience (no better validation)",
-             "time_budget": "the time budget", "deadline": "the deadline (unfinished: rerun to resume)"}
+             "time_budget": "the time budget", "deadline": "the deadline (unfinished: rerun to resume)",
+             "interrupted": "a signal (unfinished: rerun to resume)"}
 
 
 def write_train_log(out: Path, model: Any) -> Path | None:

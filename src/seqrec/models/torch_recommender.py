@@ -286,7 +286,8 @@ class TorchRecommender(Recommender):
         With ``checkpoint_dir`` the run checkpoints there and, if ``resume``, continues from
         an existing ``last.pt`` (a run that already finished returns its best weights).
         ``deadline`` (``time.time()`` value) checkpoints and stops an unfinished run there
-        (``training_log.stopped == "deadline"``); fitting again resumes it.
+        (``training_log.stopped == "deadline"``), as a stop request does (``"interrupted"``,
+        :mod:`seqrec.stop`); fitting again resumes it.
         ``on_epoch`` receives one record per completed epoch (see ``Trainer``).
         """
         from seqrec.training import distributed

@@ -4,24 +4,30 @@ write its report.
 Workers are separate processes (``spawn``), each with its own torch thread budget, so N runs
 train side by side without oversubscribing the cores. A time budget becomes a wall-clock
 deadline: every run still training then checkpoints and writes a partial record; the same
-command continues. Ctrl-C (or a kill) loses at most the steps since the last checkpoint
-(every :data:`~seqrec.reproduce.runner.CHECKPOINT_EVERY` steps) and never leaves a
-half-written file: records and reports are written atomically.
+command continues. SIGINT or SIGTERM to the main process (or to any worker) stops the table the
+same way: every worker is asked to stop (a shared event, checked by the trainer between steps),
+gets :data:`STOP_GRACE_SECONDS` to checkpoint and write its partial record, and is killed after
+that; the report is written and ``reproduce`` raises :class:`~seqrec.stop.Interrupted`.
+A second signal, or a ``kill -9``, loses at most the steps since the last checkpoint (every
+:data:`~seqrec.reproduce.runner.CHECKPOINT_EVERY` steps) and never leaves a half-written file:
+records and reports are written atomically.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing as mp
+import signal
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from seqrec import stop
 from seqrec.errors import ConfigError
 from seqrec.reproduce import runner
+from seqrec.reproduce.index import RunIndex
 from seqrec.reproduce.spec import RunSpec, Table
 
 log = logging.getLogger(__name__)
@@ -30,6 +36,9 @@ RUNS_DIR = Path("runs") / "reproduce"
 RESULTS_DIR = Path("docs") / "reproduce" / "runs"
 REPORT_DIR = Path("docs") / "reproduce"
 STATE_DIR = Path("reproduce-state")  # committed checkpoints of unfinished runs
+# after a stop request, how long workers get to finish their step, checkpoint, evaluate the best
+# weights so far and write the partial record before they are killed
+STOP_GRACE_SECONDS = 60.0
 
 
 @dataclass
@@ -62,30 +71,29 @@ def run_command(table: Table, spec: RunSpec) -> str:
 
 
 def plan(table: Table, runs: tuple[RunSpec, ...], runs_dir: Path, results_dir: Path) -> list[Planned]:
-    """Identity, key and cached result of every run (loads each dataset once for its fingerprint)."""
+    """Identity, key and cached result of every run (loads each dataset once for its fingerprint,
+    reads each stored record at most once)."""
+    index = RunIndex(runs_dir, results_dir)
     out = []
     for spec in runs:
         fp = runner.prepared_data(spec).prepared.fingerprint()
         ident = runner.identity(spec, fp)
-        key = runner.find_key(runs_dir, results_dir, ident)
-        cached = runner.find_result(results_dir, ident)
-        partial_path = results_dir / f"{key}.partial.json"
-        partial = None
-        if cached is None and partial_path.exists():
-            try:
-                partial = json.loads(partial_path.read_text())
-            except (OSError, ValueError):
-                partial = None
-        out.append(Planned(spec, ident, key, cached, partial))
+        key = index.key(ident)
+        cached = index.result(ident)
+        out.append(Planned(spec, ident, key, cached, None if cached is not None else index.partial(key)))
     return out
 
 
-def _worker_init(threads: int) -> None:
+def _worker_init(threads: int, stop_event: Any) -> None:
     import torch
 
     torch.set_num_threads(max(threads, 1))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(processName)s %(name)s: %(message)s")
     logging.getLogger("seqrec.training.trainer").setLevel(logging.INFO)  # one line per validation
+    # a signal to any worker stops the whole table (the pool would otherwise keep handing runs
+    # to a worker that was told to stop); the main process's stop reaches workers the same way
+    stop.watch(stop_event)
+    stop.install()
 
 
 def reproduce(
@@ -116,7 +124,8 @@ def reproduce(
     def finished(p: Planned, record: dict[str, Any]) -> None:
         if record.get("partial"):
             p.partial = record
-            say(f"  {p.spec.run_id} seed {p.spec.seed}: stopped by the time budget at epoch "
+            why = "a signal" if record.get("stopped") == "interrupted" else "the time budget"
+            say(f"  {p.spec.run_id} seed {p.spec.seed}: stopped by {why} at epoch "
                 f"{record.get('epochs')} (best valid {record.get('best_valid')}); rerun to continue")
         else:
             p.cached = record
@@ -129,45 +138,86 @@ def reproduce(
     args = lambda p: (p.spec, p.key, p.ident, runs_dir, results_dir, threads, deadline,  # noqa: E731
                       run_command(table, p.spec), None if state_dir is None else Path(state_dir),
                       p.key in first)
-    try:
-        if workers == 1 or len(todo) <= 1:
-            for p in todo:
-                say(f"  training {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}")
-                try:
-                    finished(p, runner.execute(*args(p)))
-                except runner.BudgetSpent as exc:
-                    say(f"  {exc}")
-                except Exception as exc:  # noqa: BLE001 - one run's failure is reported, the rest go on
-                    outcome.failed[p.spec.run_id] = f"{type(exc).__name__}: {exc}"
-                    say(f"  {p.spec.run_id} seed {p.spec.seed} FAILED: {exc}")
-        elif todo:
-            ctx = mp.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                                     initargs=(threads,)) as pool:
-                futures = {}
-                for p in todo:
-                    say(f"  queued {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}")
-                    futures[pool.submit(runner.execute, *args(p))] = p
-                pending = set(futures)
-                try:
-                    while pending:
-                        done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                        for fut in done:
-                            p = futures[fut]
-                            try:
-                                finished(p, fut.result())
-                            except runner.BudgetSpent as exc:
-                                say(f"  {exc}")
-                            except Exception as exc:  # noqa: BLE001 - one run's failure is reported, the rest go on
-                                outcome.failed[p.spec.run_id] = f"{type(exc).__name__}: {exc}"
-                                say(f"  {p.spec.run_id} seed {p.spec.seed} FAILED: {exc}")
-                except KeyboardInterrupt:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
-    finally:
-        if report_dir is not None:  # the report always shows the whole table
-            from seqrec.reproduce.report import write_report
 
-            whole = planned if len(runs) == len(table.runs) else plan(table, table.runs, runs_dir, results_dir)
-            outcome.report = write_report(table, whole, Path(report_dir))
+    def collect(p: Planned, result: Callable[[], dict[str, Any]]) -> None:
+        try:
+            finished(p, result())
+        except (runner.BudgetSpent, stop.Interrupted) as exc:
+            say(f"  {exc}")
+        except Exception as exc:  # noqa: BLE001 - one run's failure is reported, the rest go on
+            outcome.failed[p.spec.run_id] = f"{type(exc).__name__}: {exc}"
+            say(f"  {p.spec.run_id} seed {p.spec.seed} FAILED: {exc}")
+
+    with stop.on_signals():
+        try:
+            if workers == 1 or len(todo) <= 1:
+                for p in todo:
+                    if stop.requested():
+                        break
+                    say(f"  training {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}")
+                    collect(p, lambda p=p: runner.execute(*args(p)))
+            elif todo:
+                _run_pool(todo, args, workers, threads, collect, say, runs_dir)
+        finally:
+            if report_dir is not None:  # the report always shows the whole table
+                from seqrec.reproduce.report import write_report
+
+                whole = planned if len(runs) == len(table.runs) else plan(table, table.runs, runs_dir, results_dir)
+                outcome.report = write_report(table, whole, Path(report_dir))
+        if stop.requested():
+            signum = stop.signal_number()
+            name = signal.Signals(signum).name if signum else "a stop request"
+            unfinished = sum(1 for p in planned if not p.done)
+            raise stop.Interrupted(
+                f"{table.name} stopped by {name}: {unfinished} unfinished run(s) kept their checkpoint "
+                "(partial record where training had started); rerun the same command to continue", signum)
     return outcome
+
+
+def _run_pool(todo: list[Planned], args: Callable, workers: int, threads: int,
+              collect: Callable[[Planned, Callable], None], say: Callable[[str], None],
+              runs_dir: Path) -> None:
+    """Train ``todo`` over ``workers`` spawned processes; on a stop request, let the running
+    ones checkpoint (bounded by :data:`STOP_GRACE_SECONDS`), then make sure none is left."""
+    ctx = mp.get_context("spawn")
+    event = ctx.Event()
+    stop.watch(event)  # a worker's signal sets it: the main process sees it too
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(threads, event))
+    futures: dict[Future, Planned] = {}
+    clean = False
+    try:
+        for p in todo:
+            say(f"  queued {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}")
+            futures[pool.submit(runner.execute, *args(p))] = p
+        pending = set(futures)
+        while pending and not stop.requested():
+            # a timeout, so that a signal (which only sets a flag) is acted on within a second
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                collect(futures[fut], fut.result)
+        if pending:
+            stop.request()  # reaches every worker through the event
+            running = {f for f in pending if not f.cancel()}
+            say(f"  stopping: waiting up to {STOP_GRACE_SECONDS:.0f} s for {len(running)} run(s) "
+                "to checkpoint and write a partial record")
+            done, late = wait(running, timeout=STOP_GRACE_SECONDS)
+            for fut in done:
+                collect(futures[fut], fut.result)
+            for fut in late:
+                p = futures[fut]
+                say(f"  {p.spec.run_id} seed {p.spec.seed}: did not stop within {STOP_GRACE_SECONDS:.0f} s; "
+                    "killed (it resumes from its last checkpoint)")
+            clean = not late
+        else:
+            clean = True
+    finally:
+        # pids of the live workers (private, but the pool has no public handle on them)
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        if not clean:  # a second signal, an error here, or a worker past its grace: no orphans
+            for proc in procs:
+                if proc.is_alive():
+                    proc.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
+        for proc in procs:
+            proc.join(timeout=10)

@@ -161,7 +161,7 @@ def build_blocks(table: Table, planned) -> list[Block]:
                ("p", "params: trainable parameters (neural) or stored factors; step s: training seconds per "
                      "step, summed over resumes; train s: training seconds; eval s: valid + test "
                      "evaluation. Hardware and versions are in each run's record "
-                     f"(`docs/reproduce/runs/<key>.json`)."),
+                     "(`docs/reproduce/runs/<key>.json`)."),
                ("table", ["run", "seed", "params", "epochs", "best epoch", "stopped", "step s", "train s",
                           "eval s", "key", "command"], run_rows)]
     # --- curves

@@ -9,7 +9,7 @@ fields ``epochs`` / ``patience`` / ``max_train_seconds``) names its checkpoint d
 atomically when the run finishes. A finished result whose full identity (budget included)
 matches is reused: nothing trains. A larger budget resumes the checkpoint; other evaluation
 settings (``[eval]``) reuse it too (the key leaves them out) and only evaluate again. An unfinished run
-(stopped by the harness's time budget) writes ``<key>.partial.json`` with the best weights
+(stopped by the harness's time budget, or by SIGINT / SIGTERM) writes ``<key>.partial.json`` with the best weights
 so far, and the same command continues it.
 
 Records made before a config field existed stay valid while the new field is at its default
@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from seqrec import stop
 from seqrec.atomic import atomic_write
 from seqrec.errors import SeqRecError
 from seqrec.reproduce.spec import RunSpec
@@ -109,38 +110,6 @@ def compatible(stored: dict[str, Any], current: dict[str, Any], budget: bool = T
     return True
 
 
-def find_result(results_dir: Path, ident: dict[str, Any]) -> dict[str, Any] | None:
-    """A finished result of this identity, if one was recorded."""
-    exact = results_dir / f"{run_key(ident)}.json"
-    candidates = [exact] if exact.exists() else []
-    candidates += [p for p in sorted(results_dir.glob("*.json")) if p != exact and not p.name.endswith(".partial.json")]
-    for path in candidates:
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        stored = rec.get("identity")
-        if stored and compatible(stored, ident):
-            return rec
-    return None
-
-
-def find_key(runs_dir: Path, results_dir: Path, ident: dict[str, Any]) -> str:
-    """The key of an existing compatible run (checkpoint or result), else the identity's."""
-    key = run_key(ident)
-    if (runs_dir / key).exists() or (results_dir / f"{key}.json").exists():
-        return key
-    for path in sorted(results_dir.glob("*.json")) + sorted(runs_dir.glob("*/identity.json")):
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        stored = rec.get("identity", rec)
-        if isinstance(stored, dict) and "model_config" in stored and compatible(stored, ident, budget=False):
-            return rec.get("key") or path.parent.name
-    return key
-
-
 # --- executing a run --------------------------------------------------------------------------
 _DATA_CACHE: dict[str, Any] = {}
 
@@ -199,9 +168,10 @@ def execute(
     """Train (or resume) and evaluate one run; write its record atomically and return it.
 
     With ``state_dir`` an unfinished run's checkpoint is copied there when the run stops
-    (deadline), and a missing checkpoint directory is seeded from it first. Once the deadline
+    (deadline, or a stop request: :mod:`seqrec.stop`), and a missing checkpoint directory is seeded from it first. Once the deadline
     has passed no run starts (``BudgetSpent``), except a ``first`` one, which trains at least one
-    step, so that any budget makes progress."""
+    step, so that any budget makes progress; once a stop was requested none starts at all
+    (``stop.Interrupted``)."""
     import torch
 
     from seqrec.evaluation.results import result_record
@@ -210,6 +180,8 @@ def execute(
     from seqrec.models.torch_recommender import TorchRecommender
     from seqrec.registry import get_model
 
+    if stop.requested():
+        raise stop.Interrupted(f"{spec.run_id} seed {spec.seed}: not started, a stop was requested")
     if deadline is not None and not first and time.time() >= deadline:
         raise BudgetSpent(f"{spec.run_id} seed {spec.seed}: not started, the time budget is spent")
     if threads:
@@ -223,58 +195,58 @@ def execute(
         cfg = dataclasses.replace(cfg, num_threads=threads)
     run_dir = runs_dir / key
     run_dir.mkdir(parents=True, exist_ok=True)
-    lock = _lock(run_dir)  # one process per run: two tables sharing a run never train it twice
-    restore_state(run_dir, state_dir)
-    atomic_write(run_dir / "identity.json", lambda fh: fh.write(json.dumps({"key": key, "identity": ident}, indent=2).encode()))
-    model = model_cls(cfg)
-    t0 = time.perf_counter()
-    neural = isinstance(model, TorchRecommender)
-    if neural:
-        model.fit(split.train, split.valid, checkpoint_dir=run_dir, checkpoint_every=CHECKPOINT_EVERY,
-                  progress=False, deadline=deadline)
-    else:
-        model.fit(split.train, split.valid)
-    fit_wall = time.perf_counter() - t0
-    tlog = getattr(model, "training_log", None)
-    partial = tlog is not None and getattr(tlog, "stopped", None) == "deadline"
-    valid = evaluate_model(model, exp, split.valid, fit_data=split.train)
-    if exp.split.refit and not partial:
-        t0 = time.perf_counter()
+    with _lock(run_dir):  # one process per run: two tables sharing a run never train it twice
+        restore_state(run_dir, state_dir)
+        atomic_write(run_dir / "identity.json", lambda fh: fh.write(json.dumps({"key": key, "identity": ident}, indent=2).encode()))
         model = model_cls(cfg)
-        model.fit(split.train_valid, None)
-        fit_wall += time.perf_counter() - t0
-    refitted = exp.split.refit and not partial
-    test = evaluate_model(model, exp, split.test, fit_data=split.train_valid if refitted else split.train)
-    history = list(getattr(tlog, "history", []) or [])
-    train_seconds = getattr(tlog, "train_seconds", None) if tlog is not None else fit_wall
-    steps = getattr(tlog, "global_step", 0) if tlog is not None else 0
-    record = result_record(
-        model=exp.model,
-        variant=getattr(cfg, "loss", None) or getattr(cfg, "variant", None),
-        dataset=exp.data.name, fingerprint=ident["fingerprint"], protocol=split.protocol,
-        results={"valid": valid, "test": test}, seed=exp.seed,
-        config=exp.to_dict() | {"model_config": config_to_dict(cfg)},
-        epochs=getattr(model, "epochs_trained", None), train_seconds=train_seconds,
-        key=key, identity=ident, code_version=ident["code"], partial=partial,
-        stopped=getattr(tlog, "stopped", "fitted") if tlog is not None else "fitted",
-        best_epoch=getattr(tlog, "best_epoch", None), best_valid=getattr(tlog, "best_metric", None),
-        val_metric=getattr(cfg, "val_metric", None), global_step=steps,
-        step_seconds=(train_seconds / steps) if steps else None,
-        fit_wall_seconds_this_process=fit_wall, wall_seconds_this_process=time.perf_counter() - t_start,
-        params=n_params(model), validation_history=history,
-        breakdown=breakdown(split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}),
-        data={"users": data.prepared.n_users, "items": data.prepared.n_items,
-              "interactions": len(data.prepared.interactions),
-              "preprocessing": list(data.prepared.interactions.notes)},
-        split_info=split.info, data_seconds=data.seconds, torch_threads=threads,
-        coverage_denominator={"valid": valid.coverage_denominator, "test": test.coverage_denominator},
-    )
-    record["command"] = command or record["command"]
-    write_record(record, results_dir, key, partial)
-    if neural:
-        save_state(run_dir, state_dir, finished=not partial)
-    lock.close()
-    return record
+        t0 = time.perf_counter()
+        neural = isinstance(model, TorchRecommender)
+        if neural:
+            model.fit(split.train, split.valid, checkpoint_dir=run_dir, checkpoint_every=CHECKPOINT_EVERY,
+                      progress=False, deadline=deadline)
+        else:
+            model.fit(split.train, split.valid)
+        fit_wall = time.perf_counter() - t0
+        tlog = getattr(model, "training_log", None)
+        # a deadline and a stop request (signal) both leave an unfinished run: same partial record
+        partial = tlog is not None and getattr(tlog, "stopped", None) in ("deadline", "interrupted")
+        valid = evaluate_model(model, exp, split.valid, fit_data=split.train)
+        if exp.split.refit and not partial:
+            t0 = time.perf_counter()
+            model = model_cls(cfg)
+            model.fit(split.train_valid, None)
+            fit_wall += time.perf_counter() - t0
+        refitted = exp.split.refit and not partial
+        test = evaluate_model(model, exp, split.test, fit_data=split.train_valid if refitted else split.train)
+        history = list(getattr(tlog, "history", []) or [])
+        train_seconds = getattr(tlog, "train_seconds", None) if tlog is not None else fit_wall
+        steps = getattr(tlog, "global_step", 0) if tlog is not None else 0
+        record = result_record(
+            model=exp.model,
+            variant=getattr(cfg, "loss", None) or getattr(cfg, "variant", None),
+            dataset=exp.data.name, fingerprint=ident["fingerprint"], protocol=split.protocol,
+            results={"valid": valid, "test": test}, seed=exp.seed,
+            config=exp.to_dict() | {"model_config": config_to_dict(cfg)},
+            epochs=getattr(model, "epochs_trained", None), train_seconds=train_seconds,
+            key=key, identity=ident, code_version=ident["code"], partial=partial,
+            stopped=getattr(tlog, "stopped", "fitted") if tlog is not None else "fitted",
+            best_epoch=getattr(tlog, "best_epoch", None), best_valid=getattr(tlog, "best_metric", None),
+            val_metric=getattr(cfg, "val_metric", None), global_step=steps,
+            step_seconds=(train_seconds / steps) if steps else None,
+            fit_wall_seconds_this_process=fit_wall, wall_seconds_this_process=time.perf_counter() - t_start,
+            params=n_params(model), validation_history=history,
+            breakdown=breakdown(split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}),
+            data={"users": data.prepared.n_users, "items": data.prepared.n_items,
+                  "interactions": len(data.prepared.interactions),
+                  "preprocessing": list(data.prepared.interactions.notes)},
+            split_info=split.info, data_seconds=data.seconds, torch_threads=threads,
+            coverage_denominator={"valid": valid.coverage_denominator, "test": test.coverage_denominator},
+        )
+        record["command"] = command or record["command"]
+        write_record(record, results_dir, key, partial)
+        if neural:
+            save_state(run_dir, state_dir, finished=not partial)
+        return record
 
 
 class BudgetSpent(SeqRecError):
@@ -286,6 +258,10 @@ class RunBusy(SeqRecError):
 
 
 def _lock(run_dir: Path):
+    """Hold ``<run_dir>/lock`` exclusively for the run, or raise ``RunBusy``.
+
+    An ``flock`` on an open file, not a pid file: the kernel drops it when its holder exits in
+    any way (``kill -9`` included), so it can never go stale; the file itself stays, harmless."""
     import fcntl
 
     fh = open(run_dir / "lock", "w")  # noqa: SIM115 - held for the run's lifetime

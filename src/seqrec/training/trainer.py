@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from seqrec import stop
 from seqrec.errors import ConfigError
 from seqrec.training import distributed
 from seqrec.training.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
@@ -87,7 +88,9 @@ class Trainer:
         tensorboard_dir: write scalars there if ``tensorboard`` is installed.
         deadline: wall-clock time (``time.time()``) at which to checkpoint and stop without
             finishing the run (``stopped = "deadline"``); the next ``fit`` resumes it. Run
-            control, not configuration: it never changes what the run computes.
+            control, not configuration: it never changes what the run computes. A stop
+            request (:mod:`seqrec.stop`: SIGINT / SIGTERM) stops the same way, with
+            ``stopped = "interrupted"``.
         on_epoch: called with each record of ``TrainingLog.epoch_log`` when its epoch ends
             (the CLI prints it; the library only logs it).
         device: where batches go.
@@ -245,7 +248,7 @@ class Trainer:
                 value = float(loss.detach())
                 over_budget = bool(cfg.max_train_seconds) and (
                     self.log.train_seconds + time.perf_counter() - t0 >= cfg.max_train_seconds)
-                past_deadline = self.deadline is not None and time.time() >= self.deadline
+                past_deadline = (self.deadline is not None and time.time() >= self.deadline) or stop.requested()
                 if self.dist is not None:  # rank 0's clock decides for every rank
                     value, (over_budget, past_deadline) = self.dist.step_summary(
                         value, over_budget, past_deadline)
@@ -281,7 +284,7 @@ class Trainer:
                     self.finished = True
                     break
                 if past_deadline:
-                    self.log.stopped = "deadline"
+                    self.log.stopped = "interrupted" if stop.requested() else "deadline"
                     break
             if bar is not None:
                 bar.close()
@@ -295,7 +298,7 @@ class Trainer:
             if self.epoch >= cfg.epochs:
                 self.finished = True
             self.save()
-            if self.log.stopped == "deadline":
+            if self.log.stopped in ("deadline", "interrupted"):
                 break
         if self.best_state is not None:
             self.model.load_state_dict(self.best_state)
