@@ -64,6 +64,14 @@ def _first(planned, run_id):
     return next(p for p in planned if p.spec.run_id == run_id)
 
 
+def _rows(table: Table, planned, groups):
+    """(run id, its first planned run, finished records, partial records) of each planned row,
+    in table order."""
+    for run_id in table.row_ids:
+        if run_id in groups:
+            yield run_id, _first(planned, run_id), *groups[run_id]
+
+
 def build_blocks(table: Table, planned) -> list[Block]:
     groups = _records(planned)
     n_done = sum(p.cached is not None for p in planned)
@@ -77,11 +85,7 @@ def build_blocks(table: Table, planned) -> list[Block]:
     # --- main table
     headers = ["run", "dataset", "model", "seeds", *table.metrics, "status"]
     rows = []
-    for run_id in table.row_ids:
-        if run_id not in groups:
-            continue
-        done, part = groups[run_id]
-        p = _first(planned, run_id)
+    for _, p, done, part in _rows(table, planned, groups):
         recs, status = (done, "finished") if done else (part, "unfinished")
         if not recs:
             rows.append([p.spec.label, p.spec.dataset, p.spec.model, "–", *["–"] * len(table.metrics), "not run"])
@@ -101,11 +105,7 @@ def build_blocks(table: Table, planned) -> list[Block]:
                             f"({', '.join(denominators)}), as the SATF code does."))
     # --- published
     pub_rows = []
-    for run_id in table.row_ids:
-        if run_id not in groups:
-            continue
-        done, part = groups[run_id]
-        p = _first(planned, run_id)
+    for _, p, done, part in _rows(table, planned, groups):
         recs = done or part
         for pub in p.spec.published:
             vals = [r["metrics"]["test"].get(pub.metric) for r in recs]
@@ -294,12 +294,8 @@ def summary(table: Table, planned) -> dict[str, Any]:
     """Machine-readable summary of the table (for the README and other tools)."""
     groups = _records(planned)
     rows = []
-    for run_id in table.row_ids:
-        if run_id not in groups:
-            continue
-        done, part = groups[run_id]
+    for run_id, p, done, part in _rows(table, planned, groups):
         recs = done or part
-        p = _first(planned, run_id)
         row = {"run": run_id, "label": p.spec.label, "dataset": p.spec.dataset, "model": p.spec.model,
                "finished": bool(done), "seeds": [r["seed"] for r in recs],
                "test": {m: _mean_sd([r["metrics"]["test"][m] for r in recs])[0]
