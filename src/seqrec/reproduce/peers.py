@@ -289,12 +289,12 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
         raise ConfigError(f"{spec.run_id}: eval.ks {too_deep} exceed the peer's list length k = {cfg.k}")
     data = runner.prepared_data(spec)
     split = data.split
-    work = runs_dir / key
+    work = (runs_dir / key).resolve()  # the worker runs inside it: no relative paths
     work.mkdir(parents=True, exist_ok=True)
     lock = runner._lock(work)
     (work / "identity.json").write_text(json.dumps({"key": key, "identity": ident}, indent=2))
     export_split(split, work)
-    python = ensure_venv(cfg.library, runs_dir.parent / "peers")
+    python = ensure_venv(cfg.library, runs_dir.resolve().parent / "peers")
     with LoadSampler() as load:
         info = run_worker(cfg, python, work, deadline)
     users = np.asarray(split.valid.rows)
