@@ -204,3 +204,21 @@ def test_exported_split_is_what_the_workers_read(tmp_path, fake_peer):
     assert np.array_equal(user1, split.train.row(0))
     valid = np.loadtxt(tmp_path / "x" / "valid.csv", delimiter=",", skiprows=1, dtype=np.int64)
     assert np.array_equal(valid[:, 1], split.valid.items) and json.dumps(int(valid[0, 0])) == "1"
+
+
+def test_unfinished_peer_state_is_kept_and_restored(tmp_path):
+    work = tmp_path / "runs" / "abc123"
+    (work / "ckpt").mkdir(parents=True)
+    for name, data in (("worker_state.json", b"{}"), ("ckpt/last.pth", b"L"), ("ckpt/best.pth", b"B"),
+                       ("valid_topk_epoch001.npy", b"N"), ("train.csv", b"big export, not state")):
+        (work / name).write_bytes(data)
+    state = tmp_path / "state"
+    peers.save_state(work, state, finished=False)
+    kept = sorted(str(p.relative_to(state / "abc123")) for p in (state / "abc123").rglob("*") if p.is_file())
+    assert kept == ["ckpt/best.pth", "ckpt/last.pth", "valid_topk_epoch001.npy", "worker_state.json"]
+    fresh = tmp_path / "fresh" / "abc123"
+    fresh.mkdir(parents=True)
+    assert peers.restore_state(fresh, state) and (fresh / "ckpt" / "last.pth").read_bytes() == b"L"
+    assert not peers.restore_state(fresh, state)  # a run directory with a checkpoint keeps its own
+    peers.save_state(work, state, finished=True)
+    assert not (state / "abc123").exists()

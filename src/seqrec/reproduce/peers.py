@@ -22,9 +22,11 @@ scored here with :func:`seqrec.experiment.evaluate_model` under the table's ``[e
 so the metric code is one for every library; the per-epoch validation lists become the record's
 ``validation_history`` in the trainer's shape (``epoch``, ``train_seconds``, ``metrics``).
 
-A peer cannot resume a checkpoint: a run stopped by the harness's time budget (``deadline``,
-passed to the worker, which stops after the epoch that crosses it) is a partial record of the
-best epoch so far, and running it again starts over. Lists hold the top ``k`` items (default
+A run stopped by the harness's time budget (``deadline``, passed to the worker, which stops
+after the epoch that crosses it) is a partial record of the best epoch so far. RecBole's worker
+saves its last epoch and the same command resumes it (the resume files are kept in the state
+directory, like a seqrec run's checkpoint, until the run finishes); RecTools' worker cannot
+resume, and running it again starts over. Lists hold the top ``k`` items (default
 20), so metrics at cut-offs above ``k`` are not defined for peers.
 """
 
@@ -269,6 +271,46 @@ def _lists(work: Path, name: str) -> np.ndarray:
     return np.load(work / name)
 
 
+# What a resumable worker (RecBole's) leaves for its next call; kept in the committed state dir
+# while the run is unfinished, so that a fresh checkout continues it.
+STATE_GLOBS = ("identity.json", "worker_state.json", "ckpt/last.pth", "ckpt/best.pth", "valid_topk_epoch*.npy")
+
+
+def save_state(work: Path, state_dir: Path | None, finished: bool) -> None:
+    """Copy an unfinished peer run's resume files to ``state_dir/<key>`` (drop them once finished)."""
+    import shutil
+
+    if state_dir is None:
+        return
+    dst = state_dir / work.name
+    if finished:
+        shutil.rmtree(dst, ignore_errors=True)
+        return
+    if not (work / "worker_state.json").exists():
+        return  # the worker cannot resume: nothing worth keeping
+    for pattern in STATE_GLOBS:
+        for src in work.glob(pattern):
+            target = dst / src.relative_to(work)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+
+
+def restore_state(work: Path, state_dir: Path | None) -> bool:
+    """Seed a run directory without a checkpoint from ``state_dir/<key>``."""
+    import shutil
+
+    src = None if state_dir is None else state_dir / work.name
+    if src is None or (work / "ckpt" / "last.pth").exists() or not (src / "worker_state.json").exists():
+        return False
+    for path in src.rglob("*"):
+        if path.is_file():
+            target = work / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    log.info("resuming peer run %s from the saved state in %s", work.name, src)
+    return True
+
+
 def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: Path,
             threads: int = 1, deadline: float | None = None, command: str = "",
             state_dir: Path | None = None, first: bool = False) -> dict[str, Any]:
@@ -294,6 +336,7 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
     lock = runner._lock(work)
     (work / "identity.json").write_text(json.dumps({"key": key, "identity": ident}, indent=2))
     export_split(split, work)
+    restore_state(work, state_dir)
     python = ensure_venv(cfg.library, runs_dir.resolve().parent / "peers")
     with LoadSampler() as load:
         info = run_worker(cfg, python, work, deadline)
@@ -341,5 +384,6 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
     )
     record["command"] = command or record["command"]
     runner.write_record(record, results_dir, key, partial)
+    save_state(work, state_dir, finished=not partial)
     lock.close()
     return record
