@@ -222,3 +222,16 @@ def test_unfinished_peer_state_is_kept_and_restored(tmp_path):
     assert not peers.restore_state(fresh, state)  # a run directory with a checkpoint keeps its own
     peers.save_state(work, state, finished=True)
     assert not (state / "abc123").exists()
+
+
+def test_same_key_other_budget_keeps_both_records(tmp_path):
+    """The peers table's seqrec row and a defaults-table row differ only in their budget (one key):
+    the second record must not overwrite the first."""
+    from seqrec.reproduce.runner import write_record
+
+    a = {"identity": {"model_config": {"max_train_seconds": 90.0}}, "x": 1}
+    b = {"identity": {"model_config": {"max_train_seconds": 0.0}}, "x": 2}
+    pa = write_record(a, tmp_path, "k", False)
+    pb = write_record(b, tmp_path, "k", False)
+    assert pa != pb and json.loads(pa.read_text())["x"] == 1 and json.loads(pb.read_text())["x"] == 2
+    assert write_record(a, tmp_path, "k", False) == pa  # the same identity rewrites its own file

@@ -295,6 +295,16 @@ def write_record(record: dict[str, Any], results_dir: Path, key: str, partial: b
 
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / (f"{key}.partial.json" if partial else f"{key}.json")
+    if not partial and path.exists():
+        # the key leaves the budget out: a finished run of this key with another budget (another
+        # table's row) keeps its file, and this one goes beside it (find_result reads both)
+        try:
+            other = json.loads(path.read_text()).get("identity")
+        except (OSError, ValueError):
+            other = None
+        mine = record.get("identity")
+        if other and mine and other != mine:
+            path = results_dir / f"{key}-{_hash(mine)[:8]}.json"
     text = json.dumps(record, indent=1, default=_json_default) + "\n"
     atomic_write(path, lambda fh: fh.write(text.encode()))
     if not partial:
