@@ -155,8 +155,9 @@ def test_peer_row_is_scored_cached_and_reported(tmp_path, fake_peer):
     assert "## Side by side" in md
     row = next(line for line in md.splitlines() if line.startswith("| Fake peer | fake 9.9"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    # test NDCG@10, Recall@10, best valid, epochs, s/epoch, s to own best, seqrec s to reach it, RSS
-    assert cells[3:11] == ["1.0000", "1.0000", "1.0000", "2", "0.62", "1", "–, never (1)", "42"]
+    # test NDCG@10, Recall@10, best valid, epochs, s/epoch, s to own best, seqrec s to reach it,
+    # ratio, RSS
+    assert cells[3:12] == ["1.0000", "1.0000", "1.0000", "2", "0.62", "1", "–, never (1)", "–", "42"]
     longer = TABLE[::-1].replace("2 = shcope", "3 = shcope", 1)[::-1]  # the peer's epochs only
     again = reproduce(load_table(_table(tmp_path, longer)), **dirs)
     assert len(again.trained) == 1 and all(p.done for p in again.planned)
@@ -235,3 +236,13 @@ def test_same_key_other_budget_keeps_both_records(tmp_path):
     pb = write_record(b, tmp_path, "k", False)
     assert pa != pb and json.loads(pa.read_text())["x"] == 1 and json.loads(pb.read_text())["x"] == 2
     assert write_record(a, tmp_path, "k", False) == pa  # the same identity rewrites its own file
+
+
+def test_time_to_reach_reads_the_validation_curve():
+    from seqrec.reproduce.peers_report import best_point, seconds_to_reach
+
+    rec = {"validation_history": [{"epoch": e, "train_seconds": 10.0 * e, "metrics": {"NDCG@10": v}}
+                                  for e, v in ((1, 0.05), (2, 0.09), (3, 0.12), (4, 0.11))]}
+    assert best_point(rec)["epoch"] == 3
+    assert seconds_to_reach(rec, 0.09) == 20.0 and seconds_to_reach(rec, 0.10) == 30.0
+    assert seconds_to_reach(rec, 0.2) is None
