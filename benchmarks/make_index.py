@@ -39,7 +39,9 @@ def main() -> None:
     rows.sort(reverse=True)
     text = ["# Measured results", "",
             "Every file here was written by a script in `benchmarks/`; each JSON names the "
-            "command, data fingerprint, protocol, seed, hardware and versions.", "",
+            "command, data fingerprint, protocol, seed, hardware and versions. Accuracy tables (papers, "
+            "defaults, and the comparison with RecTools and RecBole: [peers](../reproduce/peers.md)) are "
+            "reports of the reproduction harness in [docs/reproduce/](../reproduce/).", "",
             "| file | summary |", "|---|---|", *[r for _, r in rows], ""]
     (OUT / "README.md").write_text("\n".join(text))
     print(f"indexed {len(rows)} results")

@@ -1,15 +1,22 @@
-"""Peer worker for RecBole's SASRec (run with the interpreter of ``runs/peers/recbole``).
+"""Peer worker for RecBole's SASRec (run with the interpreter of ``runs/peers/recbole`` by
+``seqrec.reproduce.peers``: rows ``peer:recbole`` of ``configs/reproduce/peers.toml``).
 
 RecBole reads pre-split "benchmark" files in its session format (one row per target:
 ``item_id_list`` = the at most ``max_len`` items before it, ``item_id`` = the target), so the
-split exported by ``run_peers.py`` is written as: train = every transition of every training
+split exported by the harness is written as: train = every transition of every training
 history (what RecBole's own augmentation of a sequential dataset produces), valid = training
 history -> validation item, test = training + validation history -> test item. RecBole's SASRec
-is trained with its own trainer and defaults (CE loss, batch 2048, its dropout 0.5 / GELU /
-post-LN blocks), selecting the epoch on its own validation NDCG@10 (no history filter: RecBole
-has no user history in this format); the lists returned to ``run_peers.py`` are the top 20 of
-``full_sort_predict`` after removing each user's whole history (the same filter as seqrec's),
-scored there by seqrec's evaluator.
+is trained with its own trainer: CE loss, the sizes and dropout given (hidden and attention
+dropout both ``dropout``), its defaults otherwise (batch 2048, Adam lr 1e-3, post-LN blocks,
+GELU, layer-norm eps 1e-12, initializer range 0.02), validation every epoch and its own early
+stopping (``stopping_step`` = ``patience``) on its own validation NDCG@10, which ranks without a
+history filter (RecBole has no user history in this format); the model of its best epoch is kept.
+The lists returned are the top ``k`` of ``full_sort_predict`` after removing each user's whole
+history (the same filter as seqrec's); after every epoch the validation lists are written too
+(outside the training clock), so the harness draws the validation curve with seqrec's evaluator.
+Past ``args["deadline"]`` (Unix seconds) training stops after the current epoch, saving that
+epoch (``ckpt/last.pth``) and its clock and curve (``worker_state.json``); the next call in the
+same directory resumes from it (not bit-exact: the RNG streams restart).
 """
 
 from __future__ import annotations
@@ -23,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-
 
 def write_files(work: Path, max_len: int) -> tuple[Path, dict, dict]:
     train = pd.read_csv(work / "train.csv")
@@ -52,13 +58,14 @@ def write_files(work: Path, max_len: int) -> tuple[Path, dict, dict]:
 
 def main(work: Path, out: Path, args: dict) -> None:
     import recbole
+    import recbole.trainer.trainer as rb_trainer
     from recbole.config import Config
     from recbole.data import create_dataset, data_preparation
     from recbole.model.sequential_recommender import SASRec
     from recbole.trainer import Trainer
     from recbole.utils import init_seed
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args["num_threads"])
     data_path, full_histories, _ = write_files(work, args["max_len"])
     cfg = {
         "data_path": str(data_path), "benchmark_filename": ["train", "valid", "test"],
@@ -66,8 +73,9 @@ def main(work: Path, out: Path, args: dict) -> None:
         "load_col": {"inter": ["session_id", "item_id_list", "item_id"]},
         "alias_of_item_id": ["item_id_list"], "MAX_ITEM_LIST_LENGTH": args["max_len"],
         "n_layers": args["n_blocks"], "n_heads": args["n_heads"], "hidden_size": args["dim"],
-        "inner_size": 4 * args["dim"], "loss_type": "CE", "train_neg_sample_args": None,
-        "epochs": args["epochs"], "eval_step": 1, "stopping_step": 10,
+        "inner_size": 4 * args["dim"], "hidden_dropout_prob": args["dropout"],
+        "attn_dropout_prob": args["dropout"], "loss_type": "CE", "train_neg_sample_args": None,
+        "epochs": args["epochs"], "eval_step": 1, "stopping_step": args["patience"],
         "valid_metric": "NDCG@10", "metrics": ["NDCG", "Recall"], "topk": [10],
         "eval_args": {"order": "TO", "mode": "full", "group_by": "user"},
         "seed": args["seed"], "reproducibility": True, "show_progress": False,
@@ -79,11 +87,52 @@ def main(work: Path, out: Path, args: dict) -> None:
     train_data, valid_data, test_data = data_preparation(config, dataset)
     model = SASRec(config, train_data.dataset).to("cpu")
     trainer = Trainer(config, model)
+    tokens = dataset.field2id_token["item_id"]
+    ours = np.array([0] + [int(t) for t in tokens[1:]], np.int64)  # RecBole id -> seqrec id
+    sessions = dataset.field2id_token["session_id"]
+    users = pd.read_csv(work / "valid.csv")["user_id"].to_numpy()
+
+    def lists(loader, name: str) -> np.ndarray:
+        """Top-k seqrec ids per evaluation user, the user's whole history removed."""
+        was_training = trainer.model.training
+        trainer.model.eval()
+        found = {}
+        with torch.no_grad():
+            for batch in loader:
+                inter = batch[0]
+                scores = trainer.model.full_sort_predict(inter).view(len(inter), -1).numpy().copy()
+                scores[:, 0] = -np.inf
+                sess = inter["session_id"].numpy()
+                for i in range(len(inter)):
+                    user = int(sessions[sess[i]])
+                    top = ours[np.argsort(-scores[i], kind="stable")]
+                    top = top[~np.isin(top, full_histories[name][user])][: args["k"]]
+                    found[user] = np.pad(top, (0, args["k"] - len(top)))  # 0 = no item (tiny catalogues)
+        trainer.model.train(was_training)
+        return np.stack([found[u] for u in users])
+
     times: list[float] = []
     curve: list[dict] = []
+    state = {"stopped": None}
+    # resumable: a run stopped by the deadline left its last epoch (model, optimizer, RecBole's
+    # early-stopping counters) and its clock; RNG streams restart, so a resume is not bit-exact
+    (out / "ckpt").mkdir(exist_ok=True)
+    last, best_file, saved = out / "ckpt" / "last.pth", out / "ckpt" / "best.pth", out / "worker_state.json"
+    if last.exists() and saved.exists() and best_file.exists():
+        # RecBole's own resume_checkpoint calls torch.load with the weights-only default of
+        # torch >= 2.6, which refuses its checkpoints (they hold the Config): the same steps here
+        ck = torch.load(last, map_location="cpu", weights_only=False)
+        trainer.start_epoch, trainer.cur_step = ck["epoch"] + 1, ck["cur_step"]
+        trainer.best_valid_score = ck["best_valid_score"]
+        trainer.model.load_state_dict(ck["state_dict"])
+        trainer.model.load_other_parameter(ck.get("other_parameter"))
+        trainer.optimizer.load_state_dict(ck["optimizer"])
+        prior = json.loads(saved.read_text())
+        times, curve = prior["times"], prior["curve"]
+    trainer.saved_model_file = str(best_file)  # a fixed name (RecBole's holds the start time)
     orig_train_epoch = trainer._train_epoch
 
-    def timed_train_epoch(*a, **kw):  # training seconds only (RecBole's validation excluded)
+    def timed_train_epoch(*a, **kw):  # training seconds only (validation and lists excluded)
         t0 = time.perf_counter()
         result = orig_train_epoch(*a, **kw)
         times.append(time.perf_counter() - t0)
@@ -92,42 +141,43 @@ def main(work: Path, out: Path, args: dict) -> None:
     trainer._train_epoch = timed_train_epoch
     orig_valid = trainer._valid_epoch
 
-    def logged_valid(*a, **kw):  # RecBole's own (unfiltered) validation NDCG@10 per epoch
+    def logged_valid(*a, **kw):  # RecBole's own (unfiltered) validation, plus seqrec's lists
         score, result = orig_valid(*a, **kw)
-        curve.append({"epoch": len(times), "seconds": sum(times), "recbole_valid_ndcg10": float(score)})
+        name = f"valid_topk_epoch{len(times):03d}.npy"
+        np.save(out / name, lists(valid_data, "valid"))
+        curve.append({"epoch": len(times), "seconds": sum(times), "topk_file": name,
+                      "recbole_valid_ndcg10": float(score)})
         return score, result
 
     trainer._valid_epoch = logged_valid
+    orig_stopping = rb_trainer.early_stopping
+
+    def stopping(*a, **kw):  # RecBole's rule, and the harness's deadline
+        best, cur_step, stop, update = orig_stopping(*a, **kw)
+        if stop:
+            state["stopped"] = "patience"
+        elif args.get("deadline") and time.time() >= args["deadline"]:
+            stop, state["stopped"] = True, "deadline"
+        return best, cur_step, stop, update
+
+    rb_trainer.early_stopping = stopping
     t0 = time.perf_counter()
     trainer.fit(train_data, valid_data, saved=True, show_progress=False)
     wall = time.perf_counter() - t0
+    trainer._save_checkpoint(len(times) - 1, verbose=False, saved_model_file=str(last))
+    saved.write_text(json.dumps({"times": times, "curve": curve}))
     trainer.model.load_state_dict(torch.load(trainer.saved_model_file, weights_only=False)["state_dict"])
-    model = trainer.model.eval()
-    tokens = dataset.field2id_token["item_id"]
-    ours = np.array([0] + [int(t) for t in tokens[1:]], np.int64)  # RecBole id -> seqrec id
-    users = pd.read_csv(work / "valid.csv")["user_id"].to_numpy()
     for name, loader in (("valid", valid_data), ("test", test_data)):
-        lists = {}
-        with torch.no_grad():
-            for batch in loader:
-                inter = batch[0]
-                scores = model.full_sort_predict(inter).view(len(inter), -1).numpy().copy()
-                scores[:, 0] = -np.inf
-                sess = inter["session_id"].numpy()
-                for i in range(len(inter)):
-                    user = int(dataset.field2id_token["session_id"][sess[i]])
-                    top = np.argsort(-scores[i], kind="stable")
-                    top = ours[top]
-                    # the user's whole history is filtered, as seqrec's evaluator does
-                    top = top[~np.isin(top, full_histories[name][user])][: args["k"]]
-                    lists[user] = top
-        np.save(out / f"{name}_topk.npy", np.stack([lists[u] for u in users]))
-    best = trainer.best_valid_score
+        np.save(out / f"{name}_topk.npy", lists(loader, name))
+    picked = max(curve, key=lambda p: p["recbole_valid_ndcg10"]) if curve else None
     info = {"library": "recbole", "version": recbole.__version__,
             "config": {k: v for k, v in cfg.items() if k not in ("data_path", "checkpoint_dir")},
-            "fit_seconds": sum(times), "fit_wall_seconds": wall, "epochs": len(times),
-            "stopped": "patience" if len(times) < args["epochs"] else "epochs",
-            "recbole_best_valid_ndcg10": best, "recbole_curve": curve,
+            "fit_seconds": sum(times), "fit_wall_seconds_this_call": wall, "epochs": len(times),
+            "steps": len(times) * len(train_data), "loss": "ce",
+            "params": int(sum(p.numel() for p in trainer.model.parameters())),
+            "stopped": state["stopped"] or "epochs",
+            "selected_epoch": picked["epoch"] if picked else None,
+            "recbole_best_valid_ndcg10": float(trainer.best_valid_score), "curve": curve,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
 

@@ -1,13 +1,15 @@
-"""Peer worker for RecTools' ``SASRecModel`` (run with the interpreter of ``runs/peers/rectools``).
+"""Peer worker for RecTools' ``SASRecModel`` (run with the interpreter of ``runs/peers/rectools``
+by ``seqrec.reproduce.peers``: rows ``peer:rectools`` of ``configs/reproduce/peers.toml``).
 
-Reads the split exported by ``run_peers.py`` (``train.csv`` / ``valid.csv`` / ``test.csv``:
+Reads the split exported by the harness (``train.csv`` / ``valid.csv`` / ``test.csv``:
 seqrec's internal user and item ids, the order of each history as its datetime), trains
 RecTools' SASRec at the sizes given, with RecTools' defaults otherwise (softmax loss, lr 1e-3,
 batch 128, dropout 0.2, fixed epoch count, the model of the last epoch), one torch thread, and
 writes top-20 lists for the validation users (input: training items) and the test users (input:
 training + validation items, same model). After every epoch a Lightning callback writes the
-validation lists too (its time is excluded from the training clock), so that ``run_peers.py``
-can draw the validation curve with seqrec's evaluator.
+validation lists too (its time is excluded from the training clock), so that the harness draws
+the validation curve with seqrec's evaluator; past ``args["deadline"]`` (Unix seconds) it stops
+training after the current epoch (``stopped = "deadline"``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def main(work: Path, out: Path, args: dict) -> None:
     from rectools.dataset import Dataset
     from rectools.models import SASRecModel
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args["num_threads"])
     torch.manual_seed(args["seed"])
     np.random.seed(args["seed"])
     train = pd.read_csv(work / "train.csv")
@@ -50,7 +52,7 @@ def main(work: Path, out: Path, args: dict) -> None:
     ds_test = Dataset.construct(interactions(pd.concat([train, valid_rows], ignore_index=True)))
     users = valid["user_id"].to_numpy()
     k = args["k"]
-    clock = {"train": 0.0, "start": None, "epoch": 0}
+    clock = {"train": 0.0, "start": None, "epoch": 0, "stopped": "epochs", "steps": 0, "params": None}
     curve: list[dict] = []
 
     def topk(model, dataset) -> np.ndarray:
@@ -77,16 +79,22 @@ def main(work: Path, out: Path, args: dict) -> None:
             name = f"valid_topk_epoch{clock['epoch']:03d}.npy"
             np.save(out / name, arr)
             curve.append({"epoch": clock["epoch"], "seconds": clock["train"], "topk_file": name})
+            clock["steps"] = int(trainer.global_step)
+            clock["params"] = int(sum(p.numel() for p in pl_module.parameters()))
+            if args.get("deadline") and time.time() >= args["deadline"]:
+                clock["stopped"] = "deadline"
+                trainer.should_stop = True
 
     def trainer() -> Trainer:
-        return Trainer(max_epochs=args["epochs"], min_epochs=args["epochs"], deterministic=True,
+        return Trainer(max_epochs=args["epochs"], deterministic=True,
                        enable_progress_bar=False, enable_model_summary=False, logger=False,
                        enable_checkpointing=False, devices=1, accelerator="cpu",
                        callbacks=[EpochLists()])
 
     model = SASRecModel(
         n_blocks=args["n_blocks"], n_heads=args["n_heads"], n_factors=args["dim"],
-        session_max_len=args["max_len"], loss="softmax", epochs=args["epochs"], deterministic=True,
+        session_max_len=args["max_len"], dropout_rate=args["dropout"], loss="softmax",
+        epochs=args["epochs"], deterministic=True,
         recommend_torch_device="cpu", get_trainer_func=trainer,
     )
     t0 = time.perf_counter()
@@ -98,7 +106,8 @@ def main(work: Path, out: Path, args: dict) -> None:
             "config": {k_: v for k_, v in model.get_config(simple_types=True).items()
                        if not k_.endswith("_type")},
             "fit_seconds": clock["train"], "fit_wall_seconds": wall, "epochs": clock["epoch"],
-            "stopped": "epochs", "curve": curve,
+            "steps": clock["steps"], "params": clock["params"], "loss": "softmax",
+            "selected_epoch": clock["epoch"], "stopped": clock["stopped"], "curve": curve,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
 

@@ -98,6 +98,9 @@ def build_blocks(table: Table, planned) -> list[Block]:
         rows.append([p.spec.label, p.spec.dataset, p.spec.model, seeds,
                      *[_cell(recs, m) for m in table.metrics], status])
     blocks += [("h2", "Test results"), ("table", headers, rows)]
+    from seqrec.reproduce.peers_report import peer_blocks  # other libraries' rows, if any
+
+    blocks += peer_blocks(table, planned)
     denominators = sorted({str(r.get("coverage_denominator", {}).get("test", "catalogue"))
                            for p in planned for r in (p.cached, p.partial) if r})
     if any(d != "catalogue" for d in denominators):

@@ -56,8 +56,11 @@ def code_version(model_name: str) -> str:
 def identity(spec: RunSpec, fingerprint: str) -> dict[str, Any]:
     """Everything that determines the run's numbers (budget included)."""
     from seqrec.models.base import config_to_dict
+    from seqrec.reproduce import peers
 
     exp = spec.experiment
+    if peers.is_peer(exp.model):
+        return peers.identity(spec, fingerprint)
     cfg = config_to_dict(exp.model_config())
     ident = {
         "model": exp.model,
@@ -90,8 +93,11 @@ def run_key(ident: dict[str, Any]) -> str:
 
 def _defaults(model_name: str) -> dict[str, Any]:
     from seqrec.models.base import config_to_dict
+    from seqrec.reproduce.peers import is_peer
     from seqrec.registry import get_model
 
+    if is_peer(model_name):  # a peer's identity lists all its fields: nothing to default
+        return {}
     config_cls, _ = get_model(model_name)
     return config_to_dict(config_cls())
 
@@ -172,6 +178,8 @@ def execute(
     has passed no run starts (``BudgetSpent``), except a ``first`` one, which trains at least one
     step, so that any budget makes progress; once a stop was requested none starts at all
     (``stop.Interrupted``)."""
+    import resource
+
     import torch
 
     from seqrec.evaluation.results import result_record
@@ -182,6 +190,11 @@ def execute(
 
     if stop.requested():
         raise stop.Interrupted(f"{spec.run_id} seed {spec.seed}: not started, a stop was requested")
+    from seqrec.reproduce import peers
+
+    if peers.is_peer(spec.model):  # another library's model, in its own venv (see peers.py)
+        return peers.execute(spec, key, ident, runs_dir, results_dir, threads, deadline, command,
+                             state_dir, first)
     if deadline is not None and not first and time.time() >= deadline:
         raise BudgetSpent(f"{spec.run_id} seed {spec.seed}: not started, the time budget is spent")
     if threads:
@@ -201,11 +214,12 @@ def execute(
         model = model_cls(cfg)
         t0 = time.perf_counter()
         neural = isinstance(model, TorchRecommender)
-        if neural:
-            model.fit(split.train, split.valid, checkpoint_dir=run_dir, checkpoint_every=CHECKPOINT_EVERY,
-                      progress=False, deadline=deadline)
-        else:
-            model.fit(split.train, split.valid)
+        with peers.LoadSampler() as load:
+            if neural:
+                model.fit(split.train, split.valid, checkpoint_dir=run_dir, checkpoint_every=CHECKPOINT_EVERY,
+                          progress=False, deadline=deadline)
+            else:
+                model.fit(split.train, split.valid)
         fit_wall = time.perf_counter() - t0
         tlog = getattr(model, "training_log", None)
         # a deadline and a stop request (signal) both leave an unfinished run: same partial record
@@ -241,6 +255,9 @@ def execute(
                   "preprocessing": list(data.prepared.interactions.notes)},
             split_info=split.info, data_seconds=data.seconds, torch_threads=threads,
             coverage_denominator={"valid": valid.coverage_denominator, "test": test.coverage_denominator},
+            # the process's peak so far: a worker that ran an earlier run reports that run's peak too
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            load_average=load.summary(),
         )
         record["command"] = command or record["command"]
         write_record(record, results_dir, key, partial)
@@ -278,6 +295,16 @@ def write_record(record: dict[str, Any], results_dir: Path, key: str, partial: b
 
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / (f"{key}.partial.json" if partial else f"{key}.json")
+    if not partial and path.exists():
+        # the key leaves the budget out: a finished run of this key with another budget (another
+        # table's row) keeps its file, and this one goes beside it (find_result reads both)
+        try:
+            other = json.loads(path.read_text()).get("identity")
+        except (OSError, ValueError):
+            other = None
+        mine = record.get("identity")
+        if other and mine and other != mine:
+            path = results_dir / f"{key}-{_hash(mine)[:8]}.json"
     text = json.dumps(record, indent=1, default=_json_default) + "\n"
     atomic_write(path, lambda fh: fh.write(text.encode()))
     if not partial:

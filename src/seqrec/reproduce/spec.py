@@ -142,16 +142,35 @@ def _published(items: Any, where: str) -> tuple[Published, ...]:
     return tuple(out)
 
 
+def _experiment(sections: dict[str, Any], seed: int) -> Experiment:
+    """The run's experiment; a peer row (``peer:<library>``, see :mod:`.peers`) validates its
+    model/train keys as a ``PeerConfig`` and the other sections as any run's."""
+    from dataclasses import replace
+
+    from seqrec.reproduce.peers import is_peer, peer_config
+
+    name = str(sections["model"].get("name", ""))
+    if not is_peer(name):
+        return experiment_from_tree({**copy.deepcopy(sections), "seed": seed})
+    params = {k: v for sec in ("model", "train") for k, v in sections[sec].items() if k != "name"}
+    peer_config(name, params, seed)
+    exp = experiment_from_tree({**copy.deepcopy(sections), "model": {"name": "pop"}, "train": {}, "seed": seed})
+    return replace(exp, model=name, model_params=params)
+
+
 def _model_defaults(model: str, values: dict[str, Any], where: str) -> dict[str, Any]:
     """The keys of ``values`` that ``model``'s config has; a key no registered model has is a
     typo (``ConfigError``)."""
     from dataclasses import fields
 
     from seqrec.registry import get_model, model_names
+    from seqrec.reproduce.peers import FIELDS, is_peer
 
     if not values:
         return {}
-    known = {f.name for name in model_names() for f in fields(get_model(name)[0])}
+    known = {f.name for name in model_names() for f in fields(get_model(name)[0])} | set(FIELDS)
+    if is_peer(model):
+        return {k: v for k, v in values.items() if k in FIELDS}
     typos = sorted(set(values) - known)
     if typos:
         raise ConfigError(f"{where}: no model has key(s) {', '.join(typos)}")
@@ -204,7 +223,7 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
         published = _published(run.get("published", []), where)
         for seed in _seeds(run.get("seeds", list(default_seeds)), where):
             try:
-                exp = experiment_from_tree({**copy.deepcopy(sections), "seed": seed})
+                exp = _experiment(sections, seed)
             except ConfigError as exc:
                 raise ConfigError(f"{where} ({run_id}): {exc}") from None
             runs.append(RunSpec(run_id, str(run.get("label", run_id)), seed, exp, published,
