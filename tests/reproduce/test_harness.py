@@ -21,6 +21,9 @@ title = "tiny"
 description = "A tiny table for tests."
 metrics = ["NDCG@10", "Recall@10"]
 pairs = [{label = "pop vs sasrec", a = "pop", b = "sasrec"}]
+findings = '''Pop misses its made-up number.
+
+Second paragraph of findings.'''
 [defaults]
 seeds = [0]
 [defaults.data]
@@ -32,6 +35,7 @@ num_threads = 1
 id = "pop"
 dataset = "DATA"
 model = "pop"
+note = "counts of the training data"
 [[runs.published]]
 metric = "NDCG@10"
 value = 0.02
@@ -116,6 +120,8 @@ def test_second_run_trains_nothing_and_rewrites_the_same_report(tmp_path):
     md = report["tiny.md"].decode()
     assert "| pop | " in md and "made up" in md
     assert "Gaps" in md and "by user history length" in md and "head" in md
+    assert "## Findings\n\nPop misses its made-up number.\n\nSecond paragraph" in md
+    assert "Notes: pop: counts of the training data." in md
     summary = json.loads(report["tiny.json"])
     assert [r["run"] for r in summary["rows"]] == ["pop", "sasrec"]
     assert summary["rows"][1]["seeds"] == [0, 1]

@@ -98,6 +98,12 @@ def build_blocks(table: Table, planned) -> list[Block]:
         rows.append([p.spec.label, p.spec.dataset, p.spec.model, seeds,
                      *[_cell(recs, m) for m in table.metrics], status])
     blocks += [("h2", "Test results"), ("table", headers, rows)]
+    notes = {}
+    for _, p, _, _ in _rows(table, planned, groups):
+        if p.spec.note:
+            notes.setdefault(p.spec.label, p.spec.note)
+    if notes:
+        blocks.append(("p", "Notes: " + "; ".join(f"{k}: {v}" for k, v in notes.items()) + "."))
     from seqrec.reproduce.peers_report import peer_blocks  # other libraries' rows, if any
 
     blocks += peer_blocks(table, planned)
@@ -121,6 +127,9 @@ def build_blocks(table: Table, planned) -> list[Block]:
     if pub_rows:
         blocks += [("h2", "Against the published numbers"),
                    ("table", ["run", "dataset", "metric", "published", "source", "seqrec", "gap"], pub_rows)]
+    if table.findings:
+        blocks.append(("h2", "Findings"))
+        blocks += [("p", para.strip()) for para in table.findings.split("\n\n") if para.strip()]
     # --- pairs
     if table.pairs:
         pair_rows = []

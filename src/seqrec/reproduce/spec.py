@@ -38,7 +38,8 @@ from seqrec.errors import ConfigError
 
 SECTIONS = ("data", "split", "model", "train", "eval")
 RUN_KEYS = ("id", "label", "dataset", "model", "seeds", "published", "note", *SECTIONS)
-TABLE_KEYS = ("title", "description", "metrics", "defaults", "runs", "breakdown_metric", "pairs")
+TABLE_KEYS = ("title", "description", "metrics", "defaults", "runs", "breakdown_metric", "pairs",
+              "findings")
 DEFAULT_METRICS = ("NDCG@10", "Recall@10", "NDCG@20", "Recall@20")
 
 
@@ -86,6 +87,9 @@ class Table:
     row_ids: tuple[str, ...] = field(default=())
     pairs: tuple[tuple[str, str, str], ...] = field(default=())
     """(label, run a, run b): rows compared side by side with the gap of b against a."""
+    findings: str = ""
+    """What the runs showed: where a row misses its published number, what was tried and the
+    likely cause (Markdown paragraphs, rendered under the comparison with the papers)."""
 
     def select(self, models=None, datasets=None, seeds=None, run_ids=None) -> tuple[RunSpec, ...]:
         """The runs matching every given filter (None = no filter)."""
@@ -241,5 +245,5 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
         name=path.stem, title=str(tree.get("title", path.stem)),
         description=str(tree.get("description", "")).strip(), metrics=metrics,
         runs=tuple(runs), path=path, breakdown_metric=str(tree.get("breakdown_metric", "NDCG@10")),
-        row_ids=tuple(ids), pairs=tuple(pairs),
+        row_ids=tuple(ids), pairs=tuple(pairs), findings=str(tree.get("findings", "")).strip(),
     )
