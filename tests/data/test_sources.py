@@ -476,6 +476,45 @@ def test_download_zip_then_load_from_cache(tmp_path, monkeypatch):
         download.download("ml-1m", force=True)
 
 
+def _lrurec_pickle(tmp_path, data) -> Path:
+    import pickle
+
+    return write(tmp_path / "dataset.pkl", pickle.dumps(data))
+
+
+def test_lrurec_pickle_keeps_its_order_and_original_ids(tmp_path, monkeypatch):
+    # LRURec indices 1..n map back to the original ids; the order is train + val + test
+    data = {"train": {1: [2, 1, 3], 2: [3, 2]}, "val": {1: [1], 2: [1]}, "test": {1: [2], 2: [3]},
+            "umap": {10: 1, 20: 2}, "smap": {100: 1, 200: 2, 300: 3}}
+    src = _lrurec_pickle(tmp_path, data)
+    remote = download.Remote((src.as_uri(),), "dataset.pkl", sha256=download._sha256(src))
+    monkeypatch.setitem(download.REMOTES, "lrurec-ml1m", remote)
+    download.download("ml-1m-lrurec")  # the dataset name maps to the pinned pickle
+    inter = load("ml-1m-lrurec", root=tmp_path / "no-shared")
+    assert inter.name == "ml-1m-lrurec" and not inter.has_time
+    assert inter.user.tolist() == [10] * 5 + [20] * 4
+    assert inter.item.tolist() == [200, 100, 300, 100, 200, 300, 200, 100, 300]
+
+
+def test_lrurec_pickle_never_constructs_objects(tmp_path):
+    import pickle
+
+    from seqrec.data.sources.lrurec import read_preprocessed_pkl
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("constructed",))
+
+    bad = write(tmp_path / "evil.pkl", pickle.dumps({"train": Evil()}))
+    with pytest.raises(DataError, match="refusing to load builtins.print"):
+        read_preprocessed_pkl(bad)
+    with pytest.raises(DataError, match="expected a dict with keys train"):
+        read_preprocessed_pkl(_lrurec_pickle(tmp_path, {"train": {}}))
+    with pytest.raises(DataError, match="missing from umap/smap"):
+        read_preprocessed_pkl(_lrurec_pickle(tmp_path, {
+            "train": {1: [5]}, "val": {}, "test": {}, "umap": {7: 1}, "smap": {9: 1}}))
+
+
 def test_download_refuses_unsafe_zip_and_unknown(tmp_path):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:

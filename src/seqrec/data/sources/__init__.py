@@ -85,6 +85,11 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
                 "ml-1m.txt (stable time sort, ties in ratings.dat order), no timestamps: the "
                 "ML-1M of the published tables", ("ml-1m.sasrec-order.tsv.xz", "ml-1m.movies.dat.xz"),
                 "shared_files:read_ml1m_sasrec", (6040, 3416, 999611)),
+    DatasetSpec("ml-1m-lrurec", "MovieLens-1M 5-core (3,416 items) as preprocessed in the LRURec "
+                "repository (its Table 3 data): time order with same-second ties by MovieID, "
+                "not SASRec's order; no timestamps (download: the pinned dataset.pkl)",
+                download="lrurec-ml1m", raw_reader="lrurec:read_preprocessed_pkl",
+                stats=(6040, 3416, 999611)),
     DatasetSpec("ml-1m-ts", "MovieLens-1M raw ratings.dat of users 1-2999 only, with timestamps",
                 ("ml-1m.ratings.users0001-2999.dat.xz", "ml-1m.movies.dat.xz"),
                 "shared_files:read_ml1m_ts", (2999, 3615, 487650), True, download="ml-1m",

@@ -5,8 +5,8 @@ Files land in the cache directory, ``$SEQREC_CACHE_DIR`` or ``~/.cache/seqrec``,
 temporary file in the same folder, is hashed on the way, and is renamed into place only when
 complete and verified, so an interrupted download never leaves a half file under the final name.
 
-Checksums: :data:`REMOTES` stores a sha256 only where it is known for certain (none yet: the
-hosts publish no sha256). An unknown checksum is recorded on first download in
+Checksums: :data:`REMOTES` stores a sha256 only where it is known for certain (the pinned
+LRURec file; the other hosts publish none). An unknown checksum is recorded on first download in
 ``<file>.sha256`` and logged; a later download is checked against that record; a caller can
 always pass ``sha256=`` to enforce one. Only :mod:`urllib` is used.
 
@@ -82,6 +82,13 @@ REMOTES: dict[str, Remote] = {
     "amazon2018-sports": _amazon(_AMAZON18, "Sports_and_Outdoors_5.json.gz"),
     "amazon2018-toys": _amazon(_AMAZON18, "Toys_and_Games_5.json.gz"),
     "amazon2018-videogames": _amazon(_AMAZON18, "Video_Games_5.json.gz"),
+    # the LRURec paper's preprocessed ML-1M (its Table 3 data; see sources/lrurec.py), pinned
+    "lrurec-ml1m": Remote(
+        ("https://raw.githubusercontent.com/yueqirex/LRURec/15c172321af09d80c0a96e15696a9279bdd6dfd1/"
+         "data/preprocessed/ml-1m_min_rating0-min_uc5-min_sc5-leave_one_out/dataset.pkl",),
+        "dataset.pkl", sha256="e3ed8339a0f7a63d9612a08347161ca209610d416b526c489e10dec627644d3d",
+        terms=_GROUPLENS_TERMS + " (MovieLens-1M as preprocessed by the LRURec authors)",
+    ),
     "steam": Remote(
         ("https://mcauleylab.ucsd.edu/public_datasets/data/steam/steam_reviews.json.gz",
          "http://cseweb.ucsd.edu/~wckang/steam_reviews.json.gz"),
