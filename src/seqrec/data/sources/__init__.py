@@ -83,7 +83,7 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
                 (6040, 3706, 1000209), download="ml-1m", raw_reader=_ML_RAW),
     DatasetSpec("ml-1m-sasrec", "MovieLens-1M 5-core (3,416 items) in the exact order of SASRec's "
                 "ml-1m.txt (stable time sort, ties in ratings.dat order), no timestamps: the "
-                "ML-1M of the published tables", ("ml-1m.sasrec-order.tsv.xz", "ml-1m.movies.dat.xz"),
+                "ML-1M of SASRec's code (LRURec's Table 3 used its own order: ml-1m-lrurec)", ("ml-1m.sasrec-order.tsv.xz", "ml-1m.movies.dat.xz"),
                 "shared_files:read_ml1m_sasrec", (6040, 3416, 999611)),
     DatasetSpec("ml-1m-lrurec", "MovieLens-1M 5-core (3,416 items) as preprocessed in the LRURec "
                 "repository (its Table 3 data): time order with same-second ties by MovieID, "
