@@ -185,6 +185,9 @@ def main() -> None:
         result = run_one(*args.child, args)
         if result:
             Path(args.child_out).write_text(json.dumps(result))
+        from seqrec.training import distributed
+
+        distributed.shutdown()  # under torchrun: every rank leaves the group together
         return
 
     import tempfile

@@ -51,6 +51,9 @@ def main() -> None:
                    "resumed_from_step": lg.resumed_from_step, "world_size": lg.world_size,
                    "global_step": lg.global_step},
                   open(os.path.join(out, "result.json"), "w"))
+    from seqrec.training import distributed
+
+    distributed.shutdown()  # every rank leaves the group together
 
 
 if __name__ == "__main__":

@@ -179,7 +179,14 @@ def wrap(module: nn.Module, ctx: DistContext | None) -> nn.Module:
 
 
 def shutdown() -> None:
-    """Leave the process group (end of a torchrun command)."""
+    """Leave the process group (end of a torchrun command): wait for every rank first, so that a
+    rank done early (ranks > 0 skip the evaluation) does not tear its gloo connections down while
+    rank 0 still uses the group; without the barrier that rank's exit aborted (SIGABRT) about
+    one run in five."""
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
+        try:
+            dist.barrier()
+        except Exception:  # noqa: BLE001 - a peer already gone: leave anyway
+            pass
         dist.destroy_process_group()
