@@ -88,7 +88,7 @@ def dcg_at(rank: np.ndarray, k: int) -> np.ndarray:
 
 def analyse(model, targets, chunk: int = 512) -> dict:
     n = model.n_items
-    ranks, above_p, above_c, gap_p, gap_c, spread = [], [], [], [], [], []
+    ranks, above_p, above_c, gap_p, gap_c = [], [], [], [], []
     for start in range(0, len(targets), chunk):
         idx = np.arange(start, min(start + chunk, len(targets)))
         hist = targets.histories(idx)
@@ -108,17 +108,12 @@ def analyse(model, targets, chunk: int = 512) -> dict:
         above_c.append(s_c > s_t)
         gap_p.append(np.where(np.isfinite(s_p) & (p > 0), np.abs(s_p - s_t) / sd, np.nan))
         gap_c.append(np.where(np.isfinite(s_c), np.abs(s_c - s_t) / sd, np.nan))
-        spread.append(sd)
     rank = np.concatenate(ranks)
     ap, ac = np.concatenate(above_p), np.concatenate(above_c)
     out = {"targets": int(len(rank))}
-    for k in (10,):
-        out[f"NDCG@{k}"] = float(dcg_at(rank, k).mean())
-        out[f"HR@{k}"] = float((rank < k).mean())
-        out[f"NDCG@{k} without partner"] = float(dcg_at(rank - ap, k).mean())
-        out[f"HR@{k} without partner"] = float((rank - ap < k).mean())
-        out[f"NDCG@{k} without control"] = float(dcg_at(rank - ac, k).mean())
-        out[f"HR@{k} without control"] = float((rank - ac < k).mean())
+    for label, r in (("", rank), (" without partner", rank - ap), (" without control", rank - ac)):
+        out[f"NDCG@10{label}"] = float(dcg_at(r, 10).mean())
+        out[f"HR@10{label}"] = float((r < 10).mean())
     top = rank < 20
     out["partner above target"] = float(ap.mean())
     out["control above target"] = float(ac.mean())

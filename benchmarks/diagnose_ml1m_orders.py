@@ -27,11 +27,7 @@ sasrec-ml1m``). Writes docs/results/ml1m_orders.{json,md}.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import shutil
-import tempfile
-import time
 from itertools import combinations
 from pathlib import Path
 
@@ -41,10 +37,11 @@ import torch
 from seqrec.data.sources import load
 from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import base_record, hardware_line
-from seqrec.registry import get_model
 from seqrec.reproduce.harness import plan
 from seqrec.reproduce.runner import prepared_data
 from seqrec.reproduce.spec import load_table
+
+from diagnose_lsan_collisions import load_trained  # benchmarks/ is on sys.path when run
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDERS = ("ml-1m-sasrec", "ml-1m-lrurec", "ml-1m")
@@ -88,18 +85,12 @@ def cross_order(runs_dir: Path) -> list[dict]:
     a, b = (data[n].split.train.vocab.raw for n in ("ml-1m-sasrec", "ml-1m-lrurec"))
     if not np.array_equal(a, b):
         raise SystemExit("the two orders give different item vocabularies: no cross evaluation")
-    _, cls = get_model("sasrec")
-    cfg = dataclasses.replace(src.spec.experiment.model_config(), num_threads=1)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in ("last.pt", "run.json"):
-            shutil.copy(runs_dir / src.key / name, Path(tmp) / name)
-        model = cls(cfg).fit(data["ml-1m-sasrec"].split.train, None, checkpoint_dir=tmp,
-                             progress=False, deadline=time.time())
+    model, _ = load_trained(src.spec, src.key, runs_dir)  # same loading as the LSAN diagnostic
     rows = []
     for name in ("ml-1m-sasrec", "ml-1m-lrurec"):
         for split in ("valid", "test"):
             res = evaluate(model, getattr(data[name].split, split), ks=(10, 20),
-                           seen_filter="window", window=cfg.max_len)
+                           seen_filter="window", window=model.config.max_len)
             rows.append({"trained on": "ml-1m-sasrec", "evaluated on": name, "split": split,
                          "key": src.key} | {k: res.metrics[k] for k in
                                              ("NDCG@10", "Recall@10", "NDCG@20", "Recall@20")})
