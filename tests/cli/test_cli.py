@@ -37,6 +37,8 @@ def test_describe_shipped_dataset(capsys):
         (["train", "--set", "model.nonsense=1"], "valid keys"),
         (["train", "--config", "missing.toml"], "does not exist"),
         (["recommend", "no/such/artifact", "1"], "not a seqrec artifact"),
+        # no empty progress bar before the error (the bar starts on the first byte)
+        (["data", "download", "no-such-dataset"], "no download for dataset"),
     ],
 )
 def test_bad_input_gives_one_line_error(capsys, argv, fragment):

@@ -103,9 +103,12 @@ def _download(args: argparse.Namespace) -> int:
 
     from seqrec.data.sources.download import download
 
-    bar = tqdm(unit="B", unit_scale=True, desc=args.name)
+    bars: list = []  # created on the first byte: an unknown name or a cached file shows no bar
 
     def progress(done: int, total: int | None) -> None:
+        if not bars:
+            bars.append(tqdm(unit="B", unit_scale=True, desc=args.name))
+        bar = bars[0]
         if total and bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
@@ -113,7 +116,8 @@ def _download(args: argparse.Namespace) -> int:
     try:
         path = download(args.name, force=args.force, progress=progress)
     finally:
-        bar.close()
+        for bar in bars:
+            bar.close()
     print(f"{args.name}: {path}")
     return 0
 
