@@ -62,6 +62,22 @@ def build_model(exp: Experiment) -> Recommender:
     return model_cls(exp.model_config())
 
 
+def refit_model(model: Recommender) -> Recommender:
+    """A fresh model for the refit on train + validation (the temporal protocol's ``refit``).
+
+    No validation targets remain for the refit, so a model that stopped early on validation
+    trains for the number of epochs validation selected (its best epoch), not for its configured
+    maximum, which would train far past the selected point; models without epochs (closed form)
+    are rebuilt from the same config."""
+    import dataclasses
+
+    config = model.config
+    best = getattr(getattr(model, "training_log", None), "best_epoch", None)
+    if best and "epochs" in {f.name for f in dataclasses.fields(config)}:
+        config = dataclasses.replace(config, epochs=int(best))
+    return type(model)(config)
+
+
 def evaluate_model(model: Recommender, exp: Experiment, targets, progress: bool = False,
                    fit_data=None):
     """Evaluate with the experiment's ``[eval]`` settings; ``fit_data`` (the sequences the model
@@ -116,8 +132,7 @@ def run_experiment(
     training = _training_info(model)
     if exp.split.refit:
         t0 = time.perf_counter()
-        # no validation targets remain: neural models train for their configured epochs
-        model = build_model(exp)
+        model = refit_model(model)  # neural: for the epochs validation selected
         refit_options = dict(fit_options or {})
         if refit_options.get("checkpoint_dir") is not None:
             refit_options["checkpoint_dir"] = Path(refit_options["checkpoint_dir"]) / "refit"

@@ -179,3 +179,23 @@ def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
     assert [r["epoch"] for r in more] == [3]  # resumed: only the new epoch is run
     assert [r["epoch"] for r in longer.training_log.epoch_log] == [1, 2, 3]
     assert longer.training_log.epoch_log[:2] == seen
+
+
+def test_refit_trains_for_the_epochs_validation_selected(data):
+    """The temporal protocol's refit on train + validation has no validation targets left: a
+    model that stopped early refits for its best epoch, not for its configured maximum."""
+    from seqrec.experiment import refit_model
+    from seqrec.models.factorization.pop import Pop, PopConfig
+
+    train, valid, _ = data
+    cfg = SASRecConfig(**{**TINY, "lr": 5e-2}, epochs=40, patience=2)  # big lr: stops early
+    model = SASRec(cfg).fit(train, valid, progress=False)
+    best = model.training_log.best_epoch
+    assert best < model.training_log.epochs_run <= 40  # it did stop early, past its best
+    again = refit_model(model)
+    assert isinstance(again, SASRec) and again.config.epochs == best
+    assert again.config.dim == cfg.dim and again.config.patience == cfg.patience
+    again.fit(train, None, progress=False)
+    assert again.training_log.epochs_run == best
+    closed_form = refit_model(Pop(PopConfig()).fit(train))
+    assert isinstance(closed_form, Pop) and closed_form.config == PopConfig()

@@ -183,7 +183,7 @@ def execute(
     import torch
 
     from seqrec.evaluation.results import result_record
-    from seqrec.experiment import evaluate_model
+    from seqrec.experiment import evaluate_model, refit_model
     from seqrec.models.base import config_to_dict
     from seqrec.models.torch_recommender import TorchRecommender
     from seqrec.registry import get_model
@@ -227,7 +227,7 @@ def execute(
         valid = evaluate_model(model, exp, split.valid, fit_data=split.train)
         if exp.split.refit and not partial:
             t0 = time.perf_counter()
-            model = model_cls(cfg)
+            model = refit_model(model)  # neural: for the epochs validation selected
             model.fit(split.train_valid, None)
             fit_wall += time.perf_counter() - t0
         refitted = exp.split.refit and not partial
@@ -258,6 +258,7 @@ def execute(
             # the process's peak so far: a worker that ran an earlier run reports that run's peak too
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             load_average=load.summary(),
+            refit_epochs=getattr(model.config, "epochs", None) if refitted else None,
         )
         record["command"] = command or record["command"]
         write_record(record, results_dir, key, partial)
