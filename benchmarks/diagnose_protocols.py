@@ -137,8 +137,8 @@ def main() -> None:
             if not np.array_equal(tmp.train.vocab.raw, loo.train.vocab.raw):
                 raise SystemExit("the two splits number the items differently")
             models["SASRec trained on the temporal split (the table's run)"] = load_trained(p.spec, p.key, Path(args.runs_dir))[0]
-            _, cls = get_model("pop")
-            models["Pop fitted on the temporal split"] = cls(get_model("pop")[0]()).fit(tmp.train, None)
+            pop_config, pop = get_model("pop")
+            models["Pop fitted on the temporal split"] = pop(pop_config()).fit(tmp.train, None)
         else:  # Pop, and with --factor PureSVD-N and LA-SATF: refitted (no validation) on each split
             _, cls = get_model(p.spec.model)
             name = p.spec.label.split(",")[0]
