@@ -188,6 +188,7 @@ def main() -> None:
         from seqrec.training import distributed
 
         distributed.shutdown()  # under torchrun: every rank leaves the group together
+        distributed.exit_if_left_group(0)  # and skips the finalization where gloo may abort
         return
 
     import tempfile

@@ -45,15 +45,16 @@ def main() -> None:
     if int(os.environ["RANK"]) == 0:
         lg = model.training_log
         scores = model.score(test.histories())[:, 1:]  # column 0 (PAD) is -inf
-        json.dump({"history": [{k: h[k] for k in ("epoch", "step", "metrics", "train_loss")}
-                               for h in lg.history],
-                   "scores": np.asarray(scores, np.float64).tolist(),
-                   "resumed_from_step": lg.resumed_from_step, "world_size": lg.world_size,
-                   "global_step": lg.global_step},
-                  open(os.path.join(out, "result.json"), "w"))
+        with open(os.path.join(out, "result.json"), "w") as f:
+            json.dump({"history": [{k: h[k] for k in ("epoch", "step", "metrics", "train_loss")}
+                                   for h in lg.history],
+                       "scores": np.asarray(scores, np.float64).tolist(),
+                       "resumed_from_step": lg.resumed_from_step, "world_size": lg.world_size,
+                       "global_step": lg.global_step}, f)
     from seqrec.training import distributed
 
     distributed.shutdown()  # every rank leaves the group together
+    distributed.exit_if_left_group(0)  # and skips the finalization where gloo may abort
 
 
 if __name__ == "__main__":

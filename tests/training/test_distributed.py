@@ -127,3 +127,10 @@ def test_a_training_forward_that_bypasses_ddp_is_caught(tmp_path):
     assert proc.returncode != 0
     assert "bypassed" in proc.stderr
     assert not (tmp_path / "result.json").exists()
+
+
+def test_exit_if_left_group_returns_in_a_process_that_never_joined_one():
+    from seqrec.training import distributed
+
+    distributed.exit_if_left_group(3)  # os._exit here would end pytest itself
+    assert distributed._left_group is False

@@ -112,6 +112,15 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    code = _run(args)
+    # under torchrun: end without the interpreter's finalization, where gloo aborts now and then
+    dist = sys.modules.get("seqrec.training.distributed")
+    if dist is not None:
+        dist.exit_if_left_group(code)
+    return code
+
+
+def _run(args) -> int:
     from seqrec.cli import commands
 
     try:
