@@ -14,6 +14,10 @@ class DataError(SeqRecError, ValueError):
     """Input data is malformed (missing column, bad ids, empty table, unreadable file)."""
 
 
+class DataUnavailable(DataError):
+    """A named dataset's files are not on this machine (not downloaded, not copied there)."""
+
+
 class NotFittedError(SeqRecError, RuntimeError):
     """A model was used before ``fit`` (or ``load``)."""
 

@@ -229,3 +229,51 @@ def test_no_run_starts_once_the_budget_is_spent(tmp_path):
     # the first run always makes progress (pop: a whole fit); the later ones do not start
     assert [p.spec.run_id for p in out.planned if p.cached or p.partial] == ["pop"]
     assert out.trained == [out.planned[0].key] and not out.failed
+
+
+POP_ONLY = """
+title = "pops"
+description = "Pop twice: the second run is never trained while its data is present."
+metrics = ["NDCG@10"]
+[defaults]
+seeds = [0]
+[defaults.data]
+filter = "none"
+[[runs]]
+id = "pop"
+dataset = "DATA"
+model = "pop"
+"""
+LATER_RUN = """
+[[runs]]
+id = "pop-5core"
+dataset = "DATA"
+model = "pop"
+[runs.data]
+filter = "k_core"
+min_item = 5
+"""
+
+
+def test_a_run_whose_dataset_is_missing_is_skipped_and_stored_ones_still_report(tmp_path):
+    from seqrec.reproduce import runner
+    from seqrec.reproduce.harness import plan
+
+    data = _data(tmp_path)
+    path = tmp_path / "pops.toml"
+    path.write_text(POP_ONLY.replace("DATA", str(data)))
+    dirs = _dirs(tmp_path)
+    first = reproduce(load_table(path), **dirs)
+    assert len(first.trained) == 1 and not first.skipped
+    data.rename(tmp_path / "elsewhere.csv")  # the dataset leaves this machine
+    runner._DATA_CACHE.clear()  # as in a new process
+    path.write_text((POP_ONLY + LATER_RUN).replace("DATA", str(data)))
+    table = load_table(path)
+    planned = {p.spec.run_id: p for p in plan(table, table.runs, dirs["runs_dir"], dirs["results_dir"])}
+    assert planned["pop"].done and "file not found" in planned["pop"].unavailable
+    assert planned["pop-5core"].cached is None and planned["pop-5core"].unavailable
+    outcome = reproduce(table, **dirs)  # no exception: the missing data skips one run
+    assert outcome.trained == [] and list(outcome.skipped) == ["pop-5core"]
+    md = (dirs["report_dir"] / "pops.md").read_text()
+    ndcg = first.planned[0].cached["metrics"]["test"]["NDCG@10"]
+    assert f"{ndcg:.4f}" in md  # the stored run is in the report, matched without its data

@@ -49,9 +49,12 @@ def run(args: argparse.Namespace) -> int:
     runs_dir, results_dir, report_dir = Path(args.runs_dir), Path(args.results_dir), Path(args.report_dir)
     if args.dry_run or args.report_only:
         planned = plan(table, runs, runs_dir, results_dir)
-        rows = [[p.spec.run_id, p.spec.seed, p.spec.model, p.spec.dataset, p.key,
-                 "cached" if p.done else ("partial" if p.partial else "to train")] for p in planned]
+        rows = [[p.spec.run_id, p.spec.seed, p.spec.model, p.spec.dataset, p.key, _status(p)]
+                for p in planned]
         print(format_table(["run", "seed", "model", "dataset", "key", "status"], rows))
+        for p in planned:
+            if p.unavailable and not p.done:
+                print(f"no data for {p.spec.run_id}: {p.unavailable}")
         if args.report_only:
             everything = plan(table, table.runs, runs_dir, results_dir)
             print(f"report: {write_report(table, everything, report_dir)}")
@@ -68,11 +71,20 @@ def run(args: argparse.Namespace) -> int:
     path = outcome.report
     print(f"report: {path} (+ {path.with_suffix('.html').name})")
     _readme(report_dir)
-    if outcome.failed:
-        for run_id, why in outcome.failed.items():
-            print(f"failed: {run_id}: {why}")
-        return 1
-    return 0
+    for run_id in outcome.skipped:
+        print(f"skipped: {run_id}: its dataset is not on this machine (see above)")
+    for run_id, why in outcome.failed.items():
+        print(f"failed: {run_id}: {why}")
+    return 1 if outcome.failed or outcome.skipped else 0
+
+
+def _status(p) -> str:
+    """A planned run's state for the dry-run table."""
+    if p.done:
+        return "cached (no data here)" if p.unavailable else "cached"
+    if p.unavailable:
+        return "no data" + (" (partial)" if p.partial else "")
+    return "partial" if p.partial else "to train"
 
 
 def _readme(report_dir: Path) -> None:

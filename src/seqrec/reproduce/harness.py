@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from seqrec import stop
-from seqrec.errors import ConfigError
+from seqrec.errors import ConfigError, DataUnavailable
 from seqrec.reproduce import runner
 from seqrec.reproduce.index import RunIndex
 from seqrec.reproduce.spec import RunSpec, Table
@@ -50,6 +50,8 @@ class Planned:
     key: str
     cached: dict[str, Any] | None
     partial: dict[str, Any] | None = None
+    unavailable: str | None = None
+    """Why the run's dataset cannot be loaded here (its stored records still count)."""
 
     @property
     def done(self) -> bool:
@@ -63,6 +65,8 @@ class Outcome:
     planned: list[Planned]
     trained: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Unfinished runs whose dataset is not on this machine: run id -> why."""
     report: Path | None = None
 
 
@@ -72,15 +76,21 @@ def run_command(table: Table, spec: RunSpec) -> str:
 
 def plan(table: Table, runs: tuple[RunSpec, ...], runs_dir: Path, results_dir: Path) -> list[Planned]:
     """Identity, key and cached result of every run (loads each dataset once for its fingerprint,
-    reads each stored record at most once)."""
+    reads each stored record at most once). A run whose dataset is not on this machine is
+    matched to its stored records by everything but the data fingerprint and marked
+    ``unavailable``: the report still shows what was measured, and the other runs go on."""
     index = RunIndex(runs_dir, results_dir)
     out = []
     for spec in runs:
-        fp = runner.prepared_data(spec).prepared.fingerprint()
+        try:
+            fp, missing = runner.prepared_data(spec).prepared.fingerprint(), None
+        except DataUnavailable as exc:
+            fp, missing = None, str(exc)
         ident = runner.identity(spec, fp)
         key = index.key(ident)
         cached = index.result(ident)
-        out.append(Planned(spec, ident, key, cached, None if cached is not None else index.partial(key)))
+        out.append(Planned(spec, ident, key, cached, None if cached is not None else index.partial(key),
+                           missing))
     return out
 
 
@@ -117,9 +127,16 @@ def reproduce(
     runs_dir, results_dir = Path(runs_dir), Path(results_dir)
     deadline = None if not budget_seconds else time.time() + budget_seconds
     planned = plan(table, runs, runs_dir, results_dir)
-    todo = [p for p in planned if not p.done]
-    say(f"{table.name}: {len(planned)} run(s), {len(planned) - len(todo)} cached, {len(todo)} to train")
     outcome = Outcome(planned)
+    for p in planned:
+        if not p.done and p.unavailable:
+            outcome.skipped[p.spec.run_id] = p.unavailable
+    todo = [p for p in planned if not p.done and not p.unavailable]
+    say(f"{table.name}: {len(planned)} run(s), {len(planned) - len(todo) - len(outcome.skipped)} cached, "
+        f"{len(todo)} to train" + (f", {len(outcome.skipped)} skipped (dataset not here)"
+                                   if outcome.skipped else ""))
+    for run_id, why in outcome.skipped.items():
+        say(f"  skipped {run_id}: {why}")
 
     def finished(p: Planned, record: dict[str, Any]) -> None:
         if record.get("partial"):

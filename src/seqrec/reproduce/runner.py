@@ -103,7 +103,11 @@ def _defaults(model_name: str) -> dict[str, Any]:
 
 
 def compatible(stored: dict[str, Any], current: dict[str, Any], budget: bool = True) -> bool:
-    """Same identity, reading a model-config field missing from ``stored`` as its default."""
+    """Same identity, reading a model-config field missing from ``stored`` as its default.
+    A ``current`` fingerprint of None (the dataset is not on this machine) matches any stored
+    one: the run is then recognised by its config, data settings and code alone."""
+    if current.get("fingerprint", "") is None:
+        stored = {**stored, "fingerprint": None}
     a, b = (stored, current) if budget else (_strip_budget(stored), _strip_budget(current))
     if {k: v for k, v in a.items() if k != "model_config"} != {k: v for k, v in b.items() if k != "model_config"}:
         return False

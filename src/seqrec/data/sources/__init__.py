@@ -26,7 +26,7 @@ from typing import Any
 
 from seqrec.data.interactions import Interactions
 from seqrec.data.sources import download as _download
-from seqrec.errors import ConfigError, DataError, UnknownNameError
+from seqrec.errors import ConfigError, DataError, DataUnavailable, UnknownNameError
 
 __all__ = ["DATASETS", "DatasetSpec", "data_dir", "dataset_names", "describe_source", "load"]
 
@@ -236,7 +236,7 @@ def _load_named(spec: DatasetSpec, root: str | Path | None, use_cache: bool | No
                     inputs, f"{spec.raw_reader}:{spec.name}",
                     lambda arg=arg: _call(spec.raw_reader, arg).replace(name=spec.name), use_cache)
     if spec.name == "yelp":
-        raise DataError(f"dataset 'yelp' not found under {folder}: {_download.MANUAL['yelp']}")
+        raise DataUnavailable(f"dataset 'yelp' not found under {folder}: {_download.MANUAL['yelp']}")
     if spec.files:
         missing = f"no {spec.files[0]}"
     else:
@@ -245,7 +245,7 @@ def _load_named(spec: DatasetSpec, root: str | Path | None, use_cache: bool | No
                    f"{_download.cache_dir() / spec.download}")
     hint = (f"run `seqrec data download {spec.download}`" if spec.download
             else "copy the file there (it is not downloadable: see the shared data README)")
-    raise DataError(f"dataset '{spec.name}' not found under {folder}: {missing}; "
+    raise DataUnavailable(f"dataset '{spec.name}' not found under {folder}: {missing}; "
                     f"set SEQREC_DATA_DIR or {hint}")
 
 
@@ -313,7 +313,8 @@ def load(
 
     Raises:
         UnknownNameError: neither a known name nor an existing path.
-        DataError: the file is missing or malformed (one line saying what and where).
+        DataUnavailable: the file (or a named dataset's files) is not on this machine.
+        DataError: the file is malformed (one line saying what and where).
     """
     key = str(name_or_path)
     if key in DATASETS:
@@ -323,6 +324,6 @@ def load(
     if path.exists():
         return _load_path(path, options)
     if isinstance(name_or_path, Path) or os.sep in key or "." in Path(key).name:
-        raise DataError(f"file not found: {key}")
+        raise DataUnavailable(f"file not found: {key}")
     _spec(key)  # raises UnknownNameError listing the names
     raise AssertionError("unreachable")
