@@ -7,6 +7,7 @@ import textwrap
 import time
 
 import numpy as np
+import torch
 import pytest
 
 from seqrec.errors import ConfigError
@@ -199,3 +200,19 @@ def test_refit_trains_for_the_epochs_validation_selected(data):
     assert again.training_log.epochs_run == best
     closed_form = refit_model(Pop(PopConfig()).fit(train))
     assert isinstance(closed_form, Pop) and closed_form.config == PopConfig()
+
+
+def test_bf16_precision_trains_in_bfloat16_and_keeps_float32_weights(data):
+    train, valid, _ = data
+    with pytest.raises(ConfigError, match="precision"):
+        SASRecConfig(precision="fp16")
+    runs = {p: SASRec(SASRecConfig(**TINY, epochs=8, patience=0, dropout=0.0, precision=p)).fit(
+                train, valid, progress=False) for p in ("fp32", "bf16")}
+    assert all(p.dtype == torch.float32 for p in runs["bf16"].encoder.parameters())
+    losses = {p: [h["train_loss"] for h in m.training_log.history] for p, m in runs.items()}
+    assert losses["bf16"][-1] < losses["bf16"][0]  # it learns
+    assert losses["bf16"] != losses["fp32"]  # the arithmetic really changed ...
+    for a, b in zip(losses["bf16"], losses["fp32"]):  # ... and stayed close
+        assert a == pytest.approx(b, rel=0.05)
+    best = {p: m.training_log.best_metric for p, m in runs.items()}
+    assert best["bf16"] == pytest.approx(best["fp32"], abs=0.1)

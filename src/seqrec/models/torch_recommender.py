@@ -128,12 +128,19 @@ class NeuralConfig:
     train_windows: str = "last"
     """'last': each user's most recent ``max_len`` transitions (the SASRec paper); 'sliding':
     every transition once, long histories cut into windows (the LRURec code's loader)."""
+    precision: str = "fp32"
+    """Training arithmetic. 'fp32': float32 throughout. 'bf16': the training forward and loss
+    under ``torch.autocast(bfloat16)``, the full cross-entropy's matmuls in bfloat16 (softmax
+    and sums in float32); weights, optimizer state, validation and scoring stay float32. Faster
+    only where bfloat16 is native (CPUs with AVX512-BF16 or AMX, recent GPUs);
+    ``docs/results/precision.md`` measures speed and accuracy against 'fp32'."""
 
     def __post_init__(self) -> None:
         check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr", "batch_size",
                        "epochs", "eval_every", "eval_batch_size")
         check_choice(self, "loss", LOSSES)
         check_choice(self, "train_windows", ("last", "sliding"))
+        check_choice(self, "precision", ("fp32", "bf16"))
         check_choice(self, "lr_rule", ("fixed", "linear", "sqrt"))
         if self.lr_base_batch < 0:
             raise ConfigError(f"lr_base_batch must be >= 0, got {self.lr_base_batch!r}")
@@ -146,6 +153,13 @@ class NeuralConfig:
             raise ConfigError(f"betas must be two values in [0, 1), got {self.betas!r}")
         if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
             raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}")
+
+
+def _cpu_has_native_bf16() -> bool:
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN: assume not
+        return False
 
 
 def resolve_device(name: str) -> torch.device:
@@ -246,7 +260,8 @@ class TorchRecommender(Recommender):
         cfg = self.config
         weight, bias = self.encoder.output_embeddings()
         if cfg.loss == "ce":
-            return losses.full_ce_loss(hidden, targets, weight, bias, cfg.ce_chunk)
+            return losses.full_ce_loss(hidden, targets, weight, bias, cfg.ce_chunk,
+                                       mm_dtype=torch.bfloat16 if cfg.precision == "bf16" else None)
         negs = data["negatives"].to(self.device)
         if cfg.loss == "bce":
             return losses.bce_loss(hidden, targets, negs, weight, bias)
@@ -311,7 +326,7 @@ class TorchRecommender(Recommender):
             trainer = Trainer(
                 self.encoder, cfg, rows,
                 make_batch=lambda r, rng: self.make_batch(windows, r, rng),
-                compute_loss=self.compute_loss,
+                compute_loss=self._with_precision(self.compute_loss),
                 validate=None if valid is None else (lambda: self.validation_metrics(valid)),
                 checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                 log_path=log_path, progress=progress, tensorboard_dir=tensorboard_dir,
@@ -323,6 +338,21 @@ class TorchRecommender(Recommender):
         self.encoder.eval()
         self._sampler, self._net = None, None
         return self
+
+    def _with_precision(self, compute_loss: Any) -> Any:
+        """``compute_loss`` under bfloat16 autocast when ``precision = 'bf16'`` (the
+        backward, which the trainer runs outside it, follows the forward's dtypes)."""
+        if self.config.precision != "bf16":
+            return compute_loss
+        if self.device.type == "cpu" and not _cpu_has_native_bf16():
+            log.warning("precision='bf16' on a CPU without native bfloat16 (AVX512-BF16 / AMX): "
+                        "training will be slower than with 'fp32'")
+
+        def autocast_loss(data: dict) -> torch.Tensor:
+            with torch.autocast(self.device.type, dtype=torch.bfloat16):
+                return compute_loss(data)
+
+        return autocast_loss
 
     def validation_metrics(self, valid: Targets) -> dict[str, float]:
         """Full-ranking metrics on ``valid`` with the history filter."""

@@ -61,10 +61,16 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
     computes the gradients right there (``softmax - onehot`` is at hand), so the backward pass
     only scales the stored ``[N, D]`` / ``[I, D]`` gradients: three matmuls and one ``exp``
     per logit instead of recomputing the logits.
+
+    With ``mm_dtype`` (bfloat16) the three matmuls take their inputs in that type (``h``, the
+    weights and the ``softmax - onehot`` matrix are rounded to it; products accumulate in
+    float32 inside the kernel) while the softmax, the loss and the gradient sums stay float32:
+    about 3x faster on a CPU with native bf16 (AVX512-BF16 / AMX), gradients within about
+    0.3% (relative norm) of the float32 ones.
     """
 
     @staticmethod
-    def forward(ctx, h, weight, bias, targets, chunk):  # h [N, D], weight [I+1, D]
+    def forward(ctx, h, weight, bias, targets, chunk, mm_dtype=None):  # h [N, D], weight [I+1, D]
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
         grad_h = torch.empty_like(h) if need_h else None
         grad_w = torch.zeros_like(weight) if need_w else None
@@ -73,12 +79,17 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
         # One reused [chunk, I+1] buffer: a fresh multi-MB tensor per chunk costs page faults
         # comparable to the matmul itself.
         buf = h.new_empty((min(chunk, h.shape[0]), weight.shape[0]))
-        wt = weight.T
+        low = mm_dtype is not None and mm_dtype != h.dtype
+        h_mm, w_mm = (h.to(mm_dtype), weight.to(mm_dtype)) if low else (h, weight)
+        wt = w_mm.T
         for start in range(0, h.shape[0], chunk):
-            hc = h[start : start + chunk]
+            hc = h_mm[start : start + chunk]
             t = targets[start : start + chunk]
             logits = buf[: hc.shape[0]]
-            torch.mm(hc, wt, out=logits)
+            if low:  # no mixed-dtype out= matmul on CPU: the product is copied up to float32
+                logits.copy_(torch.mm(hc, wt))
+            else:
+                torch.mm(hc, wt, out=logits)
             if bias is not None:
                 logits += bias
             logits[:, 0] = float("-inf")  # PAD is never a candidate
@@ -92,12 +103,17 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
                 continue
             p.div_(norm)  # softmax
             p[rows, t] -= 1.0
-            if grad_h is not None:
-                grad_h[start : start + chunk] = p @ weight
-            if grad_w is not None:
-                grad_w.addmm_(p.T, hc)
             if grad_b is not None:
                 grad_b += p.sum(0)
+            if low:
+                p = p.to(mm_dtype)
+            if grad_h is not None:
+                grad_h[start : start + chunk] = p @ w_mm
+            if grad_w is not None:
+                if low:
+                    grad_w += torch.mm(p.T, hc)
+                else:
+                    grad_w.addmm_(p.T, hc)
         ctx.grads = (grad_h, grad_w, grad_b)
         return total
 
@@ -106,7 +122,7 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
         grad_h, grad_w, grad_b = ctx.grads
         ctx.grads = None
         scale = lambda g: None if g is None else g * grad_out  # noqa: E731
-        return scale(grad_h), scale(grad_w), scale(grad_b), None, None
+        return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None
 
 
 def full_ce_loss(
@@ -116,16 +132,20 @@ def full_ce_loss(
     bias: torch.Tensor | None = None,
     chunk_size: int = 256,
     max_chunk_logits: int = 1 << 24,
+    mm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """Full-softmax cross-entropy over items ``1..I`` on valid positions, in row chunks.
 
     Peak extra memory is ``chunk x (I + 1)`` logits with
     ``chunk = min(chunk_size, max_chunk_logits // (I + 1))`` (at least 1), so huge catalogues
-    get smaller chunks automatically.
+    get smaller chunks automatically. ``mm_dtype=torch.bfloat16`` runs the logit and gradient
+    matmuls in bfloat16 (softmax and sums in float32; see :class:`_ChunkedSoftmaxCE`).
     """
     h, t = _valid(hidden, targets)
+    if h.dtype != weight.dtype:  # an autocast forward hands over bfloat16 states
+        h = h.to(weight.dtype)
     chunk = max(1, min(int(chunk_size), max_chunk_logits // weight.shape[0]))
-    return _ChunkedSoftmaxCE.apply(h, weight, bias, t, chunk) / h.shape[0]
+    return _ChunkedSoftmaxCE.apply(h, weight, bias, t, chunk, mm_dtype) / h.shape[0]
 
 
 def sampled_softmax_loss(
