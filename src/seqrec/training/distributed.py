@@ -201,8 +201,8 @@ def exit_if_left_group(code: int) -> None:
     """End a process that has left a process group with ``os._exit(code)`` after flushing its
     output, skipping the interpreter's finalization: with gloo, a rank's C++ static destructors
     at exit still abort now and then ("terminate called without an active exception",
-    SIGABRT, with no Python frame left; about one run in fifteen on 2 loaded cores, even after
-    the barrier and destroy_process_group above), and torchrun then fails the whole job.
+    SIGABRT, with no Python frame left, even after the barrier and destroy_process_group
+    above), and torchrun then fails the whole job.
     Callers must have closed their files; a process that never joined a group returns."""
     if not _left_group:
         return

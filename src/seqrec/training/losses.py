@@ -64,9 +64,8 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
 
     With ``mm_dtype`` (bfloat16) the three matmuls take their inputs in that type (``h``, the
     weights and the ``softmax - onehot`` matrix are rounded to it; products accumulate in
-    float32 inside the kernel) while the softmax, the loss and the gradient sums stay float32:
-    about 3x faster on a CPU with native bf16 (AVX512-BF16 / AMX), gradients within about
-    0.3% (relative norm) of the float32 ones.
+    float32 inside the kernel) while the softmax, the loss and the gradient sums stay float32.
+    Training step times of both paths: ``benchmarks/bench_precision.py``.
     """
 
     @staticmethod
