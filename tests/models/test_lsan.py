@@ -20,7 +20,15 @@ class TestLSANConformance(ConformanceSuite):
     config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 3}
     bad_configs = [{"dim": 0}, {"m1": 0}, {"dim": 15}, {"n_heads": 3}, {"categories": "brand"},
                    {"time_slots": "day"}, {"context_embedding": "hash"}, {"max_categories": 1},
-                   {"l2": -1.0}, {"twin_combine": "mean"}]
+                   {"l2": -1.0}, {"twin_combine": "mean"}, {"candidates": "context"}]
+
+
+class TestLSANInputCandidatesConformance(ConformanceSuite):
+    """Candidates composed through the input pipeline (``candidates='input'``) conform."""
+
+    model_cls = LSAN
+    config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 3, "candidates": "input"}
+    test_bad_configs = None
 
 
 class TestLSANAblationsConformance(ConformanceSuite):
@@ -211,3 +219,29 @@ def test_candidate_cache_follows_the_weights():
     with torch.no_grad():
         uncached.output_embeddings()
     assert uncached._candidates is None
+
+
+def test_input_candidates_use_the_category_and_the_fusion():
+    """``candidates='input'``: a candidate's vector is the input pipeline's output under the
+    context (padding label, own category, slots averaged), so it moves with the candidate's
+    category and with the fusion MLP, and QR partners no longer differ by one fixed offset."""
+    enc = _enc(candidates="input")
+    ids = torch.arange(1, 21)
+    with torch.no_grad():
+        w = enc.output_embeddings()[0]
+        assert w[0].abs().max() == 0  # PAD row
+        cur = enc.category_of[ids]
+        expected = enc.compose(enc.base_embeddings(ids),
+                               enc.tuple_context(torch.zeros_like(cur), cur, None))
+        assert torch.allclose(w[1:], expected, atol=1e-6)
+        # partners (j, j + 1 with j even share the last table's row): with the mean their
+        # difference is the same vector for every pair; through the input pipeline it is not
+        mean = _enc().output_embeddings()[0]
+        diffs_mean = mean[2:21:2] - mean[1:20:2]
+        diffs_input = w[2:21:2] - w[1:20:2]
+        assert torch.allclose(diffs_mean, diffs_mean[:1].expand_as(diffs_mean), atol=1e-6)
+        assert not torch.allclose(diffs_input, diffs_input[:1].expand_as(diffs_input), atol=1e-3)
+        # the category is read: changing it changes that candidate's vector only
+        enc.category_of[7] = enc.category_of[7] % 3 + 1
+        moved = (enc.output_embeddings()[0] - w).abs().amax(-1) > 1e-6
+    assert moved.tolist() == [i == 7 for i in range(21)]

@@ -49,8 +49,12 @@ ranking the catalogue): ``w_v = mean_n e_v^n``, the composition the dynamic weig
 under uniform weights (``sum_n`` when ``dynamic=False``, the input composition of that
 variant); score ``= f_T . w_v``, full-softmax cross-entropy over all items. (With additive
 composition the ``m1`` items that share a row of the last table differ by the same offsets for
-every user: the price of the compression, which grows with ``m1``.) Only the base
-tables are stored; scoring composes the candidate table and, by default, keeps it until the
+every user: the price of the compression, which grows with ``m1``.) ``candidates="input"``
+composes each candidate through the input pipeline instead -- dynamic weighting and fusion MLP
+under the part of its context that is known when ranking (its own category, the padding label
+as previous category, the hour slot averaged) -- so scoring uses the same item representation
+as the input side and QR partners no longer differ by one fixed offset (the MLP is
+non-linear). Only the base tables are stored; scoring composes the candidate table and, by default, keeps it until the
 weights change (``cache_candidates``; off, every call recomposes it and no full-size table is
 ever held).
 
@@ -124,6 +128,11 @@ class LSANConfig(NeuralConfig):
     """Keep the most widespread categories up to this many classes, 'other' included (0 = all)."""
     time_slots: str = "hour"
     """'hour': the hour of day of each interaction (needs real timestamps); 'none': one slot."""
+    candidates: str = "mean"
+    """How candidate items are composed for scoring: 'mean' (context-free mean of the base
+    embeddings; the sum when ``dynamic=False``) or 'input' (the input pipeline -- dynamic
+    weighting and fusion MLP -- under the candidate's own category, the padding label as
+    previous category and the hour slot averaged)."""
     context_embedding: str = "tuple"
     """'tuple': one learned vector per (prev category, category, slot) tuple; 'sum': the sum of
     three per-field embeddings."""
@@ -147,6 +156,7 @@ class LSANConfig(NeuralConfig):
         check_choice(self, "categories", ("category", "none"))
         check_choice(self, "time_slots", ("hour", "none"))
         check_choice(self, "context_embedding", ("tuple", "sum"))
+        check_choice(self, "candidates", ("mean", "input"))
         for name in ("ffn_dim", "max_categories", "l2"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -244,31 +254,50 @@ class LSANEncoder(SequenceEncoder):
         """``r_i`` for every position, ``[B, L, D]``."""
         cur = self.category_of[items]  # [B, L], 0 at PAD
         prev = F.pad(cur[:, :-1], (1, 0))  # the window's first item gets the padding label
+        slot = (timestamps // 3600) % HOURS if timestamps is not None else None
+        return self.tuple_context(prev, cur, slot)
+
+    def tuple_context(self, prev: torch.Tensor, cur: torch.Tensor,
+                      slot: torch.Tensor | None) -> torch.Tensor:
+        """Context vector of (previous category, category, hour slot) tuples, ``[..., D]``;
+        ``slot=None`` (no times) averages over the slots."""
         s = self.n_slots
-        if s > 1 and timestamps is not None:
-            slot = (timestamps // 3600) % HOURS
-        else:
-            slot = torch.zeros_like(items)
+        average = s > 1 and slot is None  # no times: average over the slots
+        if s == 1 or slot is None:
+            slot = torch.zeros_like(cur)
         if self.config.context_embedding == "sum":
-            slot_vec = (self.slot_emb(slot) if (s == 1 or timestamps is not None)
-                        else self.slot_emb.weight.mean(0))  # no times: average over the slots
+            slot_vec = self.slot_emb.weight.mean(0) if average else self.slot_emb(slot)
             return self.prev_emb(prev) + self.cur_emb(cur) + slot_vec
         index = (prev * self.n_classes + (cur - 1).clamp(min=0)) * s + slot
-        if s > 1 and timestamps is None:  # no times: average the tuple vectors over the slots
-            return self.context(index[..., None] + torch.arange(s, device=items.device)).mean(-2)
+        if average:
+            return self.context(index[..., None] + torch.arange(s, device=cur.device)).mean(-2)
         return self.context(index)
 
     def input_embeddings(self, batch: SequenceBatch) -> torch.Tensor:
         """``h~_i = MLP([h_i; r_i])`` for every position, ``[B, L, D]``."""
         items = batch.items
-        base = self.base_embeddings(items)  # [B, L, N, D]
-        ctx = self.context_vectors(items, batch.timestamps)  # [B, L, D]
+        return self.compose(self.base_embeddings(items),
+                            self.context_vectors(items, batch.timestamps))
+
+    def compose(self, base: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
+        """Base embeddings ``[..., N, D]`` under contexts ``[..., D]`` -> ``h~ [..., D]``."""
         if self.config.dynamic:
             logits = self.att_v(F.silu(self.att_ctx(ctx)[..., None, :] + self.att_emb(base)))
-            h = (torch.softmax(logits, dim=-2) * base).sum(-2)  # [B, L, D]
+            h = (torch.softmax(logits, dim=-2) * base).sum(-2)
         else:
             h = base.sum(-2)
         return self.fuse(torch.cat([h, ctx], dim=-1))
+
+    def candidate_embeddings(self, ids: torch.Tensor) -> torch.Tensor:
+        """Scoring vectors ``[I, D]`` of items ``ids`` (see ``LSANConfig.candidates``)."""
+        base = self.base_embeddings(ids)  # [I, N, D]
+        if self.config.candidates == "mean":
+            return base.mean(-2) if self.config.dynamic else base.sum(-2)
+        # "input": the input pipeline under the part of the context known for a candidate:
+        # its own category, the padding label as previous category, the slot averaged
+        cur = self.category_of[ids]
+        ctx = self.tuple_context(torch.zeros_like(cur), cur, None)
+        return self.compose(base, ctx)
 
     # --- SequenceEncoder -------------------------------------------------------------------
     def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
@@ -291,19 +320,19 @@ class LSANEncoder(SequenceEncoder):
         return self.forward(batch, last_only=True)[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        # Outside training (no grad) the composed table is kept until a base table changes
+        # Outside training (no grad) the composed table is kept until a parameter or buffer changes
         # (an optimizer step or load_state_dict bumps the tensor versions): scoring then costs
         # what a full table costs, at the price of holding the composed table in memory while
         # scoring. ``cache_candidates=False`` recomposes it at every call instead.
         # (never while torch.export traces: its fake tensors have no data pointer)
         cacheable = (self.config.cache_candidates and not torch.is_grad_enabled()
                      and not torch.compiler.is_exporting())
-        key = tuple((t.weight._version, t.weight.data_ptr()) for t in self.tables) if cacheable else None
+        key = (tuple((t._version, t.data_ptr()) for t in (*self.parameters(), *self.buffers()))
+               if cacheable else None)
         if cacheable and self._candidates is not None and self._candidates[0] == key:
             return self._candidates[1], None
         ids = torch.arange(self.n_items + 1, device=self.category_of.device)
-        base = self.base_embeddings(ids)  # [I + 1, N, D]
-        w = (base.mean(-2) if self.config.dynamic else base.sum(-2)) * ids.ne(0)[:, None]  # PAD 0
+        w = self.candidate_embeddings(ids) * ids.ne(0)[:, None]  # PAD row 0
         if cacheable:
             self._candidates = (key, w)
         return w, None
