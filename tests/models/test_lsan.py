@@ -20,7 +20,8 @@ class TestLSANConformance(ConformanceSuite):
     config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 3}
     bad_configs = [{"dim": 0}, {"m1": 0}, {"dim": 15}, {"n_heads": 3}, {"categories": "brand"},
                    {"time_slots": "day"}, {"context_embedding": "hash"}, {"max_categories": 1},
-                   {"l2": -1.0}, {"twin_combine": "mean"}, {"candidates": "context"}]
+                   {"l2": -1.0}, {"twin_combine": "mean"}, {"candidates": "context"},
+                   {"composition": "product"}, {"composition": "max", "dynamic": False}]
 
 
 class TestLSANInputCandidatesConformance(ConformanceSuite):
@@ -29,6 +30,16 @@ class TestLSANInputCandidatesConformance(ConformanceSuite):
     model_cls = LSAN
     config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 3, "candidates": "input"}
     test_bad_configs = None
+
+
+class TestLSANProductConformance(ConformanceSuite):
+    """Shi et al.'s product composition (no dynamic weights) with input-pipeline candidates."""
+
+    model_cls = LSAN
+    config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 2, "dynamic": False,
+                     "composition": "product", "candidates": "input"}
+    test_bad_configs = None
+    test_seeded_refit = None
 
 
 class TestLSANAblationsConformance(ConformanceSuite):
@@ -245,3 +256,13 @@ def test_input_candidates_use_the_category_and_the_fusion():
         enc.category_of[7] = enc.category_of[7] % 3 + 1
         moved = (enc.output_embeddings()[0] - w).abs().amax(-1) > 1e-6
     assert moved.tolist() == [i == 7 for i in range(21)]
+
+
+def test_product_composition_multiplies_the_base_rows():
+    enc = _enc(dynamic=False, composition="product")
+    ids = torch.arange(1, 21)
+    with torch.no_grad():
+        base = enc.base_embeddings(ids)
+        assert torch.allclose(enc.output_embeddings()[0][1:], base[:, 0] * base[:, 1])
+        # the small table starts near 1: the product starts as the large table's row
+        assert (enc.tables[0].weight - 1).abs().max() < 0.2

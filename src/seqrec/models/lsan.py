@@ -31,6 +31,10 @@ timestamps (``recommend`` from raw ids) averages the context over the hour slots
 under context ``r_i``; we use additive attention with the context as query:
 ``a_i^n = softmax_n(w^T SiLU(W_r r_i + W_e e_i^n))``, ``h_i = sum_n a_i^n e_i^n``.
 ``dynamic=False`` is LSAN_w/o.dynamic: ``h_i = sum_n e_i^n`` (Shi et al.'s QR with addition).
+``composition="product"`` (with ``dynamic=False``; not in LSAN) is Shi et al.'s element-wise
+product ``h_i = prod_n e_i^n``, the QR operation their paper found best: with m1 = 2 it lets the
+two items of a pair read different channels of their shared row (all tables but the last start
+near 1, so the product starts as the last table's row).
 **Fusion**: ``h~_i = MLP([h_i; r_i])`` with MLP = ``Linear(2D, D) -> SiLU -> Linear(D, D)`` (the
 paper: "a multi-layer perceptron 2D -> D", "a non-linear operation").
 
@@ -114,6 +118,9 @@ class LSANConfig(NeuralConfig):
     """Dropout on the input embedding, residual branches and FFN."""
     dynamic: bool = True
     """Context-aware weighting of the base embeddings; False = plain sum (LSAN_w/o.dynamic)."""
+    composition: str = "sum"
+    """'sum': the paper's (context-weighted) sum of the base embeddings; 'product': Shi et
+    al.'s element-wise product (not LSAN; unweighted, so it needs ``dynamic=False``)."""
     twin: bool = True
     """Twin attention; False = plain self-attention (LSAN_plain.attn)."""
     twin_combine: str = "split"
@@ -157,6 +164,10 @@ class LSANConfig(NeuralConfig):
         check_choice(self, "time_slots", ("hour", "none"))
         check_choice(self, "context_embedding", ("tuple", "sum"))
         check_choice(self, "candidates", ("mean", "input"))
+        check_choice(self, "composition", ("sum", "product"))
+        if self.composition == "product" and self.dynamic:
+            raise ConfigError("composition='product' has no weights to make dynamic: set "
+                              "dynamic=False")
         for name in ("ffn_dim", "max_categories", "l2"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -243,6 +254,9 @@ class LSANEncoder(SequenceEncoder):
                 nn.init.xavier_normal_(module.weight)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
+        if config.composition == "product":  # all but the last table start near 1, so that
+            for table in self.tables[:-1]:  # a product starts as the last table's row
+                nn.init.normal_(table.weight, 1.0, 0.02)
 
     # --- embeddings ------------------------------------------------------------------------
     def base_embeddings(self, items: torch.Tensor) -> torch.Tensor:
@@ -285,14 +299,18 @@ class LSANEncoder(SequenceEncoder):
             logits = self.att_v(F.silu(self.att_ctx(ctx)[..., None, :] + self.att_emb(base)))
             h = (torch.softmax(logits, dim=-2) * base).sum(-2)
         else:
-            h = base.sum(-2)
+            h = self.static_composition(base)
         return self.fuse(torch.cat([h, ctx], dim=-1))
+
+    def static_composition(self, base: torch.Tensor) -> torch.Tensor:
+        """Unweighted composition ``[..., N, D] -> [..., D]``: sum or element-wise product."""
+        return base.prod(-2) if self.config.composition == "product" else base.sum(-2)
 
     def candidate_embeddings(self, ids: torch.Tensor) -> torch.Tensor:
         """Scoring vectors ``[I, D]`` of items ``ids`` (see ``LSANConfig.candidates``)."""
         base = self.base_embeddings(ids)  # [I, N, D]
         if self.config.candidates == "mean":
-            return base.mean(-2) if self.config.dynamic else base.sum(-2)
+            return base.mean(-2) if self.config.dynamic else self.static_composition(base)
         # "input": the input pipeline under the part of the context known for a candidate:
         # its own category, the padding label as previous category, the slot averaged
         cur = self.category_of[ids]
