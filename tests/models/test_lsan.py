@@ -24,11 +24,11 @@ class TestLSANConformance(ConformanceSuite):
                    {"composition": "product"}, {"composition": "max", "dynamic": False}]
 
 
-class TestLSANInputCandidatesConformance(ConformanceSuite):
-    """Candidates composed through the input pipeline (``candidates='input'``) conform."""
+class TestLSANMeanCandidatesConformance(ConformanceSuite):
+    """Context-free candidates (``candidates='mean'``, the first default) conform."""
 
     model_cls = LSAN
-    config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 3, "candidates": "input"}
+    config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 3, "candidates": "mean"}
     test_bad_configs = None
 
 
@@ -145,11 +145,14 @@ def test_ablation_switches_change_the_model():
         assert not torch.allclose(full(_batch(items, hours)), full(_batch(items, shifted)))
         off = _enc(time_slots="none")
         assert torch.allclose(off(_batch(items, hours)), off(_batch(items, shifted)))
-        # without dynamic weighting the composition is the plain sum of the base embeddings
+        # context-free candidates: without dynamic weighting the plain sum of the base
+        # embeddings, with it their mean (uniform weights)
         ids = torch.tensor([3, 5])
-        assert torch.allclose(no_dyn.output_embeddings()[0][ids],
-                              no_dyn.base_embeddings(ids).sum(-2))
-        assert torch.allclose(full.output_embeddings()[0][ids], full.base_embeddings(ids).mean(-2))
+        no_dyn_mean, full_mean = _enc(dynamic=False, candidates="mean"), _enc(candidates="mean")
+        assert torch.allclose(no_dyn_mean.output_embeddings()[0][ids],
+                              no_dyn_mean.base_embeddings(ids).sum(-2))
+        assert torch.allclose(full_mean.output_embeddings()[0][ids],
+                              full_mean.base_embeddings(ids).mean(-2))
         # plain attention and twin attention are different functions of the same embeddings
         plain = _enc(twin=False)
         assert not torch.allclose(plain(_batch(items, hours)), full(_batch(items, hours)))
@@ -215,7 +218,7 @@ def test_fit_reads_the_categories_of_the_training_data():
 
 
 def test_candidate_cache_follows_the_weights():
-    enc = _enc()
+    enc = _enc(candidates="mean")
     with torch.no_grad():
         first = enc.output_embeddings()[0]
         assert enc.output_embeddings()[0] is first  # cached while nothing changes
@@ -247,7 +250,7 @@ def test_input_candidates_use_the_category_and_the_fusion():
         assert torch.allclose(w[1:], expected, atol=1e-6)
         # partners (j, j + 1 with j even share the last table's row): with the mean their
         # difference is the same vector for every pair; through the input pipeline it is not
-        mean = _enc().output_embeddings()[0]
+        mean = _enc(candidates="mean").output_embeddings()[0]
         diffs_mean = mean[2:21:2] - mean[1:20:2]
         diffs_input = w[2:21:2] - w[1:20:2]
         assert torch.allclose(diffs_mean, diffs_mean[:1].expand_as(diffs_mean), atol=1e-6)
@@ -259,7 +262,7 @@ def test_input_candidates_use_the_category_and_the_fusion():
 
 
 def test_product_composition_multiplies_the_base_rows():
-    enc = _enc(dynamic=False, composition="product")
+    enc = _enc(dynamic=False, composition="product", candidates="mean")
     ids = torch.arange(1, 21)
     with torch.no_grad():
         base = enc.base_embeddings(ids)
