@@ -277,3 +277,20 @@ def test_a_run_whose_dataset_is_missing_is_skipped_and_stored_ones_still_report(
     md = (dirs["report_dir"] / "pops.md").read_text()
     ndcg = first.planned[0].cached["metrics"]["test"]["NDCG@10"]
     assert f"{ndcg:.4f}" in md  # the stored run is in the report, matched without its data
+
+
+@pytest.mark.parametrize("text, seconds", [("90m", 5400), ("2h", 7200), ("2h30m", 9000),
+                                           ("1h 5m 30s", 3930), ("3600s", 3600), ("45", 45),
+                                           ("0.5h", 1800)])
+def test_budget_durations_combine_units(text, seconds):
+    from seqrec.cli.reproduce import parse_duration
+
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0m", "h", "2x", "30m2h", "-1m", "1h1h"])
+def test_bad_budget_durations_are_refused(text):
+    from seqrec.cli.reproduce import parse_duration
+
+    with pytest.raises(ConfigError, match="--budget"):
+        parse_duration(text)

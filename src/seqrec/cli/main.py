@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--runs", help="only these run ids (comma-separated)")
     rp.add_argument("--workers", type=int, default=1, help="runs trained at once, one process each")
     rp.add_argument("--threads", type=int, default=1, help="torch threads per worker")
-    rp.add_argument("--budget", help="wall-clock budget (e.g. 90m, 2h, 3600s): unfinished runs "
+    rp.add_argument("--budget", help="wall-clock budget (e.g. 90m, 2h, 2h30m, 3600s): unfinished runs "
                     "checkpoint and report their best so far; the same command continues them")
     rp.add_argument("--dry-run", action="store_true", help="list the runs and what is cached; train nothing")
     rp.add_argument("--report-only", action="store_true", help="rewrite the report from the recorded runs")

@@ -13,14 +13,23 @@ from seqrec.errors import ConfigError
 from seqrec.stop import Interrupted
 
 
+_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
 def parse_duration(text: str | None) -> float | None:
-    """``90m`` / ``2h`` / ``3600s`` / ``3600`` -> seconds (None stays None)."""
+    """``90m`` / ``2h`` / ``2h30m`` / ``1h 5m 30s`` / ``3600s`` / ``3600`` -> seconds (None stays
+    None). Units go from hours to seconds, each at most once; a bare number is seconds."""
     if text is None:
         return None
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
-    if not m or float(m.group(1)) <= 0:
-        raise ConfigError(f"--budget must be a positive duration like 90m, 2h or 3600s, got {text!r}")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?"
+                     r"\s*(?:(\d+(?:\.\d+)?)\s*s?)?\s*", text)
+    seconds = None
+    if m and any(m.groups()):
+        seconds = sum(float(v) * unit for v, unit in zip(m.groups(), _UNIT_SECONDS.values()) if v)
+    if not seconds or seconds <= 0:
+        raise ConfigError(f"--budget must be a positive duration like 90m, 2h, 2h30m or 3600s, "
+                          f"got {text!r}")
+    return seconds
 
 
 def _csv(text: str | None, cast=str):
