@@ -20,7 +20,7 @@ batch 256 (users drawn from the test targets), single thread, median over repeat
 models interleaved so that load from other processes hits all alike; wall and process CPU time.
 LSAN scores against a candidate table composed from its base tables (by default through the
 input pipeline under each item's own category, ``candidates="input"``; the row "mean
-candidates" uses the context-free mean of the base embeddings); the composed table is kept
+candidates, recompose" uses the context-free mean of the base embeddings); the composed table is kept
 between calls while the weights do not change (``cache_candidates``), which costs the memory of
 a full table while scoring. The row "recompose candidates" rebuilds it at every call (no
 full-size table is ever held).

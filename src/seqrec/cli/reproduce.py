@@ -13,7 +13,7 @@ from seqrec.errors import ConfigError
 from seqrec.stop import Interrupted
 
 
-_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+_UNIT_SECONDS = (3600, 60, 1)  # the regex groups: hours, minutes, seconds
 
 
 def parse_duration(text: str | None) -> float | None:
@@ -23,10 +23,8 @@ def parse_duration(text: str | None) -> float | None:
         return None
     m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?"
                      r"\s*(?:(\d+(?:\.\d+)?)\s*s?)?\s*", text)
-    seconds = None
-    if m and any(m.groups()):
-        seconds = sum(float(v) * unit for v, unit in zip(m.groups(), _UNIT_SECONDS.values()) if v)
-    if not seconds or seconds <= 0:
+    seconds = sum(float(v) * unit for v, unit in zip(m.groups(), _UNIT_SECONDS) if v) if m else 0.0
+    if seconds <= 0:
         raise ConfigError(f"--budget must be a positive duration like 90m, 2h, 2h30m or 3600s, "
                           f"got {text!r}")
     return seconds
