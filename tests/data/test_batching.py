@@ -68,6 +68,36 @@ def test_sliding_windows_train_every_transition_exactly_once(rows, max_len):
         assert windows.timestamps is not None
 
 
+@settings(max_examples=60, deadline=None)
+@given(rows=rows_strategy, max_len=st.integers(1, 12), data=st.data())
+def test_overlapping_windows_train_every_transition_once_with_context(rows, max_len, data):
+    """With a stride below max_len, each window's newest ``stride`` targets (what the model's
+    batch keeps) cover every transition once, and each sees max_len - stride items or the
+    whole history before it."""
+    stride = data.draw(st.integers(1, max_len))
+    seqs = _seqs(rows)
+    windows, source = sliding_windows(seqs, max_len, stride)
+    assert (windows.lengths <= max_len + 1).all()
+    batch = training_batch(windows, np.arange(len(windows)), max_len)
+    items, targets = batch.items.numpy(), batch.targets.numpy()
+    targets[:, : max_len - stride] = 0
+    for r, row in enumerate(rows):
+        got = []
+        for w in np.flatnonzero(source == r)[::-1]:  # oldest window first
+            for j in np.flatnonzero(targets[w]):
+                got.append((items[w, j], targets[w, j]))
+                t = len(got)  # the target is row[t]: it follows t items
+                assert (items[w, : j + 1] != 0).sum() >= min(t, max_len - stride + 1)
+        assert got == list(zip(row[:-1], row[1:], strict=False))
+
+
+def test_sliding_windows_reject_a_stride_beyond_max_len():
+    import pytest
+
+    with pytest.raises(ValueError, match="stride"):
+        sliding_windows(_seqs([[1, 2, 3]]), 3, 4)
+
+
 def test_sliding_windows_keep_short_rows_whole():
     seqs = _seqs([[1, 2, 3], [4, 5, 6, 7, 8, 9, 10]])
     windows, source = sliding_windows(seqs, 3)

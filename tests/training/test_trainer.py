@@ -162,6 +162,27 @@ def test_sliding_windows_train_on_more_rows_and_sample_negatives_per_user(data, 
         SASRecConfig(train_windows="random")
 
 
+def test_window_stride_trains_each_transition_once_with_more_windows(data):
+    """Overlapping windows: more rows per epoch, the same number of targets as 'sliding'."""
+    train, _, _ = data
+    short = dict(TINY, max_len=4, epochs=1, patience=0)
+    plain = SASRec(SASRecConfig(**short, train_windows="sliding"))
+    overlap = SASRec(SASRecConfig(**short, train_windows="sliding", window_stride=1))
+    targets = {}
+    for name, m in (("plain", plain), ("overlap", overlap)):
+        windows, m._row_source, rows = m.training_rows(train)
+        batch = m.make_batch(windows, rows, np.random.default_rng(0))["batch"]
+        targets[name] = (len(rows), int((batch.targets > 0).sum()))
+    assert targets["overlap"][0] > targets["plain"][0]
+    assert targets["overlap"][1] == targets["plain"][1] == int((train.lengths - 1).clip(0).sum())
+    overlap.fit(train, progress=False)
+    assert overlap.training_log.epochs_run == 1
+    with pytest.raises(ConfigError, match="window_stride"):
+        SASRecConfig(**short, train_windows="last", window_stride=2)  # needs sliding windows
+    with pytest.raises(ConfigError, match="window_stride"):
+        SASRecConfig(**short, train_windows="sliding", window_stride=5)
+
+
 def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
     """One record per epoch goes to ``on_epoch`` (loss, validation metric, seconds); a run
     continued from its checkpoint keeps the earlier epochs' records."""

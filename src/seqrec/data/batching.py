@@ -119,14 +119,17 @@ def inference_batch(
     )
 
 
-def sliding_windows(seqs: Sequences, max_len: int) -> tuple[Sequences, np.ndarray]:
+def sliding_windows(seqs: Sequences, max_len: int, stride: int = 0) -> tuple[Sequences, np.ndarray]:
     """Cut every row into windows of at most ``max_len + 1`` items (``max_len`` transitions).
 
-    The newest window ends at the row's last item and each older one ends where the next
-    starts (they share one item), so every transition ``x_t -> x_{t+1}`` of a row is a training
-    target exactly once, instead of only the most recent ``max_len`` ones. This is the training
-    data of the LRURec code (``sliding_window_size = 1``), which however cuts only rows of at
-    least ``2 * max_len`` items and drops the oldest remainder.
+    The newest window ends at the row's last item and each older one ends ``stride`` items
+    earlier (0 = ``max_len``: where the next starts, sharing one item), so with each window
+    training its newest ``stride`` targets every transition ``x_t -> x_{t+1}`` of a row is a
+    training target exactly once, instead of only the most recent ``max_len`` ones. This is the
+    training data of the LRURec code (``sliding_window_size = 1``), which however cuts only rows
+    of at least ``2 * max_len`` items and drops the oldest remainder. A ``stride`` below
+    ``max_len`` overlaps the windows, so that the older positions of a window give context to
+    its trained ones (the caller masks them as targets).
 
     Returns:
         the windows (rows in order: each source row's windows newest first) and the source row
@@ -134,13 +137,16 @@ def sliding_windows(seqs: Sequences, max_len: int) -> tuple[Sequences, np.ndarra
     """
     if max_len < 1:
         raise ValueError(f"max_len must be >= 1, got {max_len}")
+    if not 0 <= stride <= max_len:
+        raise ValueError(f"stride must be in [0, max_len], got {stride}")
+    step = stride or max_len
     lengths = seqs.lengths
-    # windows per row: ceil((n - 1) / max_len), at least 1
-    counts = np.maximum(1, -(-(lengths - 1) // max_len))
+    # windows per row: ceil((n - 1) / step), at least 1
+    counts = np.maximum(1, -(-(lengths - 1) // step))
     source = np.repeat(np.arange(len(seqs), dtype=np.int64), counts)
-    # k-th window of a row, newest first: ends at n - k*max_len
+    # k-th window of a row, newest first: ends at n - k*step
     first = np.concatenate([[0], np.cumsum(counts)[:-1]])
     k = np.arange(len(source), dtype=np.int64) - np.repeat(first, counts)
-    stops = lengths[source] - k * max_len
+    stops = lengths[source] - k * step
     starts = np.maximum(0, stops - max_len - 1)
     return seqs.slice_rows(source, starts, stops), source

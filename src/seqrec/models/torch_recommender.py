@@ -128,6 +128,13 @@ class NeuralConfig:
     train_windows: str = "last"
     """'last': each user's most recent ``max_len`` transitions (the SASRec paper); 'sliding':
     every transition once, long histories cut into windows (the LRURec code's loader)."""
+    window_stride: int = 0
+    """With 'sliding': a new window every ``window_stride`` transitions (0 = ``max_len``:
+    windows that do not overlap). A window trains only its newest ``window_stride`` targets,
+    the older positions being context, so every transition is still a target once per epoch
+    and each has at least ``max_len - window_stride`` items before it (without overlap the
+    first target of an older window sees none). Costs ``max_len / window_stride`` times the
+    encoder work per epoch; 1 is RecBole's one-sequence-per-transition data."""
     precision: str = "fp32"
     """Training arithmetic. 'fp32': float32 throughout. 'bf16': the training forward and loss
     under ``torch.autocast(bfloat16)``, the full cross-entropy's matmuls in bfloat16 (softmax
@@ -140,6 +147,11 @@ class NeuralConfig:
                        "epochs", "eval_every", "eval_batch_size")
         check_choice(self, "loss", LOSSES)
         check_choice(self, "train_windows", ("last", "sliding"))
+        if not 0 <= self.window_stride <= self.max_len:
+            raise ConfigError(f"window_stride must be in [0, max_len={self.max_len}] (0 = max_len), "
+                              f"got {self.window_stride!r}")
+        if self.window_stride and self.train_windows != "sliding":
+            raise ConfigError("window_stride needs train_windows = 'sliding'")
         check_choice(self, "precision", ("fp32", "bf16"))
         check_choice(self, "lr_rule", ("fixed", "linear", "sqrt"))
         if self.lr_base_batch < 0:
@@ -220,7 +232,12 @@ class TorchRecommender(Recommender):
 
     def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
         """Inputs/targets for ``rows`` plus the negatives the configured loss needs."""
-        batch = training_batch(train, rows, self.config.max_len)
+        cfg = self.config
+        batch = training_batch(train, rows, cfg.max_len)
+        if cfg.train_windows == "sliding" and 0 < cfg.window_stride < cfg.max_len:
+            # targets are right-aligned: the newest window_stride columns are this window's
+            # own; the older ones belong to an older window and stay context only
+            batch.targets[:, : cfg.max_len - cfg.window_stride] = 0
         return {"batch": batch, **self.negatives(rows, rng)}
 
     def negatives(self, rows: np.ndarray, rng: np.random.Generator) -> dict:
@@ -460,7 +477,8 @@ def training_rows(train: Sequences, cfg: Any) -> tuple[Sequences, np.ndarray | N
     one transition."""
     from seqrec.data.batching import sliding_windows
 
-    windows, source = (sliding_windows(train, cfg.max_len) if cfg.train_windows == "sliding"
+    windows, source = (sliding_windows(train, cfg.max_len, getattr(cfg, "window_stride", 0))
+                       if cfg.train_windows == "sliding"
                        else (train, None))
     return windows, source, np.flatnonzero(windows.lengths >= 2)
 
