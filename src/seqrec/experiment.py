@@ -183,8 +183,9 @@ def _training_info(model: Recommender) -> dict[str, Any] | None:
     if log_ is None or not hasattr(log_, "world_size"):
         return None
     cfg = model.config
-    return {"world_size": log_.world_size, "global_batch": cfg.batch_size,
-            "per_rank_batch": -(-cfg.batch_size // log_.world_size),
+    batch = getattr(model, "train_batch_size", None) or cfg.batch_size  # batch_targets sets it
+    return {"world_size": log_.world_size, "global_batch": batch,
+            "per_rank_batch": -(-batch // log_.world_size),
             "lr_rule": getattr(cfg, "lr_rule", "fixed"), "lr": log_.lr}
 
 

@@ -183,6 +183,32 @@ def test_window_stride_trains_each_transition_once_with_more_windows(data):
         SASRecConfig(**short, train_windows="sliding", window_stride=5)
 
 
+def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
+    """batch_targets picks the batch in sequences from the rows' mean target count, so long
+    and short rows get batches of about the same number of targets."""
+    from seqrec.models.torch_recommender import resolved_batch, targets_per_row
+
+    train, _, _ = data
+    for max_len in (3, 8):
+        cfg = SASRecConfig(**dict(TINY, max_len=max_len, epochs=1, patience=0), batch_targets=40)
+        model = SASRec(cfg)
+        windows, _, rows = model.training_rows(train)
+        mean = targets_per_row(windows, rows, cfg).mean()
+        assert resolved_batch(cfg, windows, rows).batch_size == max(1, round(40 / mean))
+        model.fit(train, progress=False)
+        assert model.train_batch_size == max(1, round(40 / mean))
+        assert model.training_log.global_step == -(-len(rows) // model.train_batch_size)
+    assert resolved_batch(SASRecConfig(**TINY), windows, rows).batch_size == TINY["batch_size"]
+    with pytest.raises(ConfigError, match="batch_targets"):
+        SASRecConfig(**TINY, batch_targets=-1)
+    from seqrec.models.bert4rec import BERT4RecConfig
+    from seqrec.models.fmlprec import FMLPRecConfig
+
+    for config_cls in (BERT4RecConfig, FMLPRecConfig):  # their targets are not next items
+        with pytest.raises(ConfigError, match="batch_targets"):
+            config_cls(batch_targets=1000)
+
+
 def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
     """One record per epoch goes to ``on_epoch`` (loss, validation metric, seconds); a run
     continued from its checkpoint keeps the earlier epochs' records."""
