@@ -294,3 +294,27 @@ def test_bad_budget_durations_are_refused(text):
 
     with pytest.raises(ConfigError, match="--budget"):
         parse_duration(text)
+
+
+def test_batch_targets_counts_in_a_run_identity_only_when_it_sizes_the_batch(tmp_path):
+    """A record made while batch_targets had another default (or none) is the same run when
+    batch_size is given, and another run when batch_size = 0 lets batch_targets size it."""
+    import dataclasses
+
+    from seqrec.models.sasrec import SASRec, SASRecConfig
+    from seqrec.models.torch_recommender import _check_same_config
+    from seqrec.reproduce.runner import compatible
+
+    def ident(**cfg):
+        return {"model": "sasrec", "model_config": cfg, "data": {}, "seed": 0}
+
+    assert compatible(ident(batch_size=128, batch_targets=0), ident(batch_size=128, batch_targets=1024))
+    assert compatible(ident(batch_size=128), ident(batch_size=128, batch_targets=1024))
+    assert not compatible(ident(batch_size=0, batch_targets=512), ident(batch_size=0, batch_targets=1024))
+    assert not compatible(ident(batch_size=128, batch_targets=1024), ident(batch_size=0, batch_targets=1024))
+    # a checkpoint directory: the same rule when a run resumes
+    cfg = SASRecConfig(batch_size=64, batch_targets=0)
+    _check_same_config(tmp_path, cfg, SASRec.name, 10)
+    _check_same_config(tmp_path, dataclasses.replace(cfg, batch_targets=1024), SASRec.name, 10)
+    with pytest.raises(ConfigError, match="batch_size"):
+        _check_same_config(tmp_path, dataclasses.replace(cfg, batch_size=0), SASRec.name, 10)

@@ -190,7 +190,8 @@ def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
 
     train, _, _ = data
     for max_len in (3, 8):
-        cfg = SASRecConfig(**dict(TINY, max_len=max_len, epochs=1, patience=0), batch_targets=40)
+        cfg = SASRecConfig(**dict(TINY, max_len=max_len, epochs=1, patience=0, batch_size=0),
+                           batch_targets=40)
         model = SASRec(cfg)
         windows, _, rows = model.training_rows(train)
         mean = targets_per_row(windows, rows, cfg).mean()
@@ -198,15 +199,19 @@ def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
         model.fit(train, progress=False)
         assert model.train_batch_size == max(1, round(40 / mean))
         assert model.training_log.global_step == -(-len(rows) // model.train_batch_size)
-    assert resolved_batch(SASRecConfig(**TINY), windows, rows).batch_size == TINY["batch_size"]
+    # a given batch_size wins; SASRec's default (0) sizes by batch_targets
+    assert resolved_batch(SASRecConfig(**TINY, batch_targets=40), windows, rows).batch_size == TINY["batch_size"]
+    assert SASRecConfig().batch_size == 0 and SASRecConfig().batch_targets == 1024
     with pytest.raises(ConfigError, match="batch_targets"):
         SASRecConfig(**TINY, batch_targets=-1)
+    with pytest.raises(ConfigError, match="batch_targets"):
+        SASRecConfig(**dict(TINY, batch_size=0), batch_targets=0)
     from seqrec.models.bert4rec import BERT4RecConfig
     from seqrec.models.fmlprec import FMLPRecConfig
 
     for config_cls in (BERT4RecConfig, FMLPRecConfig):  # their targets are not next items
         with pytest.raises(ConfigError, match="batch_targets"):
-            config_cls(batch_targets=1000)
+            config_cls(batch_size=0)
 
 
 def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):

@@ -145,9 +145,9 @@ class BERT4RecConfig(NeuralConfig):
             raise ConfigError(f"mask_prob must be in (0, 1], got {self.mask_prob!r}")
         if self.max_len < 2:
             raise ConfigError(f"max_len must be >= 2 (a history item and the mask), got {self.max_len}")
-        if self.window_stride or self.batch_targets:
-            raise ConfigError("window_stride and batch_targets are not supported by bert4rec: its "
-                              "Cloze targets are masked items anywhere in a window, not next items")
+        if self.window_stride or not self.batch_size:
+            raise ConfigError("window_stride and batch_size = 0 (batch_targets) are not supported by "
+                              "bert4rec: its Cloze targets are masked items, not next items")
         if self.dim % self.n_heads:
             raise ConfigError(f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}")
         if self.ffn_dim < 0:

@@ -92,9 +92,9 @@ class FMLPRecConfig(NeuralConfig):
         if self.train_windows != "last":
             raise ConfigError("FMLP-Rec trains on every prefix of the last max_len items; "
                               f"train_windows must be 'last', got {self.train_windows!r}")
-        if self.batch_targets:
-            raise ConfigError("batch_targets is not supported by fmlprec: each prefix sample has "
-                              "one target, so batch_size already counts targets")
+        if not self.batch_size:
+            raise ConfigError("batch_size = 0 (batch_targets) is not supported by fmlprec: each "
+                              "prefix sample has one target, so batch_size already counts targets")
 
 
 class FilterLayer(nn.Module):

@@ -97,13 +97,14 @@ class NeuralConfig:
     """AdamW betas (the SASRec paper uses beta2 = 0.98)."""
     batch_size: int = 128
     """Sequences per optimizer step over all processes: the global batch (under torchrun each
-    of N ranks takes a contiguous 1/N of it)."""
-    batch_targets: int = 0
-    """When > 0, ``batch_size`` is set at fit time so that a batch holds about this many
-    training targets: ``round(batch_targets / mean targets per training row)``, at least 1.
-    One size in sequences does not suit every dataset: 128 windows of 50 on MovieLens hold
-    about 6,000 targets, 128 short Amazon histories about 750 (docs/reproduce/defaults.md
-    measures both). The size used is in the run's result (``training.global_batch``)."""
+    of N ranks takes a contiguous 1/N of it). 0: sized by ``batch_targets`` at fit time."""
+    batch_targets: int = 1024
+    """With ``batch_size = 0``: the batch in sequences is set at fit time so that it holds about
+    this many training targets, ``round(batch_targets / mean targets per training row)``, at
+    least 1 (a ``batch_size`` > 0 is used as given and this is ignored). One size in sequences
+    does not suit every dataset: 128 windows of 50 on MovieLens hold about 5,000 targets, 128
+    short Amazon histories about 750 (``docs/reproduce/defaults.md`` measures both). The size
+    used is in the run's result (``training.global_batch``)."""
     lr_rule: str = "fixed"
     """How ``lr`` follows the global batch: 'fixed' (``lr`` as given), 'linear' or 'sqrt'
     (``lr`` times ``batch_size / lr_base_batch``, or its square root)."""
@@ -149,7 +150,7 @@ class NeuralConfig:
     ``docs/results/precision.md`` measures speed and accuracy against 'fp32'."""
 
     def __post_init__(self) -> None:
-        check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr", "batch_size",
+        check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr",
                        "epochs", "eval_every", "eval_batch_size")
         check_choice(self, "loss", LOSSES)
         check_choice(self, "train_windows", ("last", "sliding"))
@@ -164,9 +165,11 @@ class NeuralConfig:
             raise ConfigError(f"lr_base_batch must be >= 0, got {self.lr_base_batch!r}")
         check_range(self, "gbce_t", 0.0, 1.0)
         for name in ("weight_decay", "patience", "eval_every_steps", "grad_clip", "num_threads",
-                     "max_train_seconds", "batch_targets"):
+                     "max_train_seconds", "batch_size", "batch_targets"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.batch_size == 0 and self.batch_targets == 0:
+            raise ConfigError("batch_size = 0 sizes the batch by batch_targets, which must then be > 0")
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"betas must be two values in [0, 1), got {self.betas!r}")
         if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
@@ -501,11 +504,13 @@ def targets_per_row(windows: Sequences, rows: np.ndarray, cfg: Any) -> np.ndarra
 
 
 def resolved_batch(cfg: Any, windows: Sequences, rows: np.ndarray) -> Any:
-    """``cfg`` with ``batch_size`` set from ``batch_targets`` (unchanged when that is 0)."""
+    """``cfg`` with a ``batch_size`` of 0 set from ``batch_targets`` (others unchanged)."""
     import dataclasses
 
-    if not getattr(cfg, "batch_targets", 0) or not len(rows):
+    if cfg.batch_size:
         return cfg
+    if not len(rows):
+        return dataclasses.replace(cfg, batch_size=1)
     mean = float(targets_per_row(windows, rows, cfg).mean())
     return dataclasses.replace(cfg, batch_size=max(1, round(cfg.batch_targets / max(mean, 1.0))))
 
@@ -522,6 +527,13 @@ RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device
                "ce_chunk")
 
 
+def inert_fields(config: dict) -> set[str]:
+    """Fields of a config dict that cannot change training: ``batch_targets`` while
+    ``batch_size`` is given (> 0). Comparisons of runs skip them, so that a run keeps its
+    identity whatever ``batch_targets`` it recorded then."""
+    return {"batch_targets"} if config.get("batch_size", 0) else set()
+
+
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
     """A checkpoint directory belongs to one (model, config, catalogue); refuse to mix."""
     import dataclasses
@@ -532,7 +544,8 @@ def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> No
     path = directory / "run.json"
 
     def identity(m: dict) -> dict:
-        return {**m, "config": {k: v for k, v in m["config"].items() if k not in RUN_CONTROL}}
+        skip = set(RUN_CONTROL) | inert_fields(m["config"])
+        return {**m, "config": {k: v for k, v in m["config"].items() if k not in skip}}
 
     if path.exists():
         old = json.loads(path.read_text())
@@ -543,7 +556,8 @@ def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> No
                 old["config"][k] = v
         if identity(old) != identity(meta):
             changed = sorted(k for k in set(old["config"]) | set(meta["config"])
-                             if k not in RUN_CONTROL and old["config"].get(k) != meta["config"].get(k))
+                             if k not in RUN_CONTROL and k not in inert_fields(meta["config"])
+                             and old["config"].get(k) != meta["config"].get(k))
             raise ConfigError(
                 f"{directory} holds a run with another model/config/data (differs in "
                 f"{', '.join(changed) or 'model or n_items'}); use a new directory"

@@ -111,13 +111,15 @@ def compatible(stored: dict[str, Any], current: dict[str, Any], budget: bool = T
     a, b = (stored, current) if budget else (_strip_budget(stored), _strip_budget(current))
     if {k: v for k, v in a.items() if k != "model_config"} != {k: v for k, v in b.items() if k != "model_config"}:
         return False
+    from seqrec.models.torch_recommender import inert_fields
+
     defaults = _defaults(current["model"])
-    old, new = a["model_config"], b["model_config"]
-    for k in set(old) | set(new):
-        ov = old.get(k, defaults.get(k)) if k in defaults else old.get(k)
-        if json.dumps(ov, default=str) != json.dumps(new.get(k), default=str):
-            return False
-    return True
+    old = {k: a["model_config"].get(k, defaults.get(k)) if k in defaults else a["model_config"].get(k)
+           for k in set(a["model_config"]) | set(b["model_config"])}
+    new = b["model_config"]
+    inert = inert_fields(old) & inert_fields(new)
+    return all(json.dumps(old.get(k), default=str) == json.dumps(new.get(k), default=str)
+               for k in set(old) | set(new) if k not in inert)
 
 
 # --- executing a run --------------------------------------------------------------------------

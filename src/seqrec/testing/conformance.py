@@ -235,7 +235,8 @@ def check_seeded_refit(model_cls, config_kwargs: dict[str, Any]) -> None:
 
 
 def check_bad_configs(model_cls, config_kwargs: dict[str, Any], bad_configs=()) -> None:
-    common = [{"max_len": 0}, {"lr": -1.0}, {"loss": "nope"}, {"batch_size": 0}, {"gbce_t": 2.0}]
+    common = [{"max_len": 0}, {"lr": -1.0}, {"loss": "nope"}, {"batch_size": -1},
+              {"batch_size": 0, "batch_targets": 0}, {"gbce_t": 2.0}]
     for bad in [*common, *bad_configs]:
         try:
             make_config(model_cls, config_kwargs, **bad)
