@@ -25,10 +25,10 @@ DEMO_MODELS = ("pop", "puresvd", "sasrec", "lrurec", "hstu")
 # on validation included (patience 30), under an EPOCH budget, never a wall-clock one: the
 # 60 s cap of before cut them at a load-dependent epoch, and on a busy machine SASRec and HSTU
 # fell below PureSVD. Same seed, same table on any machine (`seqrec demo --max-seconds N` is
-# the explicit opt-out for slow machines). Measured on ml-latest-small, one torch thread,
-# CPU seconds per epoch (validation included): SASRec 1.0, LRURec 1.7, HSTU 0.9. Patience
-# stops them at epochs 60 / 55 / 83 (best 30 / 25 / 53), about 4 min of CPU for the demo;
-# the cap of 100 epochs is above every stop seen and bounds the worst case to about 6 min.
+# the explicit opt-out for slow machines). Measured on ml-latest-small, one torch thread, with
+# the defaults of 2026-12-02 (docs/results/demo_ml-latest-small.md): patience stops SASRec,
+# LRURec and HSTU at epochs 56 / 51 / 63 (best 26 / 21 / 33), about 11 min of CPU for the demo;
+# the cap of 100 epochs is above every stop seen and bounds the worst case.
 _NEURAL_DEMO = {"epochs": 100, "max_len": 50}
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "puresvd": {"rank": 64, "scaling": 0.4},
