@@ -27,7 +27,7 @@ DEMO_MODELS = ("pop", "puresvd", "sasrec", "lrurec", "hstu")
 # fell below PureSVD. Same seed, same table on any machine (`seqrec demo --max-seconds N` is
 # the explicit opt-out for slow machines). Measured on ml-latest-small, one torch thread, with
 # the defaults of 2026-12-02 (docs/results/demo_ml-latest-small.md): patience stops SASRec,
-# LRURec and HSTU at epochs 56 / 51 / 63 (best 26 / 21 / 33), about 11 min of CPU for the demo;
+# LRURec and HSTU at epochs 56 / 74 / 63 (best 26 / 44 / 33), about 13.5 min of CPU for the demo;
 # the cap of 100 epochs is above every stop seen and bounds the worst case.
 _NEURAL_DEMO = {"epochs": 100, "max_len": 50}
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
