@@ -244,7 +244,7 @@ class TorchRecommender(Recommender):
         """Inputs/targets for ``rows`` plus the negatives the configured loss needs."""
         cfg = self.config
         batch = training_batch(train, rows, cfg.max_len)
-        if cfg.train_windows == "sliding" and 0 < cfg.window_stride < cfg.max_len:
+        if 0 < cfg.window_stride < cfg.max_len:  # the config allows a stride only when sliding
             # targets are right-aligned: the newest window_stride columns are this window's
             # own; the older ones belong to an older window and stay context only
             batch.targets[:, : cfg.max_len - cfg.window_stride] = 0
@@ -489,9 +489,8 @@ def training_rows(train: Sequences, cfg: Any) -> tuple[Sequences, np.ndarray | N
     one transition."""
     from seqrec.data.batching import sliding_windows
 
-    windows, source = (sliding_windows(train, cfg.max_len, getattr(cfg, "window_stride", 0))
-                       if cfg.train_windows == "sliding"
-                       else (train, None))
+    windows, source = (sliding_windows(train, cfg.max_len, cfg.window_stride)
+                       if cfg.train_windows == "sliding" else (train, None))
     return windows, source, np.flatnonzero(windows.lengths >= 2)
 
 
@@ -499,8 +498,7 @@ def targets_per_row(windows: Sequences, rows: np.ndarray, cfg: Any) -> np.ndarra
     """Training targets of each row under the shared next-item batching: its transitions,
     at most ``max_len``, and at most ``window_stride`` with overlapping windows."""
     n = np.minimum(np.maximum(windows.lengths[rows] - 1, 0), cfg.max_len)
-    stride = getattr(cfg, "window_stride", 0)
-    return np.minimum(n, stride) if cfg.train_windows == "sliding" and stride else n
+    return np.minimum(n, cfg.window_stride) if cfg.window_stride else n
 
 
 def resolved_batch(cfg: Any, windows: Sequences, rows: np.ndarray) -> Any:
@@ -509,9 +507,7 @@ def resolved_batch(cfg: Any, windows: Sequences, rows: np.ndarray) -> Any:
 
     if cfg.batch_size:
         return cfg
-    if not len(rows):
-        return dataclasses.replace(cfg, batch_size=1)
-    mean = float(targets_per_row(windows, rows, cfg).mean())
+    mean = float(targets_per_row(windows, rows, cfg).mean()) if len(rows) else 1.0
     return dataclasses.replace(cfg, batch_size=max(1, round(cfg.batch_targets / max(mean, 1.0))))
 
 
