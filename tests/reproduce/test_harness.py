@@ -318,3 +318,32 @@ def test_batch_targets_counts_in_a_run_identity_only_when_it_sizes_the_batch(tmp
     _check_same_config(tmp_path, dataclasses.replace(cfg, batch_targets=1024), SASRec.name, 10)
     with pytest.raises(ConfigError, match="batch_size"):
         _check_same_config(tmp_path, dataclasses.replace(cfg, batch_size=0), SASRec.name, 10)
+
+
+def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
+    """min_epoch_steps was added with SASRec's default at 100: a stored config without it trained
+    without it, so it matches an identity with 0 and not one with today's default; with a given
+    batch_size the field is inert."""
+    import json
+
+    from seqrec.models.sasrec import SASRec, SASRecConfig
+    from seqrec.models.torch_recommender import _check_same_config
+    from seqrec.reproduce.runner import compatible
+
+    def ident(**cfg):
+        return {"model": "sasrec", "model_config": cfg, "data": {}, "seed": 0}
+
+    legacy = ident(batch_size=0, batch_targets=1024)
+    assert compatible(legacy, ident(batch_size=0, batch_targets=1024, min_epoch_steps=0, auto_batch_max=128))
+    assert not compatible(legacy, ident(batch_size=0, batch_targets=1024, min_epoch_steps=100, auto_batch_max=128))
+    assert compatible(ident(batch_size=128), ident(batch_size=128, min_epoch_steps=100, auto_batch_max=64))
+    # a checkpoint written before the field existed resumes only under the behaviour it had
+    cfg = SASRecConfig(batch_size=0, min_epoch_steps=0)
+    _check_same_config(tmp_path, cfg, SASRec.name, 10)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    del meta["config"]["min_epoch_steps"], meta["config"]["auto_batch_max"]
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    _check_same_config(tmp_path, cfg, SASRec.name, 10)
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="min_epoch_steps"):
+        _check_same_config(tmp_path, SASRecConfig(batch_size=0), SASRec.name, 10)

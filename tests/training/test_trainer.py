@@ -214,6 +214,38 @@ def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
             config_cls(batch_size=0)
 
 
+def test_min_epoch_steps_raises_an_automatic_batch_where_the_data_allow(data):
+    """With batch_size = 0, min_epoch_steps grows the batch beyond batch_targets' size, up to
+    auto_batch_max, while an epoch keeps that many steps; small data keep the targets batch, and
+    a given batch_size is never changed."""
+    from seqrec.models.torch_recommender import resolved_batch, targets_per_row
+
+    train, _, _ = data
+    cfg = SASRecConfig(**dict(TINY, batch_size=0, epochs=1, patience=0), batch_targets=9,
+                       min_epoch_steps=3, auto_batch_max=64)
+    model = SASRec(cfg)
+    windows, _, rows = model.training_rows(train)
+    by_targets = max(1, round(9 / targets_per_row(windows, rows, cfg).mean()))
+    by_steps = len(rows) // 3
+    assert by_steps > by_targets  # the case under test: the data allow a larger batch
+    assert resolved_batch(cfg, windows, rows).batch_size == min(64, by_steps)
+    capped = SASRecConfig(**dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=3, auto_batch_max=by_targets + 1)
+    assert resolved_batch(capped, windows, rows).batch_size == by_targets + 1
+    few_rows = SASRecConfig(**dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=len(rows))
+    assert resolved_batch(few_rows, windows, rows).batch_size == by_targets  # one-row batches never win
+    off = SASRecConfig(**dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=0)
+    assert resolved_batch(off, windows, rows).batch_size == by_targets
+    given = SASRecConfig(**TINY, min_epoch_steps=3)
+    assert resolved_batch(given, windows, rows).batch_size == TINY["batch_size"]
+    model.fit(train, progress=False)
+    assert model.train_batch_size == min(64, by_steps)
+    steps = model.training_log.global_step
+    assert steps == -(-len(rows) // model.train_batch_size) and steps >= 3
+    assert SASRecConfig().min_epoch_steps == 100 and SASRecConfig().auto_batch_max == 128
+    with pytest.raises(ConfigError, match="min_epoch_steps"):
+        SASRecConfig(min_epoch_steps=-1)
+
+
 def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
     """One record per epoch goes to ``on_epoch`` (loss, validation metric, seconds); a run
     continued from its checkpoint keeps the earlier epochs' records."""

@@ -105,6 +105,16 @@ class NeuralConfig:
     does not suit every dataset: 128 windows of 50 on MovieLens hold about 5,000 targets, 128
     short Amazon histories about 750 (``docs/reproduce/defaults.md`` measures both). The size
     used is in the run's result (``training.global_batch``)."""
+    min_epoch_steps: int = 0
+    """With ``batch_size = 0``: where the data are large enough, the batch grows beyond
+    ``batch_targets``' size, up to ``auto_batch_max`` sequences, as long as an epoch keeps this
+    many optimizer steps: ``max(targets batch, min(auto_batch_max, floor(training rows /
+    min_epoch_steps)))``. Small data keep small batches (many updates per epoch), large data
+    get less noisy ones: with 100, ML-100K's 2,412 windows of 50 train in batches of 25 (the
+    1,024-target size), ML-1M's 22,532 in batches of 128, which validated higher there
+    (``docs/reproduce/defaults.md``). 0 = off. Ignored when ``batch_size`` > 0."""
+    auto_batch_max: int = 128
+    """The largest batch (sequences) ``min_epoch_steps`` may raise an automatic batch to."""
     lr_rule: str = "fixed"
     """How ``lr`` follows the global batch: 'fixed' (``lr`` as given), 'linear' or 'sqrt'
     (``lr`` times ``batch_size / lr_base_batch``, or its square root)."""
@@ -165,7 +175,8 @@ class NeuralConfig:
             raise ConfigError(f"lr_base_batch must be >= 0, got {self.lr_base_batch!r}")
         check_range(self, "gbce_t", 0.0, 1.0)
         for name in ("weight_decay", "patience", "eval_every_steps", "grad_clip", "num_threads",
-                     "max_train_seconds", "batch_size", "batch_targets"):
+                     "max_train_seconds", "batch_size", "batch_targets", "min_epoch_steps",
+                     "auto_batch_max"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.batch_size == 0 and self.batch_targets == 0:
@@ -502,13 +513,17 @@ def targets_per_row(windows: Sequences, rows: np.ndarray, cfg: Any) -> np.ndarra
 
 
 def resolved_batch(cfg: Any, windows: Sequences, rows: np.ndarray) -> Any:
-    """``cfg`` with a ``batch_size`` of 0 set from ``batch_targets`` (others unchanged)."""
+    """``cfg`` with the global batch it trains with: a ``batch_size`` of 0 set from
+    ``batch_targets`` and ``min_epoch_steps`` (a ``batch_size`` > 0 is returned unchanged)."""
     import dataclasses
 
     if cfg.batch_size:
         return cfg
     mean = float(targets_per_row(windows, rows, cfg).mean()) if len(rows) else 1.0
-    return dataclasses.replace(cfg, batch_size=max(1, round(cfg.batch_targets / max(mean, 1.0))))
+    batch = max(1, round(cfg.batch_targets / max(mean, 1.0)))
+    if cfg.min_epoch_steps:
+        batch = max(batch, min(cfg.auto_batch_max, len(rows) // cfg.min_epoch_steps))
+    return dataclasses.replace(cfg, batch_size=batch)
 
 
 def steps_per_epoch(train: Sequences, cfg: Any) -> int:
@@ -523,11 +538,20 @@ RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device
                "ce_chunk")
 
 
+# Fields added to the configs after runs were recorded, with the value that reproduces how those
+# runs trained. A stored config without the field is read with this value, not with the class's
+# current default (which may differ: SASRec's ``min_epoch_steps`` is 100).
+ADDED_FIELDS: dict[str, Any] = {"min_epoch_steps": 0}
+
+
 def inert_fields(config: dict) -> set[str]:
-    """Fields of a config dict that cannot change training: ``batch_targets`` while
-    ``batch_size`` is given (> 0). Comparisons of runs skip them, so that a run keeps its
-    identity whatever ``batch_targets`` it recorded then."""
-    return {"batch_targets"} if config.get("batch_size", 0) else set()
+    """Fields of a config dict that cannot change training: the automatic batch's fields while
+    ``batch_size`` is given (> 0), and ``auto_batch_max`` without ``min_epoch_steps``.
+    Comparisons of runs skip them, so that a run keeps its identity whatever values of them it
+    recorded then."""
+    if config.get("batch_size", 0):
+        return {"batch_targets", "min_epoch_steps", "auto_batch_max"}
+    return set() if config.get("min_epoch_steps", 0) else {"auto_batch_max"}
 
 
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
@@ -545,10 +569,15 @@ def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> No
 
     if path.exists():
         old = json.loads(path.read_text())
-        # A field added to the config class after the run started counts as its default.
+        # A field added to the config class after the run started counts as the value the run
+        # trained with: its ADDED_FIELDS value, else its default.
         defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
         for k, v in meta["config"].items():
-            if k not in old["config"] and k in defaults and json.loads(json.dumps(defaults[k], default=str)) == v:
+            if k in old["config"]:
+                continue
+            if k in ADDED_FIELDS:
+                old["config"][k] = ADDED_FIELDS[k]
+            elif k in defaults and json.loads(json.dumps(defaults[k], default=str)) == v:
                 old["config"][k] = v
         if identity(old) != identity(meta):
             changed = sorted(k for k in set(old["config"]) | set(meta["config"])

@@ -98,8 +98,12 @@ def _defaults(model_name: str) -> dict[str, Any]:
 
     if is_peer(model_name):  # a peer's identity lists all its fields: nothing to default
         return {}
+    from seqrec.models.torch_recommender import ADDED_FIELDS
+
     config_cls, _ = get_model(model_name)
-    return config_to_dict(config_cls())
+    cfg = config_to_dict(config_cls())
+    # a field the stored run did not know trained as its ADDED_FIELDS value, not today's default
+    return {**cfg, **{k: v for k, v in ADDED_FIELDS.items() if k in cfg}}
 
 
 def compatible(stored: dict[str, Any], current: dict[str, Any], budget: bool = True) -> bool:
