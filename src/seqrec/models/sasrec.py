@@ -56,9 +56,8 @@ Deviations from the paper (all deliberate, all switchable where noted):
   (validation NDCG@10 0.120 vs 0.127 over 3 seeds); 128 short Amazon histories hold about 750
   targets and a batch of 26 (150 targets) lost there (0.059 vs 0.067); on ML-1M (22,532 windows)
   batches of 1,024 targets (24 windows, 939 steps per epoch) validated below 128 windows (0.181
-  vs 0.191, test 0.174 vs 0.185). The
-  rule picks, on each of ML-100K, ml-latest-small, Beauty and ML-1M, the batch that validated best
-  (``docs/reproduce/defaults.md``). The paper's 128 is ``batch_size=128``.
+  vs 0.191, test 0.174 vs 0.185). The rule picks, on each of ML-100K, ml-latest-small, Beauty
+  and ML-1M, the batch that validated best (``docs/reproduce/defaults.md``). The paper's 128 is ``batch_size=128``.
 * Optimizer is AdamW (``weight_decay=0`` equals the paper's Adam); the paper's L2 on
   embeddings is not applied.
 * Defaults are the best recipe measured (``docs/reproduce/defaults.md``, chosen on validation
