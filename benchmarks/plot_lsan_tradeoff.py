@@ -80,6 +80,8 @@ def plot(rows: list[dict], path: Path) -> bool:
         ax.annotate(r["label"] + (" (unfinished)" if partial else ""),
                     (r["params"] / 1e6, r["NDCG@10"]), fontsize=7,
                     xytext=(4, 4), textcoords="offset points")
+    most = max((r["params"] for r in rows if r.get("params")), default=1) / 1e6
+    ax.set_xlim(0, most * 1.6)  # room for the labels right of the points
     ax.set(xlabel="trainable parameters (millions)", ylabel="test NDCG@10",
            title="LSAN compression on Beauty (S3-Rec), D = 128")
     ax.grid(alpha=0.3)

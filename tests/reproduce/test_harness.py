@@ -151,7 +151,9 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
     cut = reproduce(table, runs, budget_seconds=1e-3, **dirs).planned[0]
     assert cut.cached is None and cut.partial is not None and cut.partial["partial"]
     # the unfinished run's checkpoint is kept in the state dir, so a fresh checkout resumes it
-    assert (dirs["state_dir"] / cut.key / "last.pt").exists()
+    # (compressed: the state dir is committed)
+    assert (dirs["state_dir"] / cut.key / "last.pt.xz").exists()
+    assert not (dirs["state_dir"] / cut.key / "last.pt").exists()
     import shutil
 
     shutil.rmtree(dirs["runs_dir"])
@@ -159,6 +161,33 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
     assert done["metrics"] == whole["metrics"]
     assert done["best_epoch"] == whole["best_epoch"]
     assert not (dirs["state_dir"] / cut.key).exists()
+
+
+def test_saved_state_is_compressed_and_plain_states_still_resume(tmp_path):
+    from seqrec.reproduce import runner
+
+    run_dir, state = tmp_path / "runs" / "k1", tmp_path / "state"
+    run_dir.mkdir(parents=True)
+    ckpt = bytes(range(256)) * 64 + b"\0" * 100_000  # compressible, like zero Adam moments
+    (run_dir / "last.pt").write_bytes(ckpt)
+    (run_dir / "run.json").write_text("{}")
+    runner.save_state(run_dir, state, finished=False)
+    packed = state / "k1" / "last.pt.xz"
+    assert packed.exists() and packed.stat().st_size < len(ckpt) / 2
+    fresh = tmp_path / "fresh" / "k1"
+    assert runner.restore_state(fresh, state)
+    assert (fresh / "last.pt").read_bytes() == ckpt and (fresh / "run.json").read_text() == "{}"
+    assert not runner.restore_state(fresh, state)  # a run directory with a checkpoint keeps its own
+    # a plain checkpoint written by older code after the packed one is the newer: it wins
+    os.utime(packed, ns=(1, 1))
+    (state / "k1" / "last.pt").write_bytes(b"newer")
+    other = tmp_path / "other" / "k1"
+    assert runner.restore_state(other, state) and (other / "last.pt").read_bytes() == b"newer"
+    # saving again leaves one checkpoint, packed; finishing drops the state
+    runner.save_state(run_dir, state, finished=False)
+    assert sorted(f.name for f in (state / "k1").iterdir()) == ["last.pt.xz", "run.json"]
+    runner.save_state(run_dir, state, finished=True)
+    assert not (state / "k1").exists()
 
 
 def _cli(path: Path, *options: str) -> list[str]:

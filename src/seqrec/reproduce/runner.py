@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import lzma
 import time
 from pathlib import Path
 from typing import Any
@@ -142,17 +143,33 @@ def prepared_data(spec: RunSpec):
 
 
 STATE_FILES = ("last.pt", "run.json", "identity.json", "validation.jsonl")
+# The checkpoint is kept xz-compressed in the state dir: float32 weights and Adam moments shrink
+# by 8-10% (FMLP-Rec ML-1M 5.24 -> 4.80 MB, BERT4Rec 5.49 -> 4.98 MB), enough to bring those two
+# runs' states under the size the repository keeps. ``last.pt`` (uncompressed) is still read.
+PACKED_CHECKPOINT = "last.pt.xz"
+STATE_KEEP_BYTES = 5_000_000
+"""States above this are written but not meant to be committed (the harness says so)."""
+
+
+def _state_checkpoint(src: Path) -> Path | None:
+    """The state's checkpoint file: the packed or the plain one, the newer when both exist."""
+    found = [f for f in (src / PACKED_CHECKPOINT, src / "last.pt") if f.exists()]
+    return max(found, key=lambda f: f.stat().st_mtime_ns) if found else None
 
 
 def restore_state(run_dir: Path, state_dir: Path | None) -> bool:
     """Seed an absent checkpoint directory from the committed state of an unfinished run."""
     src = None if state_dir is None else state_dir / run_dir.name
-    if src is None or (run_dir / "last.pt").exists() or not (src / "last.pt").exists():
+    ckpt = None if src is None else _state_checkpoint(src)
+    if ckpt is None or (run_dir / "last.pt").exists():
         return False
     run_dir.mkdir(parents=True, exist_ok=True)
     for name in STATE_FILES:
-        if (src / name).exists():
-            data = (src / name).read_bytes()
+        origin = ckpt if name == "last.pt" else src / name
+        if origin.exists():
+            data = origin.read_bytes()
+            if origin.name == PACKED_CHECKPOINT:
+                data = lzma.decompress(data)
             atomic_write(run_dir / name, lambda fh, data=data: fh.write(data))
     log.info("resuming %s from the saved state in %s", run_dir.name, src)
     return True
@@ -160,19 +177,30 @@ def restore_state(run_dir: Path, state_dir: Path | None) -> bool:
 
 def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
     """Keep an unfinished run's checkpoint where it survives a fresh checkout (the state dir
-    is committed); a finished run's state is dropped, its record is the cache."""
+    is committed; the checkpoint xz-compressed); a finished run's state is dropped, its record
+    is the cache."""
     if state_dir is None:
         return
     dst = state_dir / run_dir.name
     if finished:
-        for name in STATE_FILES:
+        for name in (*STATE_FILES, PACKED_CHECKPOINT):
             (dst / name).unlink(missing_ok=True)
         if dst.exists() and not any(dst.iterdir()):
             dst.rmdir()
         return
     for name in STATE_FILES:
-        if (run_dir / name).exists():
-            data = (run_dir / name).read_bytes()
+        if not (run_dir / name).exists():
+            continue
+        data = (run_dir / name).read_bytes()
+        if name == "last.pt":
+            data = lzma.compress(data, preset=6)
+            atomic_write(dst / PACKED_CHECKPOINT, lambda fh, data=data: fh.write(data))
+            (dst / "last.pt").unlink(missing_ok=True)  # a plain one left by older code
+            if len(data) > STATE_KEEP_BYTES:
+                log.warning("the saved state of %s is %.1f MB (over the %.0f MB kept in the "
+                            "repository): it resumes on this machine only", run_dir.name,
+                            len(data) / 1e6, STATE_KEEP_BYTES / 1e6)
+        else:
             atomic_write(dst / name, lambda fh, data=data: fh.write(data))
 
 
