@@ -98,7 +98,7 @@ def test_sigterm_stops_every_worker_cleanly_and_the_rerun_matches(tmp_path):
     assert not [p for p in results.glob("*.json") if not p.name.endswith(".partial.json")]
     assert not list(results.glob("*.tmp")) and not list(state.glob("*/*.tmp"))
     keys = {r["key"] for r in partials}
-    assert {p.parent.name for p in state.glob("*/last.pt")} == keys  # resumable from a fresh checkout
+    assert {p.parent.name for p in state.glob("*/last.pt.xz")} == keys  # resumable from a fresh checkout
     steps = {r["key"]: r["global_step"] for r in partials}
 
     # a SIGTERM to one worker stops the whole table the same way, after resuming
@@ -110,7 +110,7 @@ def test_sigterm_stops_every_worker_cleanly_and_the_rerun_matches(tmp_path):
 
     # the same command finishes both, with the numbers of an uninterrupted run
     subprocess.run(cmd, cwd=tmp_path, env=ENV, check=True, capture_output=True, timeout=300)
-    assert not list(results.glob("*.partial.json")) and not list(state.glob("*/last.pt"))
+    assert not list(results.glob("*.partial.json")) and not list(state.glob("*/last.pt*"))
     done = {r["seed"]: r for r in (json.loads(p.read_text()) for p in results.glob("*.json"))}
     table = load_table(path)
     whole = reproduce(table, table.select(models={"sasrec"}), **_dirs(tmp_path / "whole"))
@@ -135,7 +135,7 @@ def test_a_stop_request_in_the_inline_path_leaves_a_partial_record(tmp_path, mon
     assert not stop.requested()  # the request does not outlive the table
     (partial,) = [json.loads(p.read_text()) for p in dirs["results_dir"].glob("*.partial.json")]
     assert partial["stopped"] == "interrupted" and partial["seed"] == 0 and partial["global_step"] == 1
-    assert (dirs["state_dir"] / partial["key"] / "last.pt").exists()
+    assert (dirs["state_dir"] / partial["key"] / "last.pt.xz").exists()
     assert "partial" in (dirs["report_dir"] / "tiny.md").read_text()  # the report was still written
 
 
