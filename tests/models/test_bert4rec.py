@@ -14,7 +14,7 @@ class TestBERT4RecConformance(ConformanceSuite):
     config_kwargs = {"dim": 16, "n_blocks": 2, "n_heads": 2, "lr": 3e-3, "mask_prob": 0.3}
     bad_configs = [{"dim": 0}, {"dim": 15, "n_heads": 2}, {"mask_prob": 0.0}, {"mask_prob": 1.5},
                    {"cloze": "bert"}, {"max_len": 1}, {"positions": "middle"},
-                   {"mask_last_prob": -0.1}, {"dropout": 1.0}]
+                   {"mask_last_prob": -0.1}, {"dropout": 1.0}, {"init": "xavier"}]
     learn_epochs = 40
 
 
@@ -140,6 +140,18 @@ def test_output_depends_on_later_items_bidirectionally():
     out_a = enc(SequenceBatch(items=a, mask=a.ne(0)))
     out_b = enc(SequenceBatch(items=b, mask=b.ne(0)))
     assert not torch.allclose(out_a[0, 2], out_b[0, 2])  # position 2 sees position 8
+
+
+def test_lrurec_init_leaves_the_tables_at_unit_scale_and_the_blocks_official():
+    torch.manual_seed(0)
+    official = BERT4RecEncoder(_cfg(dim=64, max_len=50), n_items=500)
+    lrurec = BERT4RecEncoder(_cfg(dim=64, max_len=50, init="lrurec"), n_items=500)
+    for enc, scale in ((official, 0.02), (lrurec, 1.0)):
+        for table in (enc.item_emb.weight[1:], enc.pos_emb.weight):
+            assert abs(table.std().item() - scale) < 0.15 * scale
+        assert enc.item_emb.weight[0].abs().sum() == 0  # PAD stays zero
+    # the Transformer blocks and the output transform keep the official truncated normal
+    assert lrurec.head.weight.abs().max() <= 0.04 and lrurec.blocks[0].fc1.weight.abs().max() <= 0.04
 
 
 def test_config_rejects_bad_values_with_the_value():

@@ -43,6 +43,12 @@ Deviations and choices (all documented, the switchable ones as config fields):
   the official code (right-padded, absolute positions) and the LRURec authors' code; inputs are
   left-padded here, so the numbering is independent of padding. ``"from_end"`` gives the most
   recent position (the mask at inference) always the same embedding.
+* ``init="official"`` (default) draws every weight, the item and position tables included, from
+  the official truncated normal (std 0.02, cut at 2 std). ``init="lrurec"`` follows the LRURec
+  authors' code (``model/bert.py``): their truncated-normal initialiser covers only the
+  Transformer blocks and the output transform, so the item and position tables keep PyTorch's
+  default ``N(0, 1)`` (the PAD row zero); the output bias stays zero (theirs draws it from the
+  truncated normal too: a constant shift of 0.02 at most, immaterial).
 * ``head_norm`` (off) adds the LayerNorm that the official code's output transform has after
   the GELU; the paper's eq. 7 and the LRURec authors' code have none.
 * Optimiser: AdamW with decoupled weight decay 0.01 on everything but biases and LayerNorms and
@@ -118,6 +124,9 @@ class BERT4RecConfig(NeuralConfig):
     positions: str = "from_start"
     """'from_start' (numbered from the oldest item of the window, as the official and LRURec
     code) or 'from_end' (the most recent position always has the same embedding)."""
+    init: str = "official"
+    """'official' (truncated normal 0.02 everywhere) or 'lrurec' (item and position tables from
+    N(0, 1), as the LRURec authors' code leaves them)."""
     head_norm: bool = False
     """LayerNorm after the output GELU transform (the official code; not in the paper)."""
     lr: float = 1e-4
@@ -141,6 +150,7 @@ class BERT4RecConfig(NeuralConfig):
         check_range(self, "mask_last_prob", 0.0, 1.0)
         check_choice(self, "cloze", CLOZE)
         check_choice(self, "positions", ("from_start", "from_end"))
+        check_choice(self, "init", ("official", "lrurec"))
         if not 0.0 < self.mask_prob <= 1.0:
             raise ConfigError(f"mask_prob must be in (0, 1], got {self.mask_prob!r}")
         if self.max_len < 2:
@@ -239,6 +249,9 @@ class BERT4RecEncoder(SequenceEncoder):
                 nn.init.trunc_normal_(p, 0.0, INIT_STD, -2 * INIT_STD, 2 * INIT_STD)
             else:
                 nn.init.zeros_(p)
+        if self.config.init == "lrurec":
+            nn.init.normal_(self.item_emb.weight)
+            nn.init.normal_(self.pos_emb.weight)
         with torch.no_grad():
             self.item_emb.weight[0].zero_()
 
