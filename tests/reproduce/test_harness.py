@@ -190,6 +190,24 @@ def test_saved_state_is_compressed_and_plain_states_still_resume(tmp_path):
     assert not (state / "k1").exists()
 
 
+def test_a_state_too_large_to_keep_is_copied_plain(tmp_path, monkeypatch):
+    """Packing cannot bring a big state under the kept size: it is copied as is (fast)."""
+    from seqrec.reproduce import runner
+
+    monkeypatch.setattr(runner, "PACK_MAX_RAW_BYTES", 1000)
+    run_dir, state = tmp_path / "runs" / "k1", tmp_path / "state"
+    run_dir.mkdir(parents=True)
+    (run_dir / "last.pt").write_bytes(b"\0" * 500)
+    runner.save_state(run_dir, state, finished=False)
+    assert sorted(f.name for f in (state / "k1").iterdir()) == ["last.pt.xz"]
+    big = bytes(range(256)) * 8
+    (run_dir / "last.pt").write_bytes(big)
+    runner.save_state(run_dir, state, finished=False)  # the packed one is replaced, not left stale
+    assert sorted(f.name for f in (state / "k1").iterdir()) == ["last.pt"]
+    fresh = tmp_path / "fresh" / "k1"
+    assert runner.restore_state(fresh, state) and (fresh / "last.pt").read_bytes() == big
+
+
 def _cli(path: Path, *options: str) -> list[str]:
     """``seqrec reproduce`` of the table at ``path`` as a subprocess command, dirs under r/."""
     return [sys.executable, "-m", "seqrec.cli.main", "reproduce", str(path), "--runs-dir", "r/runs",

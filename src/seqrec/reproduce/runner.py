@@ -149,6 +149,10 @@ STATE_FILES = ("last.pt", "run.json", "identity.json", "validation.jsonl")
 PACKED_CHECKPOINT = "last.pt.xz"
 STATE_KEEP_BYTES = 5_000_000
 """States above this are written but not meant to be committed (the harness says so)."""
+PACK_MAX_RAW_BYTES = 2 * STATE_KEEP_BYTES
+"""Checkpoints larger than this are copied plain: packing cannot bring them under the kept size
+(it saves about 10%), and xz at this size takes tens of seconds of a busy core, longer than a
+stop's grace period (a 40 MB SASRec Sports state was killed while being packed)."""
 
 
 def _state_checkpoint(src: Path) -> Path | None:
@@ -193,9 +197,13 @@ def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
             continue
         data = (run_dir / name).read_bytes()
         if name == "last.pt":
-            data = lzma.compress(data, preset=6)
-            atomic_write(dst / PACKED_CHECKPOINT, lambda fh, data=data: fh.write(data))
-            (dst / "last.pt").unlink(missing_ok=True)  # a plain one left by older code
+            if len(data) <= PACK_MAX_RAW_BYTES:
+                data = lzma.compress(data, preset=6)
+                atomic_write(dst / PACKED_CHECKPOINT, lambda fh, data=data: fh.write(data))
+                (dst / "last.pt").unlink(missing_ok=True)  # a plain one left by older code
+            else:
+                atomic_write(dst / "last.pt", lambda fh, data=data: fh.write(data))
+                (dst / PACKED_CHECKPOINT).unlink(missing_ok=True)  # an older packed one
             if len(data) > STATE_KEEP_BYTES:
                 log.warning("the saved state of %s is %.1f MB (over the %.0f MB kept in the "
                             "repository): it resumes on this machine only", run_dir.name,
