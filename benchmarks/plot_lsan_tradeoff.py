@@ -31,6 +31,7 @@ ROWS = {
     "lsan-m1-4-beauty": "LSAN m1=4",
     "lsan-fullemb-beauty": None,
     "sasrec-d128-beauty": "SASRec (2 blocks)",
+    "sasrec-bce-d128-beauty": "SASRec (2 blocks)",  # the same model, trained with BCE
 }
 METRICS = ("NDCG@10", "HR@10")
 
