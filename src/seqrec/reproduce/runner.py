@@ -143,16 +143,42 @@ def prepared_data(spec: RunSpec):
 
 
 STATE_FILES = ("last.pt", "run.json", "identity.json", "validation.jsonl")
-# The checkpoint is kept xz-compressed in the state dir: float32 weights and Adam moments shrink
-# by 8-10% (FMLP-Rec ML-1M 5.24 -> 4.80 MB, BERT4Rec 5.49 -> 4.98 MB), enough to bring those two
-# runs' states under the size the repository keeps. ``last.pt`` (uncompressed) is still read.
+# The checkpoint is kept xz-compressed in the state dir, its bytes first split into the four
+# byte planes of float32 words (see ``pack_checkpoint``): the planes of signs and exponents are
+# nearly constant and compress well, where interleaved with the mantissas they do not. Plain xz
+# saved 8-10% (BERT4Rec ML-1M 5.53 -> 5.01 MB); byte planes save 18-20% (5.53 -> 4.50 MB, FISM
+# 7.10 -> 5.71 MB). ``last.pt`` (uncompressed) and plain-xz packs of older code are still read.
 PACKED_CHECKPOINT = "last.pt.xz"
+_PLANES_MAGIC = b"seqrec-planes4\n"
 STATE_KEEP_BYTES = 5_000_000
 """States above this are written but not meant to be committed (the harness says so)."""
 PACK_MAX_RAW_BYTES = 2 * STATE_KEEP_BYTES
 """Checkpoints larger than this are copied plain: packing cannot bring them under the kept size
 (it saves about 10%), and xz at this size takes tens of seconds of a busy core, longer than a
 stop's grace period (a 40 MB SASRec Sports state was killed while being packed)."""
+
+
+def pack_checkpoint(data: bytes) -> bytes:
+    """xz of ``data`` rearranged into 4 byte planes (byte 0 of every 4-byte word, then byte 1,
+    ...), the tail that does not fill a word kept as is; lossless (``unpack_checkpoint``)."""
+    import numpy as np
+
+    n = len(data) // 4 * 4
+    planes = np.frombuffer(data, dtype=np.uint8, count=n).reshape(-1, 4).T.tobytes()
+    return lzma.compress(_PLANES_MAGIC + planes + data[n:], preset=6)
+
+
+def unpack_checkpoint(blob: bytes) -> bytes:
+    """Inverse of ``pack_checkpoint``; a plain xz pack (older code) is returned decompressed."""
+    import numpy as np
+
+    data = lzma.decompress(blob)
+    if not data.startswith(_PLANES_MAGIC):
+        return data
+    body = data[len(_PLANES_MAGIC):]
+    n = len(body) // 4 * 4
+    words = np.frombuffer(body, dtype=np.uint8, count=n).reshape(4, -1).T.tobytes()
+    return words + body[n:]
 
 
 def _state_checkpoint(src: Path) -> Path | None:
@@ -173,7 +199,7 @@ def restore_state(run_dir: Path, state_dir: Path | None) -> bool:
         if origin.exists():
             data = origin.read_bytes()
             if origin.name == PACKED_CHECKPOINT:
-                data = lzma.decompress(data)
+                data = unpack_checkpoint(data)
             atomic_write(run_dir / name, lambda fh, data=data: fh.write(data))
     log.info("resuming %s from the saved state in %s", run_dir.name, src)
     return True
@@ -198,7 +224,7 @@ def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
         data = (run_dir / name).read_bytes()
         if name == "last.pt":
             if len(data) <= PACK_MAX_RAW_BYTES:
-                data = lzma.compress(data, preset=6)
+                data = pack_checkpoint(data)
                 atomic_write(dst / PACKED_CHECKPOINT, lambda fh, data=data: fh.write(data))
                 (dst / "last.pt").unlink(missing_ok=True)  # a plain one left by older code
             else:
