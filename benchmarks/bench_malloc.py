@@ -6,8 +6,9 @@ are page-faulted in again every step (BERT4Rec at ML-1M shapes: ~100,000 minor f
 seventh of the step in the kernel). ``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647``
 keeps freed blocks in the heap. But torch allocates with ``posix_memalign``, whose alignment
 remainder can leave a freed block a few bytes too small for the next request of the same size,
-so the heap grows instead of reusing it (seen with strace: +64 MB of brk per 64 MB tensor in a
-fresh process), and the step-time gain was not consistent across models. This benchmark trains one epoch of
+so the heap can grow instead of reusing it (seen once, by hand, under ``strace -e trace=brk`` of
+a loop allocating and freeing a 64 MB ``torch.ones`` in a fresh process with these settings:
++64 MB of brk per iteration; not kept as a benchmark). This benchmark trains one epoch of
 each recipe over the first ``--users`` users of its dataset (their most recent ``max_len``
 transitions, so every step has the table's full shape) in a fresh process per measurement,
 alternating glibc's defaults and the tuned environment, ``--rounds``
@@ -136,8 +137,7 @@ def main(argv: list[str] | None = None) -> None:
               "32 MB mmap ceiling (BERT4Rec's [128, 2, 200, 200] attention scores), it costs peak "
               "memory there, and torch's aligned allocations can make the heap grow instead of "
               "reusing freed blocks, which a 10-step benchmark cannot rule out for a run of hours "
-              "(see the benchmark's docstring). An earlier run of the same comparison, through an "
-              "in-process mallopt call, measured 0.90x / 1.09x / 1.07x for the three recipes."]
+              "(see the benchmark's docstring)."]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {out.with_suffix('.md')}")
 
