@@ -163,6 +163,55 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
     assert not (dirs["state_dir"] / cut.key).exists()
 
 
+def test_dry_run_says_how_far_an_unfinished_run_got_and_whether_it_resumes(tmp_path, capsys):
+    from seqrec.cli.main import main
+    from seqrec.reproduce import runner
+
+    path = _table(tmp_path, epochs=6)
+    table = load_table(path)
+    dirs = _dirs(tmp_path)
+    cut = reproduce(table, table.select(models={"sasrec"}, seeds={0}), budget_seconds=1e-3, **dirs).planned[0]
+    dry = ["reproduce", str(path), "--dry-run", "--runs", "sasrec", "--seeds", "0",
+           *(x for k, v in dirs.items() if k != "report_dir" for x in (f"--{k.replace('_', '-')}", str(v)))]
+
+    def status() -> str:
+        capsys.readouterr()
+        assert main(dry) == 0
+        (line,) = [x for x in capsys.readouterr().out.splitlines() if cut.key in x]
+        return line.split(cut.key, 1)[1].strip()
+
+    # (stopped after its first step: no validation yet, so no best; the live case below has one)
+    assert status().startswith(f"partial (epoch {cut.partial['epochs']}/6")
+    assert "resumes from its run dir" in status()  # this machine still has the checkpoint
+    import shutil
+
+    shutil.rmtree(dirs["runs_dir"] / cut.key)
+    assert "resumes from its saved state" in status()  # a fresh checkout: the committed state
+    shutil.rmtree(dirs["state_dir"] / cut.key)
+    assert status().endswith("no checkpoint here: restarts")
+    # a run another process trains now is named so (its lock is held), with its live progress
+    import fcntl
+
+    run_dir = dirs["runs_dir"] / cut.key
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps({"config": {"epochs": 6, "val_metric": "NDCG@10"}}))
+    (run_dir / "validation.jsonl").write_text("".join(
+        json.dumps({"epoch": e, "metrics": {"NDCG@10": v}}) + "\n" for e, v in ((1, 0.2), (2, 0.3), (3, 0.25))))
+    with open(run_dir / "lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert runner.is_training(run_dir)
+        assert status() == "training now (epoch 3/6, best valid NDCG@10 0.3000 at epoch 2)"
+    assert not runner.is_training(run_dir)
+
+
+def test_terminal_tables_right_align_numbers_and_left_align_text():
+    from seqrec.cli.table import format_table
+
+    lines = format_table(["name", "n", "note"], [["a", 5, "short"], ["bb", 1234, "a longer note"]]).splitlines()
+    assert lines[2] == "a         5  short"
+    assert lines[3] == "bb    1,234  a longer note"
+
+
 def test_saved_state_is_compressed_and_plain_states_still_resume(tmp_path):
     from seqrec.reproduce import runner
 
@@ -252,9 +301,9 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     proc.wait()
     assert not list((tmp_path / "r" / "results").glob("*.json")), "finished before the kill"
     assert not list((tmp_path / "r" / "results").glob("*.tmp"))
-    subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True)
+    rerun = subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True, text=True)
+    assert "resumed from" in rerun.stderr, "the rerun started over instead of resuming"
     (resumed,) = [json.loads(p.read_text()) for p in (tmp_path / "r" / "results").glob("*.json")]
-    assert resumed["resumed_from_step"] if "resumed_from_step" in resumed else True
     whole = reproduce(load_table(path), load_table(path).select(models={"sasrec"}, seeds={0}),
                       **_dirs(tmp_path / "whole")).planned[0].cached
     assert resumed["metrics"] == whole["metrics"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from seqrec.cli.table import format_table
 from seqrec.errors import ConfigError
+from seqrec.reproduce.runner import STATE_KEEP_BYTES, is_training, resume_source
 from seqrec.stop import Interrupted
 
 
@@ -56,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
     runs_dir, results_dir, report_dir = Path(args.runs_dir), Path(args.results_dir), Path(args.report_dir)
     if args.dry_run or args.report_only:
         planned = plan(table, runs, runs_dir, results_dir)
-        rows = [[p.spec.run_id, p.spec.seed, p.spec.model, p.spec.dataset, p.key, _status(p)]
-                for p in planned]
+        state_dir = None if args.state_dir == "none" else Path(args.state_dir)
+        rows = [[p.spec.run_id, p.spec.seed, p.spec.model, p.spec.dataset, p.key,
+                 _status(p, runs_dir, state_dir)] for p in planned]
         print(format_table(["run", "seed", "model", "dataset", "key", "status"], rows))
         for p in planned:
             if p.unavailable and not p.done:
@@ -85,13 +87,56 @@ def run(args: argparse.Namespace) -> int:
     return 1 if outcome.failed or outcome.skipped else 0
 
 
-def _status(p) -> str:
-    """A planned run's state for the dry-run table."""
+def _status(p, runs_dir: Path, state_dir: Path | None) -> str:
+    """A planned run's state for the dry-run table; for an unfinished run, how far it got and
+    whether the same command would resume it here or start it over."""
     if p.done:
         return "cached (no data here)" if p.unavailable else "cached"
     if p.unavailable:
         return "no data" + (" (partial)" if p.partial else "")
-    return "partial" if p.partial else "to train"
+    if is_training(runs_dir / p.key):
+        return "training now" + _live_progress(runs_dir / p.key)
+    found = resume_source(runs_dir / p.key, state_dir)
+    if found is None:
+        resume = "no checkpoint here: restarts"
+    else:
+        path, size = found
+        where = "run dir" if path.parent == runs_dir / p.key else "saved state"
+        local = ", too big to commit" if where == "saved state" and size > STATE_KEEP_BYTES else ""
+        resume = f"resumes from its {where} ({size / 1e6:.1f} MB{local})"
+    if not p.partial:
+        return "to train" if found is None else f"to train; {resume}"
+    r = p.partial
+    budget = (r.get("config") or {}).get("model_config", {}).get("epochs")
+    progress = _progress(r.get("epochs"), budget, r.get("val_metric", ""), r.get("best_valid"),
+                         r.get("best_epoch"))
+    return f"partial ({progress}); {resume}"
+
+
+def _progress(epoch, budget, metric: str, best, best_epoch) -> str:
+    text = f"epoch {epoch}" + (f"/{budget}" if budget else "")
+    if best is not None:
+        text += f", best valid {metric} {best:.4f} at epoch {best_epoch}".replace("  ", " ")
+    return text
+
+
+def _live_progress(run_dir: Path) -> str:
+    """`` (epoch 12/40, best valid ...)`` from a training run's own log ('' before its first
+    validation, or when its files are being rewritten)."""
+    import json
+
+    try:
+        lines = (run_dir / "validation.jsonl").read_text().splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+        config = json.loads((run_dir / "run.json").read_text()).get("config", {})
+    except (OSError, ValueError):
+        return ""
+    if not rows:
+        return ""
+    metric = config.get("val_metric", "")
+    best = max(rows, key=lambda row: row["metrics"].get(metric, float("-inf")))
+    return " (" + _progress(rows[-1]["epoch"], config.get("epochs"), metric,
+                            best["metrics"].get(metric), best["epoch"]) + ")"
 
 
 def _readme(report_dir: Path) -> None:

@@ -187,6 +187,14 @@ def _state_checkpoint(src: Path) -> Path | None:
     return max(found, key=lambda f: f.stat().st_mtime_ns) if found else None
 
 
+def resume_source(run_dir: Path, state_dir: Path | None) -> tuple[Path, int] | None:
+    """The checkpoint an unfinished run would resume from here, and its size in bytes: its own
+    run directory's first, else the saved state (None: it would start over)."""
+    own = run_dir / "last.pt"
+    found = own if own.exists() else None if state_dir is None else _state_checkpoint(state_dir / run_dir.name)
+    return None if found is None else (found, found.stat().st_size)
+
+
 def restore_state(run_dir: Path, state_dir: Path | None) -> bool:
     """Seed an absent checkpoint directory from the committed state of an unfinished run."""
     src = None if state_dir is None else state_dir / run_dir.name
@@ -361,6 +369,21 @@ def _lock(run_dir: Path):
         fh.close()
         raise RunBusy(f"{run_dir} is being trained by another process; rerun when it is done") from None
     return fh
+
+
+def is_training(run_dir: Path) -> bool:
+    """Whether another process holds the run's lock now (a dry run's "training now")."""
+    import fcntl
+
+    if not (run_dir / "lock").exists():
+        return False
+    with open(run_dir / "lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False
 
 
 def write_record(record: dict[str, Any], results_dir: Path, key: str, partial: bool) -> Path:
