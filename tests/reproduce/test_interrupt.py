@@ -169,6 +169,22 @@ def test_run_lock_is_released_when_its_holder_is_killed(tmp_path):
         pass
 
 
+def test_a_lock_held_for_an_instant_does_not_refuse_the_run(tmp_path):
+    """A dry run's ``is_training`` probe takes the lock briefly; a run starting then waits."""
+    import fcntl
+    import threading
+
+    from seqrec.reproduce.runner import _lock, is_training
+
+    (tmp_path / "lock").write_text("")
+    probe = open(tmp_path / "lock")  # noqa: SIM115 - released by the timer
+    fcntl.flock(probe, fcntl.LOCK_EX)
+    threading.Timer(0.15, probe.close).start()
+    with _lock(tmp_path):
+        assert is_training(tmp_path)  # held (flock conflicts across open files, same process too)
+    assert not is_training(tmp_path)
+
+
 def test_plan_reads_each_stored_record_once(tmp_path, monkeypatch):
     dirs = _dirs(tmp_path)
     table = load_table(_table(tmp_path))

@@ -363,16 +363,23 @@ def _lock(run_dir: Path):
     import fcntl
 
     fh = open(run_dir / "lock", "w")  # noqa: SIM115 - held for the run's lifetime
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        fh.close()
-        raise RunBusy(f"{run_dir} is being trained by another process; rerun when it is done") from None
-    return fh
+    for attempt in range(_LOCK_TRIES):
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fh
+        except OSError:
+            if attempt + 1 < _LOCK_TRIES:
+                time.sleep(0.1)  # a dry run's is_training probe holds it for microseconds
+    fh.close()
+    raise RunBusy(f"{run_dir} is being trained by another process; rerun when it is done")
+
+
+_LOCK_TRIES = 5
 
 
 def is_training(run_dir: Path) -> bool:
-    """Whether another process holds the run's lock now (a dry run's "training now")."""
+    """Whether another process holds the run's lock now (a dry run's "training now"). The probe
+    takes the lock for an instant; ``_lock`` retries, so a run starting then is not refused."""
     import fcntl
 
     if not (run_dir / "lock").exists():
