@@ -116,7 +116,7 @@ def _status(p, runs_dir: Path, state_dir: Path | None) -> str:
 def _progress(epoch, budget, metric: str, best, best_epoch) -> str:
     text = f"epoch {epoch}" + (f"/{budget}" if budget else "")
     if best is not None:
-        text += f", best valid {metric} {best:.4f} at epoch {best_epoch}".replace("  ", " ")
+        text += f", best valid {metric + ' ' if metric else ''}{best:.4f} at epoch {best_epoch}"
     return text
 
 

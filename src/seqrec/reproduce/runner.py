@@ -355,6 +355,9 @@ class RunBusy(SeqRecError):
     """Another process is training this run now."""
 
 
+_LOCK_TRIES = 5  # 0.1 s apart
+
+
 def _lock(run_dir: Path):
     """Hold ``<run_dir>/lock`` exclusively for the run, or raise ``RunBusy``.
 
@@ -372,9 +375,6 @@ def _lock(run_dir: Path):
                 time.sleep(0.1)  # a dry run's is_training probe holds it for microseconds
     fh.close()
     raise RunBusy(f"{run_dir} is being trained by another process; rerun when it is done")
-
-
-_LOCK_TRIES = 5
 
 
 def is_training(run_dir: Path) -> bool:
