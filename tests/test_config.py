@@ -29,3 +29,10 @@ def test_yaml_and_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_experiment(tmp_path / "nope.toml")
     assert parse_value("3") == 3 and parse_value("abc") == "abc" and parse_value("true") is True
+
+
+def test_a_key_in_both_model_and_train_is_an_error(tmp_path):
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text('[model]\nname = "sasrec"\nlr = 1e-3\n[train]\nlr = 3e-3\n')
+    with pytest.raises(ConfigError, match="lr set in both"):
+        load_experiment(cfg)

@@ -427,6 +427,9 @@ def experiment_from_tree(tree: dict[str, Any]) -> Experiment:
     model_tree = dict(tree.get("model", {}))
     train_tree = dict(tree.get("train", {}))
     name = coerce(model_tree.pop("name", "pop"), str, "model.name")
+    both = sorted(set(model_tree) & set(train_tree))
+    if both:  # one flat parameter set: a key in both sections would silently take [train]'s value
+        raise ConfigError(f"key(s) {', '.join(both)} set in both [model] and [train]; set each once")
     params = {**model_tree, **train_tree}
     names = {k: f"model.{k}" for k in model_tree} | {k: f"train.{k}" for k in train_tree}
     exp = Experiment(

@@ -97,6 +97,20 @@ def test_table_rejects_typos(tmp_path):
         load_table("no-such-table", root=tmp_path)
 
 
+def test_a_rows_own_key_beats_the_table_default_in_either_section(tmp_path):
+    # model and train are one parameter set: [defaults.train] num_threads / lr must not
+    # override the same key written in a row's [runs.model], and vice versa
+    text = _table(tmp_path).read_text().replace('name = "sasrec"\n', 'name = "sasrec"\nnum_threads = 2\n')
+    text = text.replace("[defaults.train]\n", "[defaults.model]\nmax_len = 7\n[defaults.train]\n")
+    path = tmp_path / "own.toml"
+    path.write_text(text)
+    sasrec = next(r for r in load_table(path).runs if r.run_id == "sasrec")
+    assert sasrec.experiment.model_params["num_threads"] == 2
+    assert sasrec.experiment.model_params["max_len"] == 20
+    plain = next(r for r in load_table(_table(tmp_path)).runs if r.run_id == "sasrec")
+    assert plain.experiment.model_params["num_threads"] == 1  # without its own key, the default
+
+
 def test_table_expands_seeds_and_selects(tmp_path):
     table = load_table(_table(tmp_path))
     assert [(r.run_id, r.seed) for r in table.runs] == [("pop", 0), ("sasrec", 0), ("sasrec", 1)]

@@ -220,8 +220,12 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
             raise ConfigError(f"{where}: duplicate run id {run_id!r}")
         ids.append(run_id)
         base = dict(defaults)
+        own = set(run["model"]) | set(run.get("train", {}))
         for sec in ("model", "train"):  # shared training keys apply to the models that have them
-            base[sec] = _model_defaults(run["model"]["name"], defaults.get(sec, {}), f"{path} [defaults.{sec}]")
+            kept = _model_defaults(run["model"]["name"], defaults.get(sec, {}), f"{path} [defaults.{sec}]")
+            # model and train are one parameter set: a row's own key beats a default in either
+            # section (a row's [runs.model] key must not lose to [defaults.train])
+            base[sec] = {k: v for k, v in kept.items() if k not in own or k in run.get(sec, {})}
         sections = {s: _merge(base.get(s, {}), run.get(s, {})) for s in SECTIONS}
         sections["data"]["name"] = run["dataset"]
         published = _published(run.get("published", []), where)
