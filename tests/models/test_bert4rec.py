@@ -14,7 +14,8 @@ class TestBERT4RecConformance(ConformanceSuite):
     config_kwargs = {"dim": 16, "n_blocks": 2, "n_heads": 2, "lr": 3e-3, "mask_prob": 0.3}
     bad_configs = [{"dim": 0}, {"dim": 15, "n_heads": 2}, {"mask_prob": 0.0}, {"mask_prob": 1.5},
                    {"cloze": "bert"}, {"max_len": 1}, {"positions": "middle"},
-                   {"mask_last_prob": -0.1}, {"dropout": 1.0}, {"init": "xavier"}]
+                   {"mask_last_prob": -0.1}, {"dropout": 1.0}, {"init": "xavier"},
+                   {"output": "linear"}, {"output": "tied", "head_norm": True}]
     learn_epochs = 40
 
 
@@ -29,6 +30,43 @@ class TestBERT4RecLRURecVariant(ConformanceSuite):
     test_bad_configs = None
     test_seeded_refit = None
     test_exclude_seen = None
+
+
+class TestBERT4RecTiedOutput(ConformanceSuite):
+    """Scores h E^T without the output transform or bias (the Dross et al. BERT4Rec)."""
+
+    model_cls = BERT4Rec
+    config_kwargs = {"dim": 16, "n_blocks": 1, "n_heads": 1, "lr": 3e-3, "mask_prob": 0.3,
+                     "output": "tied"}
+    learn_epochs = 30
+    test_all_losses = None
+    test_bad_configs = None
+    test_seeded_refit = None
+    test_exclude_seen = None
+
+
+def test_tied_output_has_no_transform_and_scores_the_last_block():
+    enc = BERT4RecEncoder(_cfg(output="tied", dropout=0.0, attn_dropout=0.0), n_items=9).eval()
+    assert enc.head is None and enc.output_embeddings()[1] is None
+    assert not any("head" in n or "out_bias" in n for n, _ in enc.named_parameters())
+    items = torch.tensor([[0, 0, 0, 0, 0, 0, 3, 4, 5, 10]])
+    captured = {}
+    enc.blocks[-1].register_forward_hook(lambda m, i, o: captured.update(h=o))
+    out = enc(SequenceBatch(items=items, mask=items.ne(0)))
+    assert torch.allclose(out[0, 6:], captured["h"][0, 6:])  # the last block's states, untransformed
+
+
+def test_the_new_output_field_leaves_stored_identities_alone():
+    from seqrec.config import experiment_from_tree
+    from seqrec.reproduce.runner import identity
+    from seqrec.reproduce.spec import RunSpec
+
+    def ident(**model):
+        exp = experiment_from_tree({"model": {"name": "bert4rec", **model}})
+        return identity(RunSpec("r", "r", 0, exp, (), ""), "fp")["model_config"]
+
+    assert "output" not in ident() and ident(output="tied")["output"] == "tied"
+    assert ident() == ident(output="transform")
 
 
 def test_bidirectional_model_would_fail_the_causal_check_so_it_is_skipped():

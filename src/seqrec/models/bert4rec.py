@@ -50,6 +50,8 @@ Deviations and choices (all documented, the switchable ones as config fields):
   default ``N(0, 1)`` (the PAD row zero); the output bias stays zero (theirs draws it from the
   truncated normal too: a constant shift of 0.02 at most, immaterial). It is the slower of the
   two: on ML-100K (``configs/bert4rec_ml100k.toml``) best validation NDCG@10 0.058 against 0.105.
+* ``output="tied"`` drops the output transform and bias (scores ``h E^T``, the Dross et al.
+  HF-BERT BERT4Rec, antklen/sasrec-bert4rec-recsys23); the default is the paper's eq. 7.
 * ``head_norm`` (off) adds the LayerNorm that the official code's output transform has after
   the GELU; the paper's eq. 7 and the LRURec authors' code have none.
 * Optimiser: AdamW with decoupled weight decay 0.01 on everything but biases and LayerNorms and
@@ -130,6 +132,9 @@ class BERT4RecConfig(NeuralConfig):
     N(0, 1), as the LRURec authors' code leaves them)."""
     head_norm: bool = False
     """LayerNorm after the output GELU transform (the official code; not in the paper)."""
+    output: str = "transform"
+    """'transform' (eq. 7: ``GELU(h W^P + b^P) E^T + b^O``, the official and LRURec code) or
+    'tied' (``h E^T``: no transform, no output bias, as the Dross authors' HF-BERT BERT4Rec)."""
     lr: float = 1e-4
     """AdamW learning rate (the paper's 1e-4)."""
     weight_decay: float = 0.01
@@ -143,12 +148,19 @@ class BERT4RecConfig(NeuralConfig):
     grad_clip: float = 5.0
     """Global gradient-norm clipping (the official optimisation code)."""
 
+    # fields added after runs were stored: a run at this value keeps its stored identity
+    # (seqrec.reproduce.runner.identity leaves them out)
+    identity_added = {"output": "transform"}
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive(self, "dim", "n_blocks", "n_heads")
         check_range(self, "dropout", 0.0, 0.99)
         check_range(self, "attn_dropout", 0.0, 0.99)
         check_range(self, "mask_last_prob", 0.0, 1.0)
+        check_choice(self, "output", ("transform", "tied"))
+        if self.output == "tied" and self.head_norm:
+            raise ConfigError("head_norm needs output = 'transform' (it normalises the transform)")
         check_choice(self, "cloze", CLOZE)
         check_choice(self, "positions", ("from_start", "from_end"))
         check_choice(self, "init", ("official", "lrurec"))
@@ -235,10 +247,11 @@ class BERT4RecEncoder(SequenceEncoder):
         self.emb_norm = nn.LayerNorm(d, eps=1e-12)
         self.emb_dropout = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
-        self.head = nn.Linear(d, d)
+        transform = config.output == "transform"
+        self.head = nn.Linear(d, d) if transform else None
         self.head_act = nn.GELU(approximate="tanh")
         self.head_norm = nn.LayerNorm(d, eps=1e-12) if config.head_norm else None
-        self.out_bias = nn.Parameter(torch.zeros(n_items + 1))
+        self.out_bias = nn.Parameter(torch.zeros(n_items + 1)) if transform else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -276,7 +289,8 @@ class BERT4RecEncoder(SequenceEncoder):
         allowed = valid[:, None, :] | eye[None]  # [B, L, L]
         for block in self.blocks:
             x = block(x, allowed)
-        x = self.head_act(self.head(x))
+        if self.head is not None:
+            x = self.head_act(self.head(x))
         if self.head_norm is not None:
             x = self.head_norm(x)
         return x * valid[..., None]

@@ -62,7 +62,13 @@ def identity(spec: RunSpec, fingerprint: str) -> dict[str, Any]:
     exp = spec.experiment
     if peers.is_peer(exp.model):
         return peers.identity(spec, fingerprint)
-    cfg = config_to_dict(exp.model_config())
+    config = exp.model_config()
+    cfg = config_to_dict(config)
+    # a field added to a model after runs were stored is left out at its old behaviour's value,
+    # so a new option does not re-key (and retrain) every stored run of that model
+    for name, old in getattr(type(config), "identity_added", {}).items():
+        if cfg.get(name) == old:
+            cfg.pop(name)
     ident = {
         "model": exp.model,
         "model_config": {k: v for k, v in sorted(cfg.items()) if k not in PLACEMENT},
