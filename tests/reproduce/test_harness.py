@@ -98,8 +98,9 @@ def test_table_rejects_typos(tmp_path):
 
 
 def test_a_rows_own_key_beats_the_table_default_in_either_section(tmp_path):
-    # model and train are one parameter set: [defaults.train] num_threads / lr must not
-    # override the same key written in a row's [runs.model], and vice versa
+    # model and train are one parameter set: [defaults.train] num_threads must not override the
+    # same key written in a row's [runs.model] (it did: train was merged last); a row's max_len
+    # still beats [defaults.model]'s
     text = _table(tmp_path).read_text().replace('name = "sasrec"\n', 'name = "sasrec"\nnum_threads = 2\n')
     text = text.replace("[defaults.train]\n", "[defaults.model]\nmax_len = 7\n[defaults.train]\n")
     path = tmp_path / "own.toml"

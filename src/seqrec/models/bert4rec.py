@@ -235,7 +235,8 @@ class _Block(nn.Module):
 
 class BERT4RecEncoder(SequenceEncoder):
     """``[B, L]`` left-padded items (``n_items + 1`` = mask) -> ``[B, L, D]`` output
-    transforms ``GELU(h W^P + b^P)`` (PAD positions are 0); bidirectional."""
+    transforms ``GELU(h W^P + b^P)``, or the last block's ``h`` with ``output="tied"`` (PAD
+    positions are 0); bidirectional."""
 
     def __init__(self, config: BERT4RecConfig, n_items: int) -> None:
         super().__init__()
@@ -249,7 +250,7 @@ class BERT4RecEncoder(SequenceEncoder):
         self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
         transform = config.output == "transform"
         self.head = nn.Linear(d, d) if transform else None
-        self.head_act = nn.GELU(approximate="tanh")
+        self.head_act = nn.GELU(approximate="tanh") if transform else None
         self.head_norm = nn.LayerNorm(d, eps=1e-12) if config.head_norm else None
         self.out_bias = nn.Parameter(torch.zeros(n_items + 1)) if transform else None
         self.reset_parameters()
