@@ -9,7 +9,13 @@ writes top-20 lists for the validation users (input: training items) and the tes
 training + validation items, same model). After every epoch a Lightning callback writes the
 validation lists too (its time is excluded from the training clock), so that the harness draws
 the validation curve with seqrec's evaluator; past ``args["deadline"]`` (Unix seconds) it stops
-training after the current epoch (``stopped = "deadline"``).
+training after the current epoch (``stopped = "deadline"``), saving that epoch as a Lightning
+checkpoint (``ckpt/last.pth``: weights, Adam state, epoch and step counters) and its clock and
+curve (``worker_state.json``). The next call in the same directory resumes from it: RecTools
+builds its model and trainer as usual, and the trainer's ``fit`` is handed the checkpoint
+(``ckpt_path``), which is Lightning's own resume. Not bit-exact: RNG states are not saved, so the
+resumed epochs reseed torch and NumPy with ``seed + epochs done`` (a fresh shuffle stream rather
+than a replay of epoch 1's).
 """
 
 from __future__ import annotations
@@ -33,8 +39,13 @@ def main(work: Path, out: Path, args: dict) -> None:
     from rectools.models import SASRecModel
 
     torch.set_num_threads(args["num_threads"])
-    torch.manual_seed(args["seed"])
-    np.random.seed(args["seed"])
+    (out / "ckpt").mkdir(exist_ok=True)
+    last_ckpt, saved = out / "ckpt" / "last.pth", out / "worker_state.json"
+    resume = last_ckpt.exists() and saved.exists()
+    prior = json.loads(saved.read_text()) if resume else None
+    seed = args["seed"] + (prior["clock"]["epoch"] if resume else 0)
+    torch.manual_seed(seed)
+    np.random.seed(seed)
     train = pd.read_csv(work / "train.csv")
     valid = pd.read_csv(work / "valid.csv")
     test = pd.read_csv(work / "test.csv")
@@ -54,6 +65,9 @@ def main(work: Path, out: Path, args: dict) -> None:
     k = args["k"]
     clock = {"train": 0.0, "start": None, "epoch": 0, "stopped": "epochs", "steps": 0, "params": None}
     curve: list[dict] = []
+    if resume:
+        clock.update(prior["clock"], start=None, stopped="epochs")
+        curve = prior["curve"]
 
     def topk(model, dataset) -> np.ndarray:
         reco = model.recommend(users=users, dataset=dataset, k=k, filter_viewed=True,
@@ -81,12 +95,23 @@ def main(work: Path, out: Path, args: dict) -> None:
             curve.append({"epoch": clock["epoch"], "seconds": clock["train"], "topk_file": name})
             clock["steps"] = int(trainer.global_step)
             clock["params"] = int(sum(p.numel() for p in pl_module.parameters()))
-            if args.get("deadline") and time.time() >= args["deadline"]:
+            if args.get("deadline") and time.time() >= args["deadline"] and clock["epoch"] < args["epochs"]:
                 clock["stopped"] = "deadline"
                 trainer.should_stop = True
+                trainer.save_checkpoint(last_ckpt)
+                saved.write_text(json.dumps({"clock": {k: v for k, v in clock.items() if k != "start"},
+                                             "curve": curve}))
+
+    class ResumingTrainer(Trainer):
+        """RecTools calls ``fit(module, train_loader, val_loader)``: resume from the checkpoint."""
+
+        def fit(self, *a, **kw):
+            if resume:
+                kw.setdefault("ckpt_path", str(last_ckpt))
+            return super().fit(*a, **kw)
 
     def trainer() -> Trainer:
-        return Trainer(max_epochs=args["epochs"], deterministic=True,
+        return ResumingTrainer(max_epochs=args["epochs"], deterministic=True,
                        enable_progress_bar=False, enable_model_summary=False, logger=False,
                        enable_checkpointing=False, devices=1, accelerator="cpu",
                        callbacks=[EpochLists()])
@@ -108,6 +133,7 @@ def main(work: Path, out: Path, args: dict) -> None:
             "fit_seconds": clock["train"], "fit_wall_seconds": wall, "epochs": clock["epoch"],
             "steps": clock["steps"], "params": clock["params"], "loss": "softmax",
             "selected_epoch": clock["epoch"], "stopped": clock["stopped"], "curve": curve,
+            "resumed_from_epoch": prior["clock"]["epoch"] if resume else None,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
 

@@ -350,6 +350,22 @@ def test_readme_section_is_generated_from_the_reports(tmp_path):
     assert not update_readme(readme, dirs["report_dir"])
 
 
+def test_scratch_report_dir_leaves_the_readme_alone(tmp_path):
+    """A table reported into a scratch ``--report-dir`` must not rebuild the checkout's README
+    section from that directory (it once replaced every table's results with the scratch one's)."""
+    from seqrec.reproduce.readme import END, START
+
+    path = _table(tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{START}\nthe checkout's results\n{END}\n")
+    subprocess.run(_cli(path, "--runs", "pop"), cwd=tmp_path, env=ENV, check=True, capture_output=True)
+    assert readme.read_text() == f"# x\n{START}\nthe checkout's results\n{END}\n"
+    # the default report directory of the checkout does regenerate it
+    subprocess.run(_cli(path, "--runs", "pop")[:-6] + ["--results-dir", "r/results", "--report-only"],
+                   cwd=tmp_path, env=ENV, check=True, capture_output=True)
+    assert "the checkout's results" not in readme.read_text() and "| pop | " in readme.read_text()
+
+
 def test_no_run_starts_once_the_budget_is_spent(tmp_path):
     table = load_table(_table(tmp_path))
     dirs = _dirs(tmp_path)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from seqrec.data.sequences import Sequences, Targets
-from seqrec.errors import ConfigError
+from seqrec.errors import ConfigError, SeqRecError
 from seqrec.evaluation import evaluate
 from seqrec.reproduce import load_table, peers, reproduce
 
@@ -210,19 +210,44 @@ def test_exported_split_is_what_the_workers_read(tmp_path, fake_peer):
 def test_unfinished_peer_state_is_kept_and_restored(tmp_path):
     work = tmp_path / "runs" / "abc123"
     (work / "ckpt").mkdir(parents=True)
-    for name, data in (("worker_state.json", b"{}"), ("ckpt/last.pth", b"L"), ("ckpt/best.pth", b"B"),
-                       ("valid_topk_epoch001.npy", b"N"), ("train.csv", b"big export, not state")):
+    last = bytes(range(256)) * 40 + b"tail"
+    for name, data in (("worker_state.json", b"{}"), ("ckpt/last.pth", last), ("ckpt/best.pth", b"B"),
+                       ("curve_scores.json", b"{}"), ("valid_topk_epoch001.npy", b"N"),
+                       ("train.csv", b"big export, not state")):
         (work / name).write_bytes(data)
     state = tmp_path / "state"
     peers.save_state(work, state, finished=False)
     kept = sorted(str(p.relative_to(state / "abc123")) for p in (state / "abc123").rglob("*") if p.is_file())
-    assert kept == ["ckpt/best.pth", "ckpt/last.pth", "valid_topk_epoch001.npy", "worker_state.json"]
+    # checkpoints packed; per-epoch lists and the export left behind (their scores are cached)
+    assert kept == ["ckpt/best.pth.xz", "ckpt/last.pth.xz", "curve_scores.json", "worker_state.json"]
+    assert (state / "abc123" / "ckpt" / "last.pth.xz").stat().st_size < len(last)
     fresh = tmp_path / "fresh" / "abc123"
     fresh.mkdir(parents=True)
-    assert peers.restore_state(fresh, state) and (fresh / "ckpt" / "last.pth").read_bytes() == b"L"
+    assert peers.restore_state(fresh, state) and (fresh / "ckpt" / "last.pth").read_bytes() == last
+    assert (fresh / "ckpt" / "best.pth").read_bytes() == b"B" and not (fresh / "ckpt" / "last.pth.xz").exists()
     assert not peers.restore_state(fresh, state)  # a run directory with a checkpoint keeps its own
     peers.save_state(work, state, finished=True)
     assert not (state / "abc123").exists()
+
+
+def test_curve_scores_are_cached_for_lists_gone_after_a_resume(tmp_path):
+    np.save(tmp_path / "valid_topk_epoch001.npy", np.array([[1, 2]]))
+    np.save(tmp_path / "valid_topk_epoch002.npy", np.array([[3, 4]]))
+    calls = []
+
+    def score(name, lists):
+        calls.append(int(lists[0, 0]))
+        return type("R", (), {"metrics": {"NDCG@10": float(lists[0, 0]) / 10}})()
+
+    curve = [{"epoch": e, "seconds": 1.0 * e, "topk_file": f"valid_topk_epoch{e:03d}.npy"} for e in (1, 2)]
+    first = peers.score_curve(tmp_path, curve, score)
+    assert [h["metrics"]["NDCG@10"] for h in first] == [0.1, 0.3] and calls == [1, 3]
+    (tmp_path / "valid_topk_epoch001.npy").unlink()  # a resumed run on a fresh checkout
+    again = peers.score_curve(tmp_path, curve, score)
+    assert again == first and calls == [1, 3, 3]
+    (tmp_path / peers.CURVE_SCORES).unlink()
+    with pytest.raises(SeqRecError, match="neither on disk nor scored"):
+        peers.score_curve(tmp_path, curve, score)
 
 
 def test_same_key_other_budget_keeps_both_records(tmp_path):

@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--report-only", action="store_true", help="rewrite the report from the recorded runs")
     rp.add_argument("--runs-dir", default="runs/reproduce", help="checkpoints (default runs/reproduce)")
     rp.add_argument("--results-dir", default="docs/reproduce/runs", help="run records (default docs/reproduce/runs)")
-    rp.add_argument("--report-dir", default="docs/reproduce", help="reports (default docs/reproduce)")
+    rp.add_argument("--report-dir", default="docs/reproduce",
+                    help="reports (default docs/reproduce; only the default one regenerates README.md's results)")
     rp.add_argument("--state-dir", default="reproduce-state", help="where unfinished runs keep their "
                     "checkpoint when the budget stops them, to resume on another checkout "
                     "(default reproduce-state; 'none' disables)")

@@ -14,6 +14,8 @@ from seqrec.reproduce.runner import STATE_KEEP_BYTES, is_training, resume_source
 from seqrec.stop import Interrupted
 
 
+DEFAULT_REPORT_DIR = "docs/reproduce"
+"""The checkout's reports: the only ``--report-dir`` whose tables feed the README's results."""
 _UNIT_SECONDS = (3600, 60, 1)  # the regex groups: hours, minutes, seconds
 
 
@@ -140,8 +142,13 @@ def _live_progress(run_dir: Path) -> str:
 
 
 def _readme(report_dir: Path) -> None:
-    """Regenerate the README's results section when run from a checkout (markers present)."""
+    """Regenerate the README's results section when run from a checkout (markers present) with
+    its own report directory: a scratch ``--report-dir`` holds other tables' reports (or one
+    scratch table's), and the section is rebuilt whole from the directory, so it would replace
+    the checkout's results with them."""
     from seqrec.reproduce.readme import update_readme
 
+    if report_dir.resolve() != Path(DEFAULT_REPORT_DIR).resolve():
+        return
     if update_readme(Path("README.md"), report_dir):
         print("README.md: results section regenerated from the reports")

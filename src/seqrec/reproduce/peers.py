@@ -24,9 +24,9 @@ so the metric code is one for every library; the per-epoch validation lists beco
 
 A run stopped by the harness's time budget (``deadline``, passed to the worker, which stops
 after the epoch that crosses it) is a partial record of the best epoch so far. RecBole's worker
-saves its last epoch and the same command resumes it (the resume files are kept in the state
-directory, like a seqrec run's checkpoint, until the run finishes); RecTools' worker cannot
-resume, and running it again starts over. Lists hold the top ``k`` items (default
+and RecTools' workers save their last epoch and the same command resumes it (the resume files,
+checkpoints packed, and the scores of the validation lists so far, are kept in the state
+directory, like a seqrec run's checkpoint, until the run finishes). Lists hold the top ``k`` items (default
 20), so metrics at cut-offs above ``k`` are not defined for peers.
 """
 
@@ -54,6 +54,8 @@ PREFIX = "peer:"
 # Each library: the pinned packages of its venv (RecBole 1.2.1 predates NumPy 2 and pandas 2.2's
 # removals, so it gets the older releases), the interpreter that creates the venv, and the
 # worker's revision (bumped when the worker's behaviour changes: part of the run's identity).
+# RecTools' worker learned to resume on 2026-12-04 and kept revision 2: a run that is never
+# stopped trains exactly as before, so the records of revision 2 still describe it.
 PEERS: dict[str, dict[str, Any]] = {
     "rectools": {"python": "python3.11", "version": "0.19.0", "revision": 2,
                  "packages": ["torch==2.13.0", "rectools[torch]==0.19.0"]},
@@ -271,14 +273,20 @@ def _lists(work: Path, name: str) -> np.ndarray:
     return np.load(work / name)
 
 
-# What a resumable worker (RecBole's) leaves for its next call; kept in the committed state dir
-# while the run is unfinished, so that a fresh checkout continues it.
-STATE_GLOBS = ("identity.json", "worker_state.json", "ckpt/last.pth", "ckpt/best.pth", "valid_topk_epoch*.npy")
+# What a resumable worker (RecBole's, RecTools') leaves for its next call; kept in the committed
+# state dir while the run is unfinished, so that a fresh checkout continues it. The per-epoch
+# validation lists are not kept (on ML-1M one is 1 MB): their scores are, in CURVE_SCORES, and
+# the checkpoints are packed like a seqrec run's (``runner.pack_checkpoint``, ``<name>.xz``).
+STATE_GLOBS = ("identity.json", "worker_state.json", "curve_scores.json")
+STATE_CHECKPOINTS = ("ckpt/last.pth", "ckpt/best.pth")
+CURVE_SCORES = "curve_scores.json"
 
 
 def save_state(work: Path, state_dir: Path | None, finished: bool) -> None:
     """Copy an unfinished peer run's resume files to ``state_dir/<key>`` (drop them once finished)."""
     import shutil
+
+    from seqrec.reproduce import runner
 
     if state_dir is None:
         return
@@ -288,27 +296,66 @@ def save_state(work: Path, state_dir: Path | None, finished: bool) -> None:
         return
     if not (work / "worker_state.json").exists():
         return  # the worker cannot resume: nothing worth keeping
+    shutil.rmtree(dst, ignore_errors=True)  # no stale files of an earlier stop
     for pattern in STATE_GLOBS:
         for src in work.glob(pattern):
             target = dst / src.relative_to(work)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, target)
+    for name in STATE_CHECKPOINTS:
+        if (work / name).exists():
+            target = dst / f"{name}.xz"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(runner.pack_checkpoint((work / name).read_bytes()))
+    size = sum(f.stat().st_size for f in dst.rglob("*") if f.is_file())
+    if size > runner.STATE_KEEP_BYTES:
+        log.warning("peer state %s is %.1f MB: above the %.0f MB meant to be committed", dst, size / 1e6,
+                    runner.STATE_KEEP_BYTES / 1e6)
 
 
 def restore_state(work: Path, state_dir: Path | None) -> bool:
-    """Seed a run directory without a checkpoint from ``state_dir/<key>``."""
+    """Seed a run directory without a checkpoint from ``state_dir/<key>`` (packed checkpoints
+    unpacked; plain ones, of older code, copied)."""
     import shutil
+
+    from seqrec.reproduce import runner
 
     src = None if state_dir is None else state_dir / work.name
     if src is None or (work / "ckpt" / "last.pth").exists() or not (src / "worker_state.json").exists():
         return False
     for path in src.rglob("*"):
-        if path.is_file():
-            target = work / path.relative_to(src)
+        if not path.is_file():
+            continue
+        rel = path.relative_to(src)
+        if rel.suffix == ".xz" and str(rel.with_suffix("")) in STATE_CHECKPOINTS:
+            target = work / rel.with_suffix("")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(runner.unpack_checkpoint(path.read_bytes()))
+        else:
+            target = work / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
     log.info("resuming peer run %s from the saved state in %s", work.name, src)
     return True
+
+
+def score_curve(work: Path, curve: list[dict], score) -> list[dict]:
+    """The per-epoch validation lists of ``curve`` -> the record's ``validation_history``. Each
+    list's metrics are cached in ``CURVE_SCORES`` (kept with a resumable state), so that the
+    epochs before a resume need their list files no more."""
+    path = work / CURVE_SCORES
+    cache = json.loads(path.read_text()) if path.exists() else {}
+    history = []
+    for point in curve:
+        name = point["topk_file"]
+        if (work / name).exists():
+            cache[name] = {k: float(v) for k, v in score("valid", _lists(work, name)).metrics.items()}
+        elif name not in cache:
+            raise SeqRecError(f"peer run {work.name}: validation list {name} is neither on disk nor scored")
+        history.append({"epoch": point["epoch"], "train_seconds": point["seconds"], "metrics": cache[name],
+                        **{k: v for k, v in point.items() if k not in ("epoch", "seconds", "topk_file")}})
+    path.write_text(json.dumps(cache))
+    return history
 
 
 def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: Path,
@@ -350,12 +397,7 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
 
     valid = score("valid", _lists(work, "valid_topk.npy"))
     test = score("test", _lists(work, "test_topk.npy"))
-    history = []
-    for point in info.get("curve", []):
-        res = score("valid", _lists(work, point["topk_file"]))
-        history.append({"epoch": point["epoch"], "train_seconds": point["seconds"],
-                        "metrics": {k: float(v) for k, v in res.metrics.items()},
-                        **{k: v for k, v in point.items() if k not in ("epoch", "seconds", "topk_file")}})
+    history = score_curve(work, info.get("curve", []), score)
     partial = info.get("stopped") == "deadline"
     val_metric = "NDCG@10"
     best = max(history, key=lambda h: h["metrics"].get(val_metric, -1.0)) if history else None
