@@ -97,6 +97,16 @@ def test_table_rejects_typos(tmp_path):
         load_table("no-such-table", root=tmp_path)
 
 
+def test_a_table_name_outside_a_checkout_points_to_where_the_tables_are(tmp_path):
+    # tmp_path has no configs/reproduce: the error names the checkout's table folder (or says
+    # that the tables ship with a checkout) instead of listing no known tables
+    with pytest.raises(ConfigError, match="does not exist here.*run `seqrec reproduce` from"):
+        load_table("sasrec", root=tmp_path)
+    (tmp_path / "configs" / "reproduce").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="known: none"):
+        load_table("sasrec", root=tmp_path)
+
+
 def test_a_rows_own_key_beats_the_table_default_in_either_section(tmp_path):
     # model and train are one parameter set: [defaults.train] num_threads must not override the
     # same key written in a row's [runs.model] (it did: train was merged last); a row's max_len

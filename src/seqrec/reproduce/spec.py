@@ -114,10 +114,25 @@ def table_path(name: str | Path, root: str | Path = ".") -> Path:
         return p
     path = Path(root) / "configs" / "reproduce" / f"{name}.toml"
     if not path.exists():
-        known = sorted(q.stem for q in path.parent.glob("*.toml")) if path.parent.is_dir() else []
+        if not path.parent.is_dir():
+            raise ConfigError(f"no reproduction table {name!r}: {path.parent} does not exist here. "
+                              f"{_where_tables_are()}")
+        known = sorted(q.stem for q in path.parent.glob("*.toml"))
         raise ConfigError(f"no reproduction table {name!r} ({path} does not exist); "
                           f"known: {', '.join(known) or 'none'}")
     return path
+
+
+def _where_tables_are() -> str:
+    """A hint for a run outside the checkout: the tables, reports and records are paths relative
+    to the working directory, so the harness is run from the checkout's root."""
+    checkout = Path(__file__).resolve().parents[3]
+    if (checkout / "configs" / "reproduce").is_dir():
+        return (f"The tables are in {checkout / 'configs' / 'reproduce'}: run `seqrec reproduce` from "
+                f"{checkout} (its reports and records are written under the working directory), "
+                "or pass a table file's path.")
+    return ("The tables ship with a seqrec checkout (configs/reproduce/), not with the installed "
+            "package: run `seqrec reproduce` from a checkout's root, or pass a table file's path.")
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
