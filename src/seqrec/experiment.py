@@ -17,6 +17,7 @@ from typing import Any
 from seqrec.config import Experiment
 from seqrec.data.preprocess import Prepared, preprocess
 from seqrec.data.splits import Split, leave_last_out, temporal_split
+from seqrec.errors import DataError
 from seqrec.models.base import Recommender
 
 log = logging.getLogger(__name__)
@@ -49,10 +50,26 @@ def prepare_data(exp: Experiment) -> PreparedSplit:
         split = temporal_split(seqs, exp.split.valid, exp.split.test)
     else:
         split = leave_last_out(seqs)
+    _check_targets(split, seqs, exp.data.name)
     t3 = time.perf_counter()
     return PreparedSplit(
         prepared, split, {"load": t1 - t0, "preprocess": t2 - t1, "split": t3 - t2}
     )
+
+
+def _check_targets(split, seqs, name: str) -> None:
+    """A split without validation or test targets cannot be evaluated: say why before training
+    (the evaluator's own "no targets" came after the whole fit)."""
+    for which, targets in (("validation", split.valid), ("test", split.test)):
+        if len(targets) == 0:
+            longest = int(seqs.lengths.max()) if len(seqs) else 0
+            need = ("leave-last-out needs users with at least 3 interactions (train, validation, test)"
+                    if split.protocol == "leave-last-out" else
+                    "the temporal split needs interactions after its validation and test cut-offs "
+                    "(split.valid, split.test)")
+            raise DataError(f"the {split.protocol} split of {name!r} has no {which} targets "
+                            f"({len(seqs)} users after preprocessing, the longest history "
+                            f"{longest} interactions): {need}")
 
 
 def build_model(exp: Experiment) -> Recommender:

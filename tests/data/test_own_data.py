@@ -142,3 +142,17 @@ def test_missing_timestamp_column_hint_names_the_config_key(tmp_path):
         _load(DataSection(name=str(path)))
     inter = _load(DataSection(name=str(path), columns="timestamp=none"))
     assert not inter.has_time and inter.item.tolist() == [2, 3]
+
+
+def test_a_file_too_small_to_split_is_refused_before_training_with_the_reason(tmp_path):
+    # two users with 2 and 1 interactions: the 5-core filter empties the file (the error says how
+    # to switch it off), and without the filter leave-last-out has no validation targets
+    path = tmp_path / "tiny.csv"
+    path.write_text("user,item,timestamp\n1,10,5\n1,11,6\n2,10,7\n")
+    with pytest.raises(DataError, match="5-core.*data.filter=none"):
+        prepare_data(load_experiment(None, [f"data.name={path}"]))
+    with pytest.raises(DataError, match="no validation targets.*2 users.*longest history 2.*at least 3"):
+        prepare_data(load_experiment(None, [f"data.name={path}", "data.filter=none"]))
+    path.write_text(path.read_text() + "1,12,8\n")  # user 1 now has 3: one target each
+    split = prepare_data(load_experiment(None, [f"data.name={path}", "data.filter=none"])).split
+    assert len(split.valid) == len(split.test) == 1

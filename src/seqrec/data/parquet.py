@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from seqrec.data.interactions import Interactions
-from seqrec.data.preprocess import ItemVocab, PreprocessConfig, Prepared
+from seqrec.data.preprocess import ItemVocab, PreprocessConfig, Prepared, empty_core_error
 from seqrec.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ def preprocess_lazy(lf: pl.LazyFrame, config: PreprocessConfig = PreprocessConfi
             if keep_u.height == users.height and keep_i.height == items.height:
                 break
             if keep_u.height == 0 or keep_i.height == 0:
-                raise DataError(f"{k}-core filtering removed every interaction of '{name}'")
+                raise empty_core_error(k, name)
             cur = _kept(lf, keep_u.select("user"), keep_i.select("item"))
             users, items = pl.collect_all([_counts(cur, "user"), _counts(cur, "item")], engine=ENGINE)
             rounds += 1

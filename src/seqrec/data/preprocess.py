@@ -169,6 +169,14 @@ def min_count_filter(inter: Interactions, min_item: int = 5, min_user: int = 5) 
     return out
 
 
+def empty_core_error(k: int, name: str) -> DataError:
+    """The k-core filter left nothing: say so, and how to train on a small file anyway."""
+    return DataError(f"{k}-core filtering removed every interaction of '{name}' (every user and item "
+                     f"must keep >= {k} interactions); for a small file lower the cut "
+                     f"(--set data.min_user=2 --set data.min_item=2) or switch the filter off "
+                     f"(--set data.filter=none)")
+
+
 def k_core(inter: Interactions, k: int = 5) -> Interactions:
     """Iterative k-core: repeat until every user and item has >= ``k`` interactions."""
     out, rounds = inter, 0
@@ -177,7 +185,7 @@ def k_core(inter: Interactions, k: int = 5) -> Interactions:
         if keep.all():
             break
         if not keep.any():
-            raise DataError(f"{k}-core filtering removed every interaction of '{inter.name}'")
+            raise empty_core_error(k, inter.name)
         out = Interactions(
             out.user[keep], out.item[keep], out.timestamp[keep],
             None if out.rating is None else out.rating[keep],
