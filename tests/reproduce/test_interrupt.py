@@ -87,7 +87,9 @@ def test_sigterm_stops_every_worker_cleanly_and_the_rerun_matches(tmp_path):
     # before the other has checkpointed: with 40 epochs of 2 steps (0.6 s) a worker spawned a
     # little late on a loaded 2-core CI machine found its sibling already done (one partial)
     path = _table(tmp_path, epochs=120)
-    path.write_text(path.read_text().replace("patience = 10", "patience = 0\nbatch_size = 16"))
+    text = path.read_text()
+    assert "patience = 10" in text  # the table's early stop is what this test switches off
+    path.write_text(text.replace("patience = 10", "patience = 0\nbatch_size = 16"))
     cmd = _cli(path, "--models", "sasrec", "--workers", "2", "--state-dir", "r/state")
     results, state = tmp_path / "r" / "results", tmp_path / "r" / "state"
 
