@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import tomllib
 
 from seqrec.data.preprocess import PreprocessConfig
-from seqrec.errors import ConfigError
+from seqrec.errors import ConfigError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,10 @@ def build_dataclass(cls: type, values: dict[str, Any], where: str,
     valid = [f.name for f in fields(cls)]
     unknown = sorted(set(map(str, values)) - set(valid))
     if unknown:
+        hints = "".join(did_you_mean(k, valid + (["name"] if where.startswith("model") else []))
+                        for k in unknown[:1])
         raise ConfigError(
-            f"unknown key(s) {', '.join(unknown)} in {where}; valid keys: {', '.join(valid)}"
+            f"unknown key(s) {', '.join(unknown)} in {where}{hints}; valid keys: {', '.join(valid)}"
         )
     hints = _type_hints(cls)
     names = names or {}

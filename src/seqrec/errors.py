@@ -2,6 +2,16 @@
 that says what was received and what is allowed."""
 
 
+import difflib
+
+
+def did_you_mean(word: str, choices) -> str:
+    """' (did you mean 'x'?)' for the closest choice (case ignored), '' when none is close."""
+    by_lower = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
+
+
 class SeqRecError(Exception):
     """Base class of every error seqrec raises on purpose."""
 

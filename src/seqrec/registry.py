@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from seqrec.errors import UnknownNameError
+from seqrec.errors import UnknownNameError, did_you_mean
 
 MODELS: dict[str, tuple[str, str]] = {
     # name: ("module:ConfigClass", "module:ModelClass")
@@ -44,6 +44,7 @@ def model_names() -> list[str]:
 def get_model(name: str) -> tuple[type, type]:
     """(config class, model class) of ``name``; an unknown name lists the known ones."""
     if name not in MODELS:
-        raise UnknownNameError(f"unknown model {name!r}; known models: {', '.join(model_names())}")
+        raise UnknownNameError(f"unknown model {name!r}{did_you_mean(name, MODELS)}; "
+                               f"known models: {', '.join(model_names())}")
     config_path, model_path = MODELS[name]
     return _resolve(config_path), _resolve(model_path)

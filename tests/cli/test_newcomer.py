@@ -84,3 +84,15 @@ def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsy
     assert "c7" in info["users"][:10]
     assert table.filter(pl.col("user") == "c7").sort("rank")["item"].to_list() == list(c7)
     assert table["title"].str.starts_with("Product ").all()
+
+
+def test_misspelt_model_names_and_keys_suggest_the_closest_known_one(capsys):
+    cases = [(["--set", "model.name=SASRec"], "unknown model 'SASRec' (did you mean 'sasrec'?)"),
+             (["--set", "model.name=bert"], "(did you mean 'bert4rec'?)"),
+             (["--set", "model.name=sasrec", "--set", "train.lrr=0.1"], "lrr in model 'sasrec' (did you mean 'lr'?)"),
+             (["--set", "model.nme=sasrec"], "(did you mean 'name'?)")]
+    for overrides, expected in cases:
+        assert main(["train", *overrides]) == 2
+        assert expected in capsys.readouterr().err
+    assert main(["train", "--set", "model.name=zzzzzz"]) == 2
+    assert "did you mean" not in capsys.readouterr().err

@@ -156,3 +156,11 @@ def test_a_file_too_small_to_split_is_refused_before_training_with_the_reason(tm
     path.write_text(path.read_text() + "1,12,8\n")  # user 1 now has 3: one target each
     split = prepare_data(load_experiment(None, [f"data.name={path}", "data.filter=none"])).split
     assert len(split.valid) == len(split.test) == 1
+
+
+def test_a_semicolon_file_read_as_csv_names_the_separator_to_pass(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("user;item;timestamp\n1;2;10\n1;3;11\n2;3;12\n")
+    with pytest.raises(DataError, match=r"looks ;-separated; pass sep=';' .*data\.sep=';'"):
+        load(str(path))
+    assert len(load(str(path), sep=";").user) == 3

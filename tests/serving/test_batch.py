@@ -145,3 +145,12 @@ def test_a_resave_without_histories_drops_the_stale_users_file(run, tmp_path):
     model.user_histories = None
     model.save(copy)
     assert not (copy / FILE).exists() and Recommender.load(copy).user_histories is None
+
+
+def test_a_request_file_without_a_user_column_lists_the_file_own_header(tmp_path):
+    path = tmp_path / "requests.csv"
+    path.write_text("customer,sku,ts\nc1,a,1\n")
+    from seqrec.errors import DataError
+
+    with pytest.raises(DataError, match="columns present: customer, sku, ts;"):
+        read_requests(path)

@@ -82,6 +82,7 @@ def read_requests(path: str | Path) -> list[Request]:
     df = _read_table(path)
     if df.height == 0:
         raise DataError(f"{path} has no rows")
+    header = list(df.columns)
     df = _canonical(df)
     cols = set(df.columns)
     if "history" in cols:
@@ -102,7 +103,9 @@ def read_requests(path: str | Path) -> list[Request]:
     if "user" in cols:
         return [Request(u) for u in df["user"].to_list()]
     raise DataError(f"{path}: expected a 'user' column (stored histories), a 'history' column "
-                    f"or 'user' + 'item' columns; columns present: {', '.join(df.columns)}")
+                    f"or 'user' + 'item' columns (common aliases such as user_id or sku are read "
+                    f"as those); columns present: {', '.join(header)}; rename yours to these names "
+                    "in the file's header")
 
 
 def _canonical(df: pl.DataFrame) -> pl.DataFrame:

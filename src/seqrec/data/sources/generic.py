@@ -71,7 +71,13 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> pl.
     data = _io.read_bytes(path)
     sep = sep or TEXT_EXT[ext]
     present = list(names) if names else _header(data, sep, str(path))
-    roles = _resolve(columns, present, str(path))
+    try:
+        roles = _resolve(columns, present, str(path))
+    except DataError as exc:
+        hint = _separator_hint(present, sep)
+        if hint:
+            raise DataError(f"{path}: {hint}") from None
+        raise
     # ids are read as text so that "0205616461" keeps its leading zero (see _io.ids)
     dtypes = {roles[r]: pl.String for r in ("user", "item")}
     return _io.read_table(data, str(path), sep=sep, header=has_header, names=names, dtypes=dtypes)
@@ -80,6 +86,18 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> pl.
 def _header(data: bytes, sep: str, source: str) -> list[str]:
     first = data.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
     return [c.strip('"') for c in first.split(sep)] if first.strip() else []
+
+
+def _separator_hint(present: list[str], sep: str) -> str:
+    """Why a header split into one column: the file uses another separator than its extension's."""
+    if len(present) != 1:
+        return ""
+    for other, cli in ((";", ";"), ("\t", "tab"), ("|", "|"), (",", ",")):
+        if other != sep and other in present[0]:
+            return (f"the header line {present[0]!r} is one column when split at {sep!r} but "
+                    f"contains {other!r}: the file looks {cli}-separated; pass sep={other!r} "
+                    f"(from the CLI: --set data.sep='{cli}')")
+    return ""
 
 
 def _resolve(columns: Mapping[str, str | None] | None, present: list[str], source: str) -> dict[str, str]:
