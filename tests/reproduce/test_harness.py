@@ -501,3 +501,16 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(meta))
     with pytest.raises(ConfigError, match="min_epoch_steps"):
         _check_same_config(tmp_path, SASRecConfig(batch_size=0), SASRec.name, 10)
+
+
+def test_readme_section_shows_the_metrics_with_published_values_first(tmp_path):
+    from seqrec.reproduce.readme import section
+
+    summary = {"table": "t", "title": "T", "rows": [
+        {"label": "a", "dataset": "d", "finished": True, "seeds": [0],
+         "test": {"HR@5": 0.5, "HR@10": 0.6, "NDCG@10": 0.3},
+         "published": [{"metric": "NDCG@10", "value": 0.25}]}]}
+    (tmp_path / "t.json").write_text(json.dumps(summary))
+    text = section(tmp_path)
+    assert "| row | dataset | NDCG@10 | HR@5 | published NDCG@10 | gap | status |" in text
+    assert "| a | d | 0.3000 | 0.5000 | 0.2500 | +20.0% | finished |" in text

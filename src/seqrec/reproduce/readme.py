@@ -1,8 +1,8 @@
 """The README's results section, generated from the reproduction reports.
 
 Every ``docs/reproduce/NAME.json`` (a table summary written with its report) becomes one compact
-table: row, dataset, the table's first two metrics, the published value of the first metric and
-the gap. The section sits between two markers in ``README.md`` and is replaced whole, so it is
+table: row, dataset, two metrics (those with published values first, then the table's order),
+the published value of the first and the gap. The section sits between two markers in ``README.md`` and is replaced whole, so it is
 never edited by hand::
 
     <!-- reproduce:start -->
@@ -43,12 +43,10 @@ def section(report_dir: str | Path = "docs/reproduce") -> str:
              "Each table links to its full report (CIs, seeds, curves, breakdowns, commands).", ""]
     for s in _summaries(report_dir):
         rows = s["rows"]
-        metrics = []
-        for r in rows:
-            for m in r.get("test", {}):
-                if m not in metrics:
-                    metrics.append(m)
-        metrics = metrics[:2]
+        measured = [m for r in rows for m in r.get("test", {})]
+        # metrics with a published value first, so that the gap column has something to show
+        published = [p["metric"] for r in rows for p in r.get("published", []) if p["metric"] in measured]
+        metrics = list(dict.fromkeys(published + measured))[:2]
         done = sum(r["finished"] for r in rows)
         lines += [f"**[{s['title']}]({report_dir.as_posix()}/{s['table']}.md)** "
                   f"(`seqrec reproduce {s['table']}`; {done} of {len(rows)} rows finished)", ""]
