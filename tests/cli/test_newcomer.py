@@ -96,3 +96,22 @@ def test_misspelt_model_names_and_keys_suggest_the_closest_known_one(capsys):
         assert expected in capsys.readouterr().err
     assert main(["train", "--set", "model.name=zzzzzz"]) == 2
     assert "did you mean" not in capsys.readouterr().err
+
+
+def test_evaluate_reads_the_run_data_and_split_and_flags_another_split(tmp_path, capsys):
+    csv = tmp_path / "shop.csv"
+    write_log_csv(csv, n_users=40, n_items=25, columns=("user", "item", "timestamp"), time_unit="s")
+    run = tmp_path / "run"
+    assert main(["train", "--set", f"data.name={csv}", "--set", "data.filter=none",
+                 "--set", "model.name=puresvd", "--set", "model.rank=4", "--out", str(run)]) == 0
+    capsys.readouterr()
+    # no config: the run's own data file and split, not the default dataset
+    assert main(["evaluate", str(run / "model")]) == 0
+    out = capsys.readouterr()
+    assert "(the data and split it was trained on)" in out.out and "note:" not in out.err
+    # another split of the same data: evaluated, but named as not held out
+    assert main(["evaluate", str(run / "model"), "--set", "split.protocol=temporal",
+                 "--set", "split.valid=5", "--set", "split.test=5"]) == 0
+    out = capsys.readouterr()
+    assert "(NOT the training split)" in out.out
+    assert "not the data and split the model was trained on" in out.err

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from seqrec.cli.table import format_mapping, format_table
-from seqrec.config import Experiment, load_experiment
+from seqrec.config import Experiment, apply_override, experiment_from_tree, load_experiment
 from seqrec.errors import ConfigError, DataError
 
 TABLE_METRICS = ("HR@10", "NDCG@10", "HR@20", "NDCG@20", "MRR", "COV@10")
@@ -197,21 +197,66 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from seqrec.models.base import Recommender
 
     model = Recommender.load(args.artifact)
-    exp = load_experiment(args.config, args.overrides)
+    trained_on = _training_identity(Path(args.artifact))
+    if trained_on is not None and not args.config:
+        # the run's own data and split, so that `seqrec evaluate RUN/model` needs no config
+        tree: dict[str, Any] = {"data": dict(trained_on["data"]), "split": dict(trained_on["split"]),
+                                "seed": trained_on["seed"]}
+        for assignment in args.overrides or []:
+            apply_override(tree, assignment)
+        exp = experiment_from_tree(tree)
+    else:
+        exp = load_experiment(args.config, args.overrides)
+    same = _same_data_and_split(trained_on, exp)
+    if same is False:
+        print("note: this is not the data and split the model was trained on "
+              f"({_data_split_text(trained_on['data'], trained_on['split'])}): its training "
+              "interactions may be among these targets, so the numbers are not a held-out "
+              "estimate", file=sys.stderr)
     data = prepare_data(exp)
     if data.prepared.n_items != model.n_items:
         raise DataError(
             f"the artifact knows {model.n_items} items but the configured data has "
             f"{data.prepared.n_items}: evaluate with the data config it was trained on"
+            + ("" if trained_on is None else
+               f" ({_data_split_text(trained_on['data'], trained_on['split'])}; leave out "
+               "--config and the data/split keys to use it)")
         )
     rows = []
     for name, targets in (("valid", data.split.valid), ("test", data.split.test)):
         res = evaluate_model(model, exp, targets, progress=True)
         rows.append([name] + [res.metrics.get(m) for m in TABLE_METRICS])
     print(f"{model.name} on {exp.data.name}, {data.split.protocol}, full ranking, "
-          f"seen filter {exp.eval.seen_filter}")
+          f"seen filter {exp.eval.seen_filter}"
+          + {True: " (the data and split it was trained on)", False: " (NOT the training split)",
+             None: ""}[same])
     print(format_table(["split", *TABLE_METRICS], rows))
     return 0
+
+
+def _training_identity(artifact: Path) -> dict[str, Any] | None:
+    """The data/split/seed identity of the ``seqrec train`` run that saved ``artifact`` (its
+    run directory's experiment.json), or None for an artifact saved elsewhere."""
+    from seqrec.cli.runs import EXPERIMENT
+
+    try:
+        identity = json.loads((artifact.resolve().parent / EXPERIMENT).read_text())["identity"]
+        return identity if {"data", "split", "seed"} <= set(identity) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _same_data_and_split(trained_on: dict[str, Any] | None, exp: Experiment) -> bool | None:
+    if trained_on is None:
+        return None
+    return (json.loads(json.dumps(exp.data.identity(), default=str)) == trained_on["data"]
+            and exp.to_dict()["split"] == trained_on["split"])
+
+
+def _data_split_text(data: dict[str, Any], split: dict[str, Any]) -> str:
+    protocol = split.get("protocol", "?")
+    windows = "" if protocol == "leave-last-out" else f" {split.get('valid')}/{split.get('test')}"
+    return f"{data.get('name')}, filter {data.get('filter')}, {protocol}{windows}"
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
