@@ -90,7 +90,8 @@ def test_misspelt_model_names_and_keys_suggest_the_closest_known_one(capsys):
     cases = [(["--set", "model.name=SASRec"], "unknown model 'SASRec' (did you mean 'sasrec'?)"),
              (["--set", "model.name=bert"], "(did you mean 'bert4rec'?)"),
              (["--set", "model.name=sasrec", "--set", "train.lrr=0.1"], "lrr in model 'sasrec' (did you mean 'lr'?)"),
-             (["--set", "model.nme=sasrec"], "(did you mean 'name'?)")]
+             (["--set", "model.nme=sasrec"], "(did you mean 'name'?)"),
+             (["--set", "data.name=ml1m"], "unknown dataset 'ml1m' (did you mean 'ml-1m'?)")]
     for overrides, expected in cases:
         assert main(["train", *overrides]) == 2
         assert expected in capsys.readouterr().err
@@ -115,3 +116,29 @@ def test_evaluate_reads_the_run_data_and_split_and_flags_another_split(tmp_path,
     out = capsys.readouterr()
     assert "(NOT the training split)" in out.out
     assert "not the data and split the model was trained on" in out.err
+
+
+def test_a_closed_pipe_on_stdout_ends_quietly():
+    """`seqrec recommend ... | head` closes stdout early: no traceback, the shell's SIGPIPE code."""
+    import subprocess
+    import sys
+
+    code = ("import seqrec.cli.commands as c\n"
+            "def dispatch(args):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
+            "c.dispatch = dispatch\n"
+            "from seqrec.cli.main import main\nraise SystemExit(main(['models']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 141 and proc.stderr == ""
+
+
+def test_data_describe_reads_an_own_file_with_the_train_keys(tmp_path, capsys):
+    csv = tmp_path / "shop.csv"
+    write_log_csv(csv, n_users=12, n_items=10, columns=("customer", "sku", "ts"), time_unit="ms")
+    assert main(["data", "describe", str(csv)]) == 2
+    assert "no user column" in capsys.readouterr().err
+    assert main(["data", "describe", str(csv), "--set", "data.columns=user=customer,item=sku,timestamp=ts",
+                 "--set", "data.time_unit=ms"]) == 0
+    out = capsys.readouterr().out
+    assert "users" in out and " 12\n" in out
+    assert main(["data", "describe", str(csv), "--set", "model.name=sasrec"]) == 2
+    assert "only data.* keys" in capsys.readouterr().err

@@ -68,7 +68,13 @@ def cmd_data(args: argparse.Namespace) -> int:
         from seqrec.data.preprocess import PreprocessConfig, preprocess
         from seqrec.data.stats import describe
 
-        inter = sources.load(args.name, root=args.root)
+        tree: dict[str, Any] = {"data": {"name": args.name, "root": args.root}}
+        for assignment in args.overrides:
+            if not assignment.startswith("data."):
+                raise ConfigError(f"data describe reads only data.* keys, got --set {assignment}")
+            apply_override(tree, assignment)
+        section = experiment_from_tree(tree).data
+        inter = sources.load(section.name, root=section.root, **section.read_options())
         if args.filter != "none":
             cfg = PreprocessConfig(filter=args.filter, min_item=args.k, min_user=args.k)
             inter = preprocess(inter, cfg).interactions

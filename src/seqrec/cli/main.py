@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from seqrec import __version__
@@ -30,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--root", help="directory of the dataset files")
     d.add_argument("--filter", default="none", choices=["none", "min_count", "k_core"])
     d.add_argument("--k", type=int, default=5, help="threshold of --filter")
+    d.add_argument("--set", dest="overrides", action="append", default=[], metavar="data.KEY=VALUE",
+                   help="how to read your own file, as for train (e.g. data.columns=user=customer,"
+                        "item=sku,timestamp=ts, data.time_unit=ms, data.sep=tab); repeatable")
     d = dsub.add_parser("download", help="download an original dataset into the cache")
     d.add_argument("name")
     d.add_argument("--force", action="store_true", help="download again even if cached")
@@ -135,6 +139,11 @@ def _run(args) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of stdout went away (`seqrec ... | head`): stop quietly, as Unix tools do;
+        # stdout is pointed at devnull so that the interpreter's final flush raises nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,7 +26,7 @@ from typing import Any
 
 from seqrec.data.interactions import Interactions
 from seqrec.data.sources import download as _download
-from seqrec.errors import ConfigError, DataError, DataUnavailable, UnknownNameError
+from seqrec.errors import ConfigError, DataError, DataUnavailable, UnknownNameError, did_you_mean
 
 __all__ = ["DATASETS", "DatasetSpec", "data_dir", "dataset_names", "describe_source", "load"]
 
@@ -200,7 +200,8 @@ def describe_source(name: str, verbose: bool = False) -> str:
 
 def _spec(name: str) -> DatasetSpec:
     if name not in DATASETS:
-        raise UnknownNameError(f"unknown dataset {name!r}; known: {', '.join(dataset_names())} "
+        raise UnknownNameError(f"unknown dataset {name!r}{did_you_mean(name, DATASETS)}; "
+                               f"known: {', '.join(dataset_names())} "
                                "(or pass a path to a .csv/.tsv/.parquet file)")
     return DATASETS[name]
 
