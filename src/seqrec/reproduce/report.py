@@ -225,6 +225,10 @@ def _num(v, d) -> str:
 
 
 def _plot_curves(table: Table, curves) -> bytes | None:
+    """Validation metric against epochs and against training minutes: one row of panels per
+    dataset, one colour per row label, one line style per seed, the legend beside the panels;
+    the time axis is logarithmic when the runs' training times differ by more than 30x (a peer
+    at 4 minutes per epoch beside seqrec at 4 seconds)."""
     try:
         import matplotlib
 
@@ -232,22 +236,41 @@ def _plot_curves(table: Table, curves) -> bytes | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for p, r in curves:
-        hist = r["validation_history"]
-        metric = r.get("val_metric") or "NDCG@10"
-        xs = [h["epoch"] for h in hist]
-        ts = [h["train_seconds"] / 60 for h in hist]
-        ys = [h["metrics"].get(metric) for h in hist]
-        label = f"{p.spec.label} / {p.spec.dataset} s{p.spec.seed}"
-        ax1.plot(xs, ys, label=label, lw=1.2)
-        ax2.plot(ts, ys, label=label, lw=1.2)
+    datasets = list(dict.fromkeys(p.spec.dataset for p, _ in curves))
+    labels = list(dict.fromkeys(p.spec.label for p, _ in curves))
+    seeds = sorted({p.spec.seed for p, _ in curves})
+    palette = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
+    styles = ["-", "--", ":", "-."]
+    fig, axes = plt.subplots(len(datasets), 2, figsize=(13, 3.9 * len(datasets)), squeeze=False)
     metric = curves[0][1].get("val_metric") or "NDCG@10"
-    ax1.set(xlabel="epoch", ylabel=f"validation {metric}", title="validation curves")
-    ax2.set(xlabel="training minutes", ylabel=f"validation {metric}", title="accuracy against training time")
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3)
-    ax1.legend(fontsize=7, loc="lower right")
+    for row, dataset in enumerate(datasets):
+        ax1, ax2 = axes[row]
+        times = []
+        for p, r in curves:
+            if p.spec.dataset != dataset:
+                continue
+            hist = r["validation_history"]
+            m = r.get("val_metric") or "NDCG@10"
+            xs = [h["epoch"] for h in hist]
+            ts = [h["train_seconds"] / 60 for h in hist]
+            ys = [h["metrics"].get(m) for h in hist]
+            times += [t for t in ts if t > 0]
+            style = dict(color=palette(labels.index(p.spec.label) % palette.N), lw=1.2,
+                         ls=styles[seeds.index(p.spec.seed) % len(styles)])
+            first = p.spec.seed == min(q.spec.seed for q, _ in curves
+                                       if q.spec.label == p.spec.label and q.spec.dataset == dataset)
+            ax1.plot(xs, ys, label=p.spec.label if first else None, **style)
+            ax2.plot(ts, ys, **style)
+        if times and max(times) / min(times) > 30:
+            ax2.set_xscale("log")
+        ax1.set(xlabel="epoch", ylabel=f"validation {metric}", title=f"{dataset}: validation curves")
+        ax2.set(xlabel="training minutes" + (" (log scale)" if ax2.get_xscale() == "log" else ""),
+                ylabel=f"validation {metric}", title=f"{dataset}: accuracy against training time")
+        for ax in (ax1, ax2):
+            ax.grid(alpha=0.3)
+        title = "line style = seed" if len(seeds) > 1 else None
+        ax2.legend(*ax1.get_legend_handles_labels(), fontsize=7, loc="upper left",
+                   bbox_to_anchor=(1.02, 1.0), title=title, title_fontsize=7)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
