@@ -241,7 +241,7 @@ def _plot_curves(table: Table, curves) -> bytes | None:
     seeds = sorted({p.spec.seed for p, _ in curves})
     palette = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     styles = ["-", "--", ":", "-."]
-    fig, axes = plt.subplots(len(datasets), 2, figsize=(13, 3.9 * len(datasets)), squeeze=False)
+    fig, axes = plt.subplots(len(datasets), 2, figsize=(15, 3.9 * len(datasets)), squeeze=False)
     metric = curves[0][1].get("val_metric") or "NDCG@10"
     for row, dataset in enumerate(datasets):
         ax1, ax2 = axes[row]
@@ -259,10 +259,15 @@ def _plot_curves(table: Table, curves) -> bytes | None:
                          ls=styles[seeds.index(p.spec.seed) % len(styles)])
             first = p.spec.seed == min(q.spec.seed for q, _ in curves
                                        if q.spec.label == p.spec.label and q.spec.dataset == dataset)
-            ax1.plot(xs, ys, label=p.spec.label if first else None, **style)
+            label = p.spec.label if len(p.spec.label) <= 48 else p.spec.label[:47] + "…"
+            ax1.plot(xs, ys, label=label if first else None, **style)
             ax2.plot(ts, ys, **style)
         if times and max(times) / min(times) > 30:
+            from matplotlib.ticker import NullFormatter, ScalarFormatter
+
             ax2.set_xscale("log")
+            ax2.xaxis.set_major_formatter(ScalarFormatter())
+            ax2.xaxis.set_minor_formatter(NullFormatter())  # 2x10^1 labels overlapped
         ax1.set(xlabel="epoch", ylabel=f"validation {metric}", title=f"{dataset}: validation curves")
         ax2.set(xlabel="training minutes" + (" (log scale)" if ax2.get_xscale() == "log" else ""),
                 ylabel=f"validation {metric}", title=f"{dataset}: accuracy against training time")
@@ -271,7 +276,7 @@ def _plot_curves(table: Table, curves) -> bytes | None:
         title = "line style = seed" if len(seeds) > 1 else None
         ax2.legend(*ax1.get_legend_handles_labels(), fontsize=7, loc="upper left",
                    bbox_to_anchor=(1.02, 1.0), title=title, title_fontsize=7)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 0.8, 1))  # the right fifth holds the legends
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
     plt.close(fig)
