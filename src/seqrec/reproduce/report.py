@@ -263,10 +263,10 @@ def _plot_curves(table: Table, curves) -> bytes | None:
             ax1.plot(xs, ys, label=label if first else None, **style)
             ax2.plot(ts, ys, **style)
         if times and max(times) / min(times) > 30:
-            from matplotlib.ticker import NullFormatter, ScalarFormatter
+            from matplotlib.ticker import FuncFormatter, NullFormatter
 
             ax2.set_xscale("log")
-            ax2.xaxis.set_major_formatter(ScalarFormatter())
+            ax2.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax2.xaxis.set_minor_formatter(NullFormatter())  # 2x10^1 labels overlapped
         ax1.set(xlabel="epoch", ylabel=f"validation {metric}", title=f"{dataset}: validation curves")
         ax2.set(xlabel="training minutes" + (" (log scale)" if ax2.get_xscale() == "log" else ""),
