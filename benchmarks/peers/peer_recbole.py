@@ -111,6 +111,9 @@ def main(work: Path, out: Path, args: dict) -> None:
         trainer.model.train(was_training)
         return np.stack([found[u] for u in users])
 
+    if args.get("time_batches"):  # a timing probe, not a run: benchmarks/bench_recbole_epoch.py
+        time_batches(trainer, train_data, int(args["time_batches"]), out)
+        return
     times: list[float] = []
     curve: list[dict] = []
     state = {"stopped": None}
@@ -180,6 +183,29 @@ def main(work: Path, out: Path, args: dict) -> None:
             "recbole_best_valid_ndcg10": float(trainer.best_valid_score), "curve": curve,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
+
+
+def time_batches(trainer, train_data, n: int, out: Path) -> None:
+    """Seconds of RecBole's own training step (its loss, backward, Adam step) on the first
+    ``n + 1`` batches of an epoch, the first discarded as warm-up; written to ``probe.json``
+    with the batches per epoch, so that an epoch's cost is measured, not extrapolated."""
+    model, opt = trainer.model, trainer.optimizer
+    model.train()
+    seconds = []
+    for i, inter in enumerate(train_data):
+        if i > n:
+            break
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = model.calculate_loss(inter)
+        loss.backward()
+        opt.step()
+        seconds.append(time.perf_counter() - t0)
+    (out / "probe.json").write_text(json.dumps({
+        "batch_seconds": seconds[1:], "warmup_seconds": seconds[0],
+        "batches_per_epoch": len(train_data), "sequences_per_epoch": len(train_data.dataset),
+        "batch_size": trainer.config["train_batch_size"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}, indent=2))
 
 
 if __name__ == "__main__":
