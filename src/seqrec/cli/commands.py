@@ -210,7 +210,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                 "seed": trained_on["seed"]}
         for assignment in args.overrides or []:
             apply_override(tree, assignment)
-        exp = experiment_from_tree(tree)
+        try:
+            exp = experiment_from_tree(tree)
+        except ConfigError as exc:  # a run recorded by another seqrec version: its keys differ
+            raise ConfigError(f"cannot rebuild the data and split of the run that saved "
+                              f"{args.artifact} ({exc}); pass them with --config or --set") from None
     else:
         exp = load_experiment(args.config, args.overrides)
     same = _same_data_and_split(trained_on, exp)
