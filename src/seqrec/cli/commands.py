@@ -208,13 +208,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         # the run's own data and split, so that `seqrec evaluate RUN/model` needs no config
         tree: dict[str, Any] = {"data": dict(trained_on["data"]), "split": dict(trained_on["split"]),
                                 "seed": trained_on["seed"]}
-        for assignment in args.overrides or []:
-            apply_override(tree, assignment)
         try:
-            exp = experiment_from_tree(tree)
+            experiment_from_tree(json.loads(json.dumps(tree)))
         except ConfigError as exc:  # a run recorded by another seqrec version: its keys differ
             raise ConfigError(f"cannot rebuild the data and split of the run that saved "
-                              f"{args.artifact} ({exc}); pass them with --config or --set") from None
+                              f"{args.artifact} ({exc}); pass them with --config") from None
+        for assignment in args.overrides or []:
+            apply_override(tree, assignment)
+        exp = experiment_from_tree(tree)
     else:
         exp = load_experiment(args.config, args.overrides)
     same = _same_data_and_split(trained_on, exp)
