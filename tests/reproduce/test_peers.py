@@ -223,7 +223,11 @@ def test_unfinished_peer_state_is_kept_and_restored(tmp_path):
     assert (state / "abc123" / "ckpt" / "last.pth.xz").stat().st_size < len(last)
     fresh = tmp_path / "fresh" / "abc123"
     fresh.mkdir(parents=True)
-    assert peers.restore_state(fresh, state) and (fresh / "ckpt" / "last.pth").read_bytes() == last
+    # what the dry run says: the saved state here, the run directory's own checkpoint once restored
+    assert peers.resume_source(fresh, None) is None
+    assert peers.resume_source(fresh, state)[0] == state / "abc123"
+    assert peers.restore_state(fresh, state)
+    assert peers.resume_source(fresh, state) == (fresh / "ckpt" / "last.pth", len(last)) and (fresh / "ckpt" / "last.pth").read_bytes() == last
     assert (fresh / "ckpt" / "best.pth").read_bytes() == b"B" and not (fresh / "ckpt" / "last.pth.xz").exists()
     assert not peers.restore_state(fresh, state)  # a run directory with a checkpoint keeps its own
     peers.save_state(work, state, finished=True)

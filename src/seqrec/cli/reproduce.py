@@ -98,12 +98,16 @@ def _status(p, runs_dir: Path, state_dir: Path | None) -> str:
         return "no data" + (" (partial)" if p.partial else "")
     if is_training(runs_dir / p.key):
         return "training now" + _live_progress(runs_dir / p.key)
-    found = resume_source(runs_dir / p.key, state_dir)
+    from seqrec.reproduce import peers
+
+    # a peer worker keeps its own checkpoint layout (ckpt/last.pth + worker_state.json)
+    source = peers.resume_source if peers.is_peer(p.spec.experiment.model) else resume_source
+    found = source(runs_dir / p.key, state_dir)
     if found is None:
         resume = "no checkpoint here: restarts"
     else:
         path, size = found
-        where = "run dir" if path.parent == runs_dir / p.key else "saved state"
+        where = "run dir" if runs_dir / p.key in (path, *path.parents) else "saved state"
         local = ", too big to commit" if where == "saved state" and size > STATE_KEEP_BYTES else ""
         resume = f"resumes from its {where} ({size / 1e6:.1f} MB{local})"
     if not p.partial:

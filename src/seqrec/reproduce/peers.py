@@ -313,6 +313,18 @@ def save_state(work: Path, state_dir: Path | None, finished: bool) -> None:
                     runner.STATE_KEEP_BYTES / 1e6)
 
 
+def resume_source(work: Path, state_dir: Path | None) -> tuple[Path, int] | None:
+    """What an unfinished peer run would resume from here, and its size in bytes: its run
+    directory's checkpoint first, else its saved state (None: it would start over)."""
+    own = work / "ckpt" / "last.pth"
+    if own.exists() and (work / "worker_state.json").exists():
+        return own, own.stat().st_size
+    saved = None if state_dir is None else state_dir / work.name
+    if saved is None or not (saved / "worker_state.json").exists():
+        return None
+    return saved, sum(f.stat().st_size for f in saved.rglob("*") if f.is_file())
+
+
 def restore_state(work: Path, state_dir: Path | None) -> bool:
     """Seed a run directory without a checkpoint from ``state_dir/<key>`` (packed checkpoints
     unpacked; plain ones, of older code, copied)."""
