@@ -9,29 +9,24 @@ worker's own code, ``time_batches`` mode), times RecBole's training step (``calc
 backward, Adam step) on the first batches of an epoch, and multiplies by the batches per epoch.
 Nothing is trained to the end and no accuracy is claimed.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_recbole_epoch.py --dataset ml-1m-sasrec \
-        --max-len 200 --batches 4
+    .venv/bin/python benchmarks/bench_recbole_epoch.py --run recbole-ml1m --batches 3
 
 The RecBole interpreter is the peers table's (``runs/peers/recbole``, installed on first use).
-Writes docs/results/recbole_epoch_<dataset>.{json,md}. The machine may be shared: the load
+Writes docs/results/recbole_epoch_<dataset>.{json,md} (the row's dataset). The machine may be shared: the load
 average during the probe is recorded, and the figure is the median batch.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
-import subprocess
-import time
 from pathlib import Path
 
-from seqrec.data.preprocess import PreprocessConfig, preprocess
-from seqrec.data.sources import load
-from seqrec.data.splits import leave_last_out
 from seqrec.evaluation.results import base_record, hardware_line
-from seqrec.reproduce.peers import ensure_venv, export_split, worker_dir
+from seqrec.reproduce import load_table, peers, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results"
@@ -39,48 +34,46 @@ OUT = ROOT / "docs" / "results"
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", default="ml-1m-sasrec")
-    ap.add_argument("--max-len", type=int, default=200)
+    ap.add_argument("--run", default="recbole-ml1m", help="a RecBole row of configs/reproduce/peers.toml")
     ap.add_argument("--batches", type=int, default=4, help="timed batches after one warm-up")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--work", default=str(ROOT / "runs" / "bench-recbole-epoch"))
     args = ap.parse_args()
 
-    # the peers table's preprocessing and split (configs/reproduce/peers.toml [defaults])
-    prepared = preprocess(load(args.dataset), PreprocessConfig(filter="k_core", min_item=5))
-    split = leave_last_out(prepared.sequences())
-    work = Path(args.work) / args.dataset
-    export_split(split, work)
-    python = ensure_venv("recbole", ROOT / "runs" / "peers")
-    worker_args = {"library": "recbole", "dim": 64, "n_blocks": 2, "n_heads": 1,
-                   "max_len": args.max_len, "dropout": 0.2, "epochs": 1, "patience": 10, "k": 10,
-                   "seed": 0, "num_threads": args.threads, "time_batches": args.batches}
+    # the row's own data, split and model config, launched as the harness launches it
+    (spec,) = load_table(ROOT / "configs" / "reproduce" / "peers.toml").select(run_ids={args.run}, seeds={0})
+    exp = spec.experiment
+    cfg = dataclasses.replace(peers.peer_config(exp.model, exp.model_params, exp.seed),
+                              num_threads=args.threads)
+    if cfg.library != "recbole":
+        raise SystemExit(f"{args.run} is not a RecBole row")
+    work = (Path(args.work) / args.run).resolve()
+    peers.export_split(runner.prepared_data(spec).split, work)
+    python = peers.ensure_venv("recbole", ROOT / "runs" / "peers")
     load_before = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    subprocess.run([str(python), str(worker_dir() / "peer_recbole.py"), str(work), str(work),
-                    json.dumps(worker_args)], check=True, cwd=work)  # RecBole logs into the cwd
-    wall = time.perf_counter() - t0
-    probe = json.loads((work / "probe.json").read_text())
+    probe = peers.run_worker(cfg, python, work, None, extra={"time_batches": args.batches})
     per_batch = statistics.median(probe["batch_seconds"])
     epoch_hours = per_batch * probe["batches_per_epoch"] / 3600
     record = base_record(
-        benchmark="recbole_epoch", dataset=args.dataset, max_len=args.max_len,
-        torch_threads=args.threads, worker_args=worker_args, probe=probe,
-        median_batch_seconds=per_batch, epoch_hours=epoch_hours, probe_wall_seconds=wall,
+        benchmark="recbole_epoch", run=args.run, dataset=spec.dataset, max_len=cfg.max_len,
+        torch_threads=args.threads, peer_config=dataclasses.asdict(cfg), probe=probe,
+        median_batch_seconds=per_batch, epoch_hours=epoch_hours, probe_wall_seconds=probe["wall_seconds"],
         load_average={"before": load_before, "after": os.getloadavg()[0]},
     )
-    stem = f"recbole_epoch_{args.dataset}"
+    stem = f"recbole_epoch_{spec.dataset}"
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
-    md = (f"# RecBole SASRec: one training epoch on {args.dataset}, measured\n\n"
+    md = (f"# RecBole SASRec: one training epoch on {spec.dataset}, measured\n\n"
           f"Command: `{record['command']}`  \n"
-          f"Data: {args.dataset}, 5-core items, leave-last-out (the peers table's split), every "
-          f"training transition a sequence of at most {args.max_len} (RecBole's augmentation); "
-          f"RecBole {record['probe'].get('version', '1.2.1')} SASRec as the peers worker builds it "
-          f"(CE, d 64, 2 blocks, 1 head, dropout 0.2, its batch {probe['batch_size']}), seed 0.  \n"
-          f"Hardware: {hardware_line(record['hardware'])}; torch threads {args.threads}; 1-minute "
-          f"load average {load_before:.1f} before, {record['load_average']['after']:.1f} after "
-          f"(the machine was shared with other trainings).  \n"
+          f"Data: {spec.dataset}, the split of the peers row `{args.run}`, every training transition "
+          f"a sequence of at most {cfg.max_len} (RecBole's augmentation); RecBole "
+          f"{probe['version']} SASRec as the peers worker builds it (CE, d {cfg.dim}, "
+          f"{cfg.n_blocks} blocks, {cfg.n_heads} head(s), dropout {cfg.dropout}, its batch "
+          f"{probe['batch_size']}), seed {cfg.seed}.  \n"
+          f"Hardware: {hardware_line(dict(record['hardware'], torch_threads=None))}; the worker's "
+          f"torch threads {args.threads}; 1-minute load average {load_before:.1f} before, "
+          f"{record['load_average']['after']:.1f} after (other processes on the machine count "
+          f"in these times).  \n"
           f"Measured {record['created']}.\n\n"
           "| sequences per epoch | batches per epoch | timed batches | median s per batch "
           "| warm-up batch s | one epoch (hours) | peak RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|\n"

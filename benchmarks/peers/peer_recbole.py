@@ -112,7 +112,9 @@ def main(work: Path, out: Path, args: dict) -> None:
         return np.stack([found[u] for u in users])
 
     if args.get("time_batches"):  # a timing probe, not a run: benchmarks/bench_recbole_epoch.py
-        time_batches(trainer, train_data, int(args["time_batches"]), out)
+        probe = time_batches(trainer, train_data, int(args["time_batches"]))
+        (out / "info.json").write_text(json.dumps({"library": "recbole", "version": recbole.__version__,
+                                                   **probe}, indent=2))
         return
     times: list[float] = []
     curve: list[dict] = []
@@ -185,10 +187,10 @@ def main(work: Path, out: Path, args: dict) -> None:
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
 
 
-def time_batches(trainer, train_data, n: int, out: Path) -> None:
+def time_batches(trainer, train_data, n: int) -> dict:
     """Seconds of RecBole's own training step (its loss, backward, Adam step) on the first
-    ``n + 1`` batches of an epoch, the first discarded as warm-up; written to ``probe.json``
-    with the batches per epoch, so that an epoch's cost is measured, not extrapolated."""
+    ``n + 1`` batches of an epoch, the first discarded as warm-up, with the batches per epoch,
+    so that an epoch's cost is measured, not extrapolated."""
     model, opt = trainer.model, trainer.optimizer
     model.train()
     seconds = []
@@ -201,11 +203,10 @@ def time_batches(trainer, train_data, n: int, out: Path) -> None:
         loss.backward()
         opt.step()
         seconds.append(time.perf_counter() - t0)
-    (out / "probe.json").write_text(json.dumps({
-        "batch_seconds": seconds[1:], "warmup_seconds": seconds[0],
-        "batches_per_epoch": len(train_data), "sequences_per_epoch": len(train_data.dataset),
-        "batch_size": trainer.config["train_batch_size"],
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}, indent=2))
+    return {"batch_seconds": seconds[1:], "warmup_seconds": seconds[0],
+            "batches_per_epoch": len(train_data), "sequences_per_epoch": len(train_data.dataset),
+            "batch_size": trainer.config["train_batch_size"],
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 if __name__ == "__main__":

@@ -209,7 +209,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         tree: dict[str, Any] = {"data": dict(trained_on["data"]), "split": dict(trained_on["split"]),
                                 "seed": trained_on["seed"]}
         try:
-            experiment_from_tree(json.loads(json.dumps(tree)))
+            experiment_from_tree(tree)
         except ConfigError as exc:  # a run recorded by another seqrec version: its keys differ
             raise ConfigError(f"cannot rebuild the data and split of the run that saved "
                               f"{args.artifact} ({exc}); pass them with --config") from None
@@ -260,8 +260,10 @@ def _training_identity(artifact: Path) -> dict[str, Any] | None:
 def _same_data_and_split(trained_on: dict[str, Any] | None, exp: Experiment) -> bool | None:
     if trained_on is None:
         return None
-    return (json.loads(json.dumps(exp.data.identity(), default=str)) == trained_on["data"]
-            and exp.to_dict()["split"] == trained_on["split"])
+    from seqrec.cli.runs import run_identity
+
+    ours = run_identity(exp)  # the same normalisation as the recorded identity
+    return ours["data"] == trained_on["data"] and ours["split"] == trained_on["split"]
 
 
 def _data_split_text(data: dict[str, Any], split: dict[str, Any]) -> str:

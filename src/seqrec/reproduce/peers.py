@@ -249,10 +249,13 @@ class LoadSampler:
 
 
 # --- one run ---------------------------------------------------------------------------------
-def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None) -> dict[str, Any]:
-    """Run ``peer_<library>.py`` in ``work``; its ``info.json`` with ``wall_seconds`` added."""
+def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None,
+               extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run ``peer_<library>.py`` in ``work``; its ``info.json`` with ``wall_seconds`` added.
+    ``extra`` adds worker arguments outside the run's identity (e.g. RecBole's ``time_batches``
+    probe, ``benchmarks/bench_recbole_epoch.py``)."""
     worker = worker_dir() / f"peer_{cfg.library}.py"
-    args = {**dataclasses.asdict(cfg), "deadline": deadline}
+    args = {**dataclasses.asdict(cfg), "deadline": deadline, **(extra or {})}
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg.num_threads), MKL_NUM_THREADS=str(cfg.num_threads))
     env.pop("PYTHONPATH", None)  # the peer's venv only: seqrec is not importable there
     (work / "info.json").unlink(missing_ok=True)

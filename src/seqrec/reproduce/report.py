@@ -245,7 +245,7 @@ def _plot_curves(table: Table, curves) -> bytes | None:
     metric = curves[0][1].get("val_metric") or "NDCG@10"
     for row, dataset in enumerate(datasets):
         ax1, ax2 = axes[row]
-        times = []
+        times, shown = [], set()
         for p, r in curves:
             if p.spec.dataset != dataset:
                 continue
@@ -257,10 +257,9 @@ def _plot_curves(table: Table, curves) -> bytes | None:
             times += [t for t in ts if t > 0]
             style = dict(color=palette(labels.index(p.spec.label) % palette.N), lw=1.2,
                          ls=styles[seeds.index(p.spec.seed) % len(styles)])
-            first = p.spec.seed == min(q.spec.seed for q, _ in curves
-                                       if q.spec.label == p.spec.label and q.spec.dataset == dataset)
             label = p.spec.label if len(p.spec.label) <= 48 else p.spec.label[:47] + "…"
-            ax1.plot(xs, ys, label=label if first else None, **style)
+            ax1.plot(xs, ys, label=None if p.spec.label in shown else label, **style)  # once per row
+            shown.add(p.spec.label)
             ax2.plot(ts, ys, **style)
         if times and max(times) / min(times) > 30:
             from matplotlib.ticker import FuncFormatter, NullFormatter
