@@ -1,5 +1,6 @@
 """End-to-end CLI checks: the quickstart path works and malformed input gives one-line errors."""
 
+import json
 import subprocess
 import sys
 
@@ -79,3 +80,42 @@ def test_console_script_entry_point():
     res = subprocess.run([sys.executable, "-m", "seqrec.cli.main", "--version"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "seqrec" in res.stdout
+
+
+def test_data_and_model_shortcuts_fold_into_set_overrides(tmp_path, capsys):
+    import argparse
+
+    from seqrec.cli.main import build_parser, fold_shortcuts
+
+    def folded(*argv):
+        args = build_parser().parse_args(list(argv))
+        fold_shortcuts(args)
+        return args
+
+    args = folded("train", "shop.csv", "-m", "sasrec", "--set", "train.epochs=2")
+    assert args.overrides == ["data.name=shop.csv", "model.name=sasrec", "train.epochs=2"]
+    args = folded("train", "exp.toml")  # the positional config `seqrec tune` also takes
+    assert args.config == "exp.toml" and args.overrides == []
+    args = folded("data", "prepare", "ml-latest-small", "--out", str(tmp_path))
+    assert args.overrides == ["data.name=ml-latest-small"]
+    assert isinstance(folded("train"), argparse.Namespace)  # no shortcut: nothing changes
+    for argv, fragment in [
+        (("train", "sasrec"), "is a model, not a dataset: pass it as --model sasrec"),
+        (("train", "shop.csv", "-m", "SASRec"), "did you mean 'sasrec'"),
+        (("train", "shop.csv", "--set", "data.name=x"), "data.name given twice"),
+        (("train", "a.toml", "-c", "b.toml"), "two configs given"),
+    ]:
+        code, _, err = _run(capsys, *argv)
+        assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_train_takes_an_own_file_positionally(tmp_path, capsys):
+    log = tmp_path / "log.csv"
+    log.write_text("user,item,timestamp\n" + "".join(
+        f"{u},{(u + k) % 7},{k}\n" for u in range(12) for k in range(6)))
+    out = tmp_path / "run"
+    code, text, err = _run(capsys, "train", str(log), "-m", "pop", "--set", "data.filter=none",
+                           "--out", str(out))
+    assert code == 0, err
+    identity = json.loads((out / "experiment.json").read_text())["identity"]
+    assert identity["data"]["name"] == str(log) and identity["model"] == "pop"

@@ -164,3 +164,21 @@ def test_a_semicolon_file_read_as_csv_names_the_separator_to_pass(tmp_path):
     with pytest.raises(DataError, match=r"looks ;-separated; pass sep=';' .*data\.sep=';'"):
         load(str(path))
     assert len(load(str(path), sep=";").user) == 3
+
+
+def test_utf16_spreadsheet_text_is_read_and_binary_files_are_named(tmp_path):
+    # Excel's 'Unicode Text' is UTF-16 with a byte-order mark; its rows must read as UTF-8 would
+    text = "user\titem\ttimestamp\n1\t10\t100\n1\t11\t101\n2\t10\t102\n"
+    (tmp_path / "u16.tsv").write_bytes(text.encode("utf-16"))
+    (tmp_path / "u8.tsv").write_text(text)
+    a, b = load(str(tmp_path / "u16.tsv")), load(str(tmp_path / "u8.tsv"))
+    assert list(a.item) == list(b.item) and list(a.timestamp) == list(b.timestamp)
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "book.csv", "w") as z:  # an .xlsx is a zip archive
+        z.writestr("sheet.xml", "x" * 100)
+    with pytest.raises(DataError, match="not a text table .*binary"):
+        load(str(tmp_path / "book.csv"))
+    (tmp_path / "book.xlsx").write_bytes((tmp_path / "book.csv").read_bytes())
+    with pytest.raises(DataError, match="a spreadsheet: save it as CSV"):
+        load(str(tmp_path / "book.xlsx"))

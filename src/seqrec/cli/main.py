@@ -17,6 +17,43 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
                    help="override a config value, e.g. --set model.name=sasrec (repeatable)")
 
 
+def _add_shortcut_args(p: argparse.ArgumentParser) -> None:
+    """``seqrec train shop.csv -m sasrec``: what a newcomer types first, as --set shortcuts."""
+    p.add_argument("data_shortcut", nargs="?", metavar="DATA",
+                   help="a dataset name (seqrec data list) or your own file / directory: the same "
+                        "as --set data.name=DATA (a .toml / .yaml file here is read as --config)")
+    p.add_argument("--model", "-m", dest="model_shortcut", help="a model name (seqrec models): the same as --set model.name=...")
+
+
+def fold_shortcuts(args: argparse.Namespace) -> None:
+    """Turn the DATA / --model shortcuts into leading ``--set`` overrides (an explicit --set of the
+    same key is a conflict, not a silent winner)."""
+    data, model = getattr(args, "data_shortcut", None), getattr(args, "model_shortcut", None)
+    if data is None and model is None:
+        return
+    from pathlib import Path
+
+    from seqrec.errors import ConfigError, did_you_mean
+    from seqrec.registry import model_names
+
+    if data is not None and Path(data).suffix.lower() in (".toml", ".yaml", ".yml"):
+        if args.config:
+            raise ConfigError(f"two configs given: {data} and --config {args.config}; pass one")
+        args.config, data = data, None
+    if data is not None and data in model_names() and not Path(data).exists():
+        raise ConfigError(f"{data!r} is a model, not a dataset: pass it as --model {data} "
+                          "(and DATA as a dataset name, e.g. ml-latest-small, or your own file)")
+    shortcuts = {"data.name": data, "model.name": model}
+    if model is not None and model not in model_names():
+        raise ConfigError(f"unknown model {model!r}{did_you_mean(model, model_names())}; "
+                          f"known: {', '.join(model_names())}")
+    given = {a.split("=", 1)[0].strip() for a in args.overrides}
+    for key, value in shortcuts.items():
+        if value is not None and key in given:
+            raise ConfigError(f"{key} given twice (as a shortcut and as --set {key}=...); keep one")
+    args.overrides = [f"{k}={v}" for k, v in shortcuts.items() if v is not None] + list(args.overrides)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqrec", description=__doc__)
     parser.add_argument("--version", action="version", version=f"seqrec {__version__}")
@@ -39,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--force", action="store_true", help="download again even if cached")
     d = dsub.add_parser("prepare", help="preprocess and split, write arrays to a directory")
     _add_experiment_args(d)
+    _add_shortcut_args(d)
     d.add_argument("--out", required=True, help="output directory")
 
     sub.add_parser("models", help="known model names")
@@ -47,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="fit a model, evaluate it, save the artifact and results")
     _add_experiment_args(t)
+    _add_shortcut_args(t)
     t.add_argument("--out", help="run directory (default: <output>/<dataset>-<model>)")
     t.add_argument("--fresh", action="store_true",
                    help="start over instead of resuming the run in the directory")
@@ -129,6 +168,7 @@ def _run(args) -> int:
     from seqrec.cli import commands
 
     try:
+        fold_shortcuts(args)
         return commands.dispatch(args)
     except SeqRecError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -64,8 +64,10 @@ def iter_blocks(path: str | Path, block_bytes: int = 1 << 28):
         yield line, rest
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The decompressed content of ``path`` (``.xz``, ``.gz``, ``.bz2`` or plain)."""
+def read_bytes(path: str | Path, *, text: bool = True) -> bytes:
+    """The decompressed content of ``path`` (``.xz``, ``.gz``, ``.bz2`` or plain); a text file
+    (``text``, the default) comes back as UTF-8 without a byte-order mark, and binary content
+    there is refused with the formats seqrec reads."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"file not found: {path}")
@@ -77,7 +79,26 @@ def read_bytes(path: str | Path) -> bytes:
         raise DataError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
     if not data.strip():
         raise DataError(f"file {path} is empty")
-    return data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Excel exports)
+    if not text:
+        return data
+    data = _as_utf8(data, path)
+    if b"\x00" in data[:4096]:  # text never holds NUL bytes; a spreadsheet or archive does
+        raise DataError(f"{path} is not a text table (it holds binary bytes; a spreadsheet or an "
+                        "archive?): seqrec reads delimited text (.csv, .tsv, .dat, .txt; also "
+                        ".gz, .xz, .bz2 compressed) and .parquet; save a spreadsheet as CSV")
+    return data
+
+
+def _as_utf8(data: bytes, path: Path) -> bytes:
+    """UTF-8 without a byte-order mark: Excel saves 'CSV UTF-8' with a UTF-8 mark and 'Unicode
+    Text' as UTF-16 with its own mark; both are common first files."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"cannot read {path}: it starts like UTF-16 text but {exc.reason} "
+                            f"at byte {exc.start}") from None
+    return data.removeprefix(b"\xef\xbb\xbf")
 
 
 def _first_line(msg: str) -> str:

@@ -64,9 +64,10 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> pl.
             raise DataError(f"file {path} has no rows")
         return df
     if ext not in TEXT_EXT and sep is None:
+        spreadsheet = " (a spreadsheet: save it as CSV)" if ext in (".xlsx", ".xls", ".ods") else ""
         raise DataError(
-            f"cannot tell the format of {path.name}: expected .csv, .tsv, .txt, .dat or .parquet "
-            "(optionally .xz/.gz/.bz2), or pass sep="
+            f"cannot tell the format of {path.name}{spreadsheet}: expected .csv, .tsv, .txt, .dat "
+            "or .parquet (optionally .xz/.gz/.bz2), or pass sep="
         )
     data = _io.read_bytes(path)
     sep = sep or TEXT_EXT[ext]

@@ -38,7 +38,7 @@ class _PlainUnpickler(pickle.Unpickler):
 def read_plain_pickle(path: str | Path):
     """Unpickle ``path`` without constructing any object (see :class:`_PlainUnpickler`)."""
     try:
-        return _PlainUnpickler(io.BytesIO(_io.read_bytes(path))).load()
+        return _PlainUnpickler(io.BytesIO(_io.read_bytes(path, text=False))).load()
     except (pickle.UnpicklingError, EOFError, ValueError) as exc:
         raise DataError(f"cannot read {path} as a pickle: {type(exc).__name__}: {exc}") from None
 
