@@ -52,6 +52,18 @@ def test_recommend_for_a_known_user(run, capsys):
         assert item in out
 
 
+def test_the_run_directory_stands_for_its_artifact_and_a_user_id_as_history_is_named(run, capsys):
+    tmp, artifact, info = run
+    assert main(["recommend", str(artifact.parent), "--user", "c5", "-k", "3"]) == 0
+    by_run = capsys.readouterr().out
+    assert main(["recommend", str(artifact), "--user", "c5", "-k", "3"]) == 0
+    assert capsys.readouterr().out == by_run and "user c5:" in by_run
+    assert main(["recommend", str(artifact), "c5", "-k", "3"]) == 0  # the user typed as an item
+    assert "'c5' is a user id: for that user's stored history pass --user c5" in capsys.readouterr().out
+    assert main(["recommend", str(tmp), "--user", "c5"]) == 2  # no model here, nor in tmp/model
+    assert "not a seqrec artifact" in capsys.readouterr().err
+
+
 def test_unknown_and_removed_users_are_named(run, capsys):
     tmp, artifact, info = run
     assert main(["recommend", str(artifact), "--user", "ghost"]) == 2

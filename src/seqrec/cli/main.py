@@ -25,6 +25,21 @@ def _add_shortcut_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", "-m", dest="model_shortcut", help="a model name (seqrec models): the same as --set model.name=...")
 
 
+def resolve_artifact(args: argparse.Namespace) -> None:
+    """A run directory (``runs/shop-sasrec``) stands for its artifact (``runs/shop-sasrec/model``):
+    ``seqrec train`` prints both, and the run directory is the one people remember."""
+    artifact = getattr(args, "artifact", None)
+    if artifact is None:
+        return
+    from pathlib import Path
+
+    from seqrec.serving.artifact import META
+
+    path = Path(artifact)
+    if not (path / META).is_file() and (path / "model" / META).is_file():
+        args.artifact = str(path / "model")
+
+
 def fold_shortcuts(args: argparse.Namespace) -> None:
     """Turn the DATA / --model shortcuts into leading ``--set`` overrides (an explicit --set of the
     same key is a conflict, not a silent winner)."""
@@ -169,6 +184,7 @@ def _run(args) -> int:
 
     try:
         fold_shortcuts(args)
+        resolve_artifact(args)
         return commands.dispatch(args)
     except SeqRecError as exc:
         print(f"error: {exc}", file=sys.stderr)

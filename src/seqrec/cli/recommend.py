@@ -63,6 +63,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if rec.skipped_ids:
         print(f"note: skipped {len(rec.skipped_ids)} unknown item id(s): "
               f"{batch.describe_skipped(model.vocab, rec.skipped_ids)}")
+        users = getattr(model, "user_histories", None)
+        known = [u for u in rec.skipped_ids if users is not None and u in users]
+        if known:  # `seqrec recommend RUN u1`: a user id typed where item ids go
+            print(f"note: {known[0]!r} is a user id: for that user's stored history pass "
+                  f"--user {known[0]}")
     if rec.fallback:
         print(f"note: empty history, showing the {rec.fallback} ranking")
     rows = []

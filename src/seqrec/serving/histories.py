@@ -45,6 +45,9 @@ class UserHistories:
             removed = np.setdiff1d(before, np.asarray(prepared.user_raw).astype(str))
         return cls(raw, np.asarray(seqs.offsets, np.int64), np.asarray(seqs.items, np.int32), removed)
 
+    def __contains__(self, raw_id: Any) -> bool:
+        return str(raw_id) in self._index()
+
     def _index(self) -> dict[str, int]:
         cache = self.__dict__.get("_lookup")
         if cache is None:
