@@ -179,7 +179,7 @@ class Recommender(ABC):
             order = top[r][top[r] > 0]
             out.append(
                 Recommendation(
-                    items=list(self.vocab.decode(order)),
+                    items=self.vocab.decode(order).tolist(),  # plain ints / strs, not numpy scalars
                     scores=[float(s) for s in scores[r, order]],
                     skipped_unknown=len(skipped[r]),
                     fallback="popularity" if len(rows[r]) == 0 else None,

@@ -437,7 +437,7 @@ class LRURec(TorchRecommender):
         order = top[np.argsort(-scores[top], kind="stable")]
         order = order[np.isfinite(scores[order])]
         return Recommendation(
-            items=list(self.vocab.decode(order)),
+            items=self.vocab.decode(order).tolist(),  # plain ints / strs, not numpy scalars
             scores=[float(v) for v in scores[order]],
             skipped_unknown=unknown,
             fallback="popularity" if session.n_events == 0 else None,

@@ -251,6 +251,8 @@ def check_exclude_seen(model_cls, config_kwargs: dict[str, Any]) -> None:
     raw = [list(model.vocab.decode(seqs.row(r))) for r in range(6)]
     for hist, rec in zip(raw, model.recommend(raw, k=5, exclude_seen=True), strict=True):
         assert len(rec.items) == 5 and not set(rec.items) & set(hist), (hist, rec.items)
+        # raw ids come back as the Python values users compare and print, not numpy scalars
+        assert all(type(i) in (int, str) for i in rec.items), [type(i) for i in rec.items]
     # without the filter, the top item of a history ending in i is mostly a seen item or not;
     # only check the call shape and ordering
     for rec in model.recommend(raw, k=5, exclude_seen=False):
