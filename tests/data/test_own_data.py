@@ -182,3 +182,27 @@ def test_utf16_spreadsheet_text_is_read_and_binary_files_are_named(tmp_path):
     (tmp_path / "book.xlsx").write_bytes((tmp_path / "book.csv").read_bytes())
     with pytest.raises(DataError, match="a spreadsheet: save it as CSV"):
         load(str(tmp_path / "book.xlsx"))
+
+
+def test_an_in_memory_table_reads_like_the_same_file(tmp_path):
+    import datetime as dt
+
+    import polars as pl
+
+    frame = pl.DataFrame({
+        "customer": ["a", "a", "b", "b", "c"], "sku": [10, 11, 11, 12, 10],
+        "when": [dt.datetime(2020, 1, 1, h) for h in (1, 2, 1, 3, 5)],
+    })
+    cols = {"user": "customer", "item": "sku", "timestamp": "when"}
+    frame.write_csv(tmp_path / "log.csv")
+    from_file, from_frame = load(str(tmp_path / "log.csv"), columns=cols), load(frame, columns=cols)
+    for field in ("user", "item", "timestamp"):
+        assert np.array_equal(getattr(from_file, field), getattr(from_frame, field)), field
+    as_dict = load({"user": [1, 1, 2], "item": ["x", "y", "x"], "timestamp": [3, 4, 5]})
+    assert len(as_dict.item) == 3
+    with pytest.raises(DataError, match="column 'user' is empty"):
+        load({"user": [1, None], "item": [1, 2], "timestamp": [1, 2]})
+    with pytest.raises(DataError, match="no timestamp column"):
+        load({"user": [1], "item": [2]})
+    with pytest.raises(DataError, match="expected a Polars or pandas DataFrame"):
+        load([(1, 2, 3)])

@@ -298,15 +298,17 @@ def _no_options(options: dict[str, Any], what: str) -> None:
 
 
 def load(
-    name_or_path: str | Path,
+    name_or_path: str | Path | Any,
     root: str | Path | None = None,
     cache: bool | None = None,
     **options: Any,
 ) -> Interactions:
-    """Load a named dataset or a file.
+    """Load a named dataset, a file, or an in-memory table.
 
     Args:
-        name_or_path: a name from :func:`dataset_names` or a path (file or GroupLens folder).
+        name_or_path: a name from :func:`dataset_names`, a path (file or GroupLens folder), or
+            a Polars / pandas DataFrame or dict of columns (read by :func:`.generic.read_frame`
+            with the file options that apply: ``columns``, ``timestamp_unit``, ...).
         root: shared data folder for names (default: see the module docstring).
         cache: keep / reuse the parsed arrays of a named dataset (see :mod:`.cache`); None
             follows ``$SEQREC_PARSE_CACHE`` (on by default). Paths are never cached.
@@ -317,6 +319,10 @@ def load(
         DataUnavailable: the file (or a named dataset's files) is not on this machine.
         DataError: the file is malformed (one line saying what and where).
     """
+    if not isinstance(name_or_path, (str, Path)):
+        from seqrec.data.sources import generic
+
+        return generic.read_frame(name_or_path, **options)
     key = str(name_or_path)
     if key in DATASETS:
         _no_options(options, f"dataset {key!r}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -172,8 +173,49 @@ def read_file(
         raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
     if not has_header and names is None:
         raise ConfigError("has_header=False needs names=[...] for the columns")
-    source = str(path)
     df = _frame(path, sep, has_header, names, columns)
+    return _interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
+                         columns, has_header, time_format, timestamp_unit, item_file, item_columns)
+
+
+def read_frame(
+    frame: Any,
+    columns: Mapping[str, str | None] | None = None,
+    time_format: str | None = None,
+    timestamp_unit: str = "s",
+    name: str = "frame",
+    item_file: str | Path | None = None,
+    item_columns: Mapping[str, str] | None = None,
+) -> Interactions:
+    """Interactions from an in-memory table: a Polars or pandas DataFrame, or a dict of columns.
+
+    The same roles, aliases, time units and checks as :func:`read_file` (``columns``,
+    ``timestamp_unit``, ...), so a log held in a notebook needs no round trip through a file.
+    """
+    if timestamp_unit not in TIME_UNITS:
+        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
+    if isinstance(frame, pl.DataFrame):
+        df = frame
+    elif type(frame).__module__.split(".")[0] == "pandas":
+        df = pl.from_pandas(frame)  # needs pyarrow only for pandas' arrow-backed columns
+    elif isinstance(frame, Mapping):
+        try:
+            df = pl.DataFrame(dict(frame))
+        except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+            raise DataError(f"cannot build a table from the dict: {_io._first_line(str(exc))}") from None
+    else:
+        raise DataError(f"expected a Polars or pandas DataFrame or a dict of columns, got "
+                        f"{type(frame).__name__}")
+    if df.height == 0:
+        raise DataError(f"the {name} table has no rows")
+    # has_header=False: a bad value is named by its row (1-based), there is no header line
+    return _interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
+                         time_format, timestamp_unit, item_file, item_columns)
+
+
+def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, columns, has_header,
+                  time_format, timestamp_unit, item_file, item_columns) -> Interactions:
+    """The roles of ``df`` as :class:`Interactions` (shared by files and in-memory tables)."""
     roles = _resolve(columns, df.columns, source)
     user, user_raw = _io.ids(df, roles["user"], source, has_header)
     item, raw = _io.ids(df, roles["item"], source, has_header)
@@ -184,7 +226,7 @@ def read_file(
     if "rating" in roles:
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
-    notes = [f"read {path.name} ({mapping})"]
+    notes = [f"{read_note} ({mapping})"]
     if timestamp_unit != "s" and ts is not None:
         notes.append(f"timestamps read as {timestamp_unit}, stored as Unix seconds")
     items = None
@@ -195,7 +237,7 @@ def read_file(
                             np.asarray(meta["raw_id"]).astype(str)).sum())
         notes.append(f"item metadata from {Path(item_file).name}: {known} of "
                      f"{len(np.unique(item))} items described")
-    return _io.build(name or path.name.split(".")[0], user, item, ts, rating=rating,
+    return _io.build(name, user, item, ts, rating=rating,
                      items=items, item_raw=raw, notes=tuple(notes), user_raw=user_raw)
 
 
