@@ -119,3 +119,34 @@ def test_two_workers_share_one_sqlite_study_and_the_best_config_reloads(tmp_path
     assert code == 0
     rec = json.loads(next((tmp_path / "retrain").glob("result*.json")).read_text())
     assert rec["metrics"]["valid"]["NDCG@10"] == pytest.approx(best.value, abs=1e-9)
+
+
+def test_every_model_but_pop_has_a_loadable_built_in_space(tmp_path):
+    from seqrec.registry import model_names
+    from seqrec.tuning import Objective, default_space, space_toml
+
+    for model in model_names():
+        if model == "pop":
+            with pytest.raises(ConfigError, match="no built-in search space"):
+                default_space(model)
+            continue
+        space = default_space(model)
+        path = tmp_path / f"{model}.toml"
+        path.write_text(space_toml(space))
+        assert load_space(path) == space, model  # the file written for the user reads back
+        Objective(None, [f"model.name={model}"], space, "NDCG@10")  # both corners are valid configs
+    assert set(default_space("sasrec")) == {"train.lr", "model.dropout", "model.dim", "model.n_blocks"}
+    assert set(default_space("puresvd")) == {"model.rank", "model.scaling"}
+
+
+def test_tune_without_a_space_file_uses_and_writes_the_built_in_one(tmp_path, capsys):
+    csv = tmp_path / "log.csv"
+    write_csv(markov_sequences(n_users=40, n_items=15, seed=1), csv)
+    out = tmp_path / "best.toml"
+    code = main(["tune", str(csv), "-m", "puresvd", "--set", "data.filter=none", "--trials", "3",
+                 "--seed", "0", "--storage", f"sqlite:///{tmp_path / 'study.db'}", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "puresvd's built-in one (model.rank, model.scaling)" in text
+    assert set(load_space(tmp_path / "space.toml")) == {"model.rank", "model.scaling"}
+    best = load_experiment(out)
+    assert best.model == "puresvd" and 16 <= best.model_params["rank"] <= 512

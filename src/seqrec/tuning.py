@@ -1,4 +1,5 @@
-"""Hyperparameter search with Optuna: ``seqrec tune CONFIG --space SPACE.toml --trials N``.
+"""Hyperparameter search with Optuna: ``seqrec tune CONFIG --space SPACE.toml --trials N``
+(or ``seqrec tune shop.csv -m sasrec --trials N``: without --space, the model's built-in space).
 
 The study lives in any database Optuna supports (``--storage``, SQLite by default), so several
 ``seqrec tune`` processes, on one machine or many, started with the same storage and study name
@@ -64,6 +65,44 @@ def load_space(path: str | Path) -> dict[str, dict[str, Any]]:
     if not space:
         raise ConfigError(f"search space {path} defines no parameter")
     return space
+
+
+# The space `seqrec tune` searches without --space: the learning rate and dropout that the
+# defaults study (docs/reproduce/defaults.md) varied, over wider ranges than it tried, plus the
+# width and depth the papers tune (ranks and scaling for the factorization models); a model
+# gets the keys its config has. Layout and training windows are not searched: the study fixed
+# them for every dataset it tried.
+_DEFAULT_KNOBS: list[tuple[str, str, dict[str, Any]]] = [
+    ("lr", "train.lr", {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}),
+    ("dropout", "model.dropout", {"type": "float", "low": 0.0, "high": 0.5, "step": 0.1}),
+    ("dim", "model.dim", {"type": "categorical", "choices": [32, 64, 128]}),
+    ("n_blocks", "model.n_blocks", {"type": "int", "low": 1, "high": 3}),
+    ("rank", "model.rank", {"type": "int", "low": 16, "high": 512, "log": True}),
+    ("user_rank", "model.user_rank", {"type": "int", "low": 8, "high": 256, "log": True}),
+    ("item_rank", "model.item_rank", {"type": "int", "low": 8, "high": 256, "log": True}),
+    ("scaling", "model.scaling", {"type": "float", "low": 0.0, "high": 1.0, "step": 0.1}),
+]
+
+
+def default_space(model: str) -> dict[str, dict[str, Any]]:
+    """The built-in search space of ``model`` (the knobs of ``_DEFAULT_KNOBS`` its config has)."""
+    import dataclasses
+
+    from seqrec.registry import get_model
+
+    config_cls, _ = get_model(model)
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    space = {key: dict(spec) for field, key, spec in _DEFAULT_KNOBS if field in fields}
+    if not space:
+        raise ConfigError(f"model {model!r} has no built-in search space (nothing to tune in "
+                          f"{', '.join(sorted(fields)) or 'its config'}); pass --space FILE")
+    return space
+
+
+def space_toml(space: dict[str, dict[str, Any]]) -> str:
+    """``space`` as a --space file (one inline table per dotted key)."""
+    return "".join(f'"{key}" = {{{", ".join(f"{k} = {toml_value(v)}" for k, v in spec.items())}}}\n'
+                   for key, spec in space.items())
 
 
 def _check_spec(name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -247,16 +286,20 @@ def _report_validations(model: Any, trial: Any) -> None:
     model.validation_metrics = reported
 
 
-def tune(config: str | Path | None, overrides: list[str], space_path: str | Path, trials: int,
+def tune(config: str | Path | None, overrides: list[str], space_path: str | Path | dict, trials: int,
          storage: str, study_name: str, metric: str = "NDCG@10", seed: int | None = None,
          startup_trials: int = 5):
-    """Run trials until the study holds ``trials`` of them; returns the study."""
+    """Run trials until the study holds ``trials`` of them; returns the study. ``space_path``
+    is a --space file or an already built space (``default_space``)."""
     import optuna
     from optuna.study import MaxTrialsCallback
 
     if trials < 1:
         raise ConfigError(f"--trials must be >= 1, got {trials}")
-    space = load_space(space_path)
+    if isinstance(space_path, dict):
+        space = {name: _check_spec(name, spec) for name, spec in space_path.items()}
+    else:
+        space = load_space(space_path)
     objective = Objective(config, overrides, space, metric)
     study = open_study(storage, study_name, seed, startup_trials)
     if len(study.trials) < trials:

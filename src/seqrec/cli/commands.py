@@ -294,16 +294,23 @@ def cmd_config(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     import optuna
 
-    from seqrec.tuning import tune, write_best
+    from seqrec.tuning import default_space, space_toml, tune, write_best
 
     if not args.verbose:  # one line per trial from optuna otherwise
         optuna.logging.set_verbosity(optuna.logging.WARNING)
     exp = load_experiment(args.config, args.overrides)
     study = args.study or (Path(args.config).stem if args.config else f"{_slug(exp.data.name)}-{exp.model}")
     storage = args.storage or f"sqlite:///{Path(exp.output) / 'tune.db'}"
-    result = tune(args.config, args.overrides, args.space, args.trials, storage, study,
-                  metric=args.metric, seed=args.seed)
     out = Path(args.out) if args.out else Path(exp.output) / f"tune-{study}" / "best.toml"
+    space = args.space
+    if space is None:
+        space = default_space(exp.model)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        (out.parent / "space.toml").write_text(space_toml(space))
+        print(f"search space: {exp.model}'s built-in one ({', '.join(space)}), written to "
+              f"{out.parent / 'space.toml'} (edit it and pass --space to change it)", flush=True)
+    result = tune(args.config, args.overrides, space, args.trials, storage, study,
+                  metric=args.metric, seed=args.seed)
     write_best(result, args.config, args.overrides, out)
     rows = [[t.number, t.state.name, t.value, *(t.params.get(k) for k in sorted(result.best_params))]
             for t in result.trials]

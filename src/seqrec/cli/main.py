@@ -106,10 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start over instead of resuming the run in the directory")
 
     tu = sub.add_parser("tune", help="hyperparameter search with Optuna (TPE, pruning, shared storage)")
-    tu.add_argument("config", nargs="?", help="base experiment config (.toml / .yaml)")
-    tu.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a base config value (repeatable)")
-    tu.add_argument("--space", required=True, help="search space TOML (dotted key -> distribution)")
+    _add_experiment_args(tu)
+    _add_shortcut_args(tu)
+    tu.add_argument("--space", help="search space TOML (dotted key -> distribution); default: the "
+                    "model's built-in space (learning rate, dropout, width, depth or ranks), "
+                    "written beside the best config")
     tu.add_argument("--trials", type=int, default=20, help="trials the study should hold in total")
     tu.add_argument("--storage", help="Optuna database URL (default sqlite:///<output>/tune.db)")
     tu.add_argument("--study", help="study name (default: the config file's stem)")
