@@ -65,10 +65,13 @@ def test_interrupted_train_resumes_exactly(csv_path, tmp_path, capsys, monkeypat
     assert (out / "checkpoint" / "last.pt").exists() and not (out / "model").exists()
     monkeypatch.setattr(runs.EpochPrinter, "__call__", real_call)
 
-    code, _, err = _run(capsys, _train_args(csv_path, out))
+    code, text, err = _run(capsys, _train_args(csv_path, out))
     assert code == 0, err
     assert "resuming the run" in err and "epoch 1/3" not in err and "epoch 3/3" in err
     assert _epochs(out / "train-log.jsonl") == [1, 2, 3]
+    pytest.importorskip("matplotlib")
+    curve = out / "train-curve.png"  # the per-epoch log as a plot, across the resume too
+    assert curve.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"training curve: {curve}" in text
     result = json.loads((out / "result.json").read_text())
     assert result["metrics"] == reference["metrics"]  # exact resume
     assert result["stopped"] == "epochs"

@@ -188,13 +188,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     if record is None:  # a torchrun rank other than 0: rank 0 reports
         return 0
     runs.write_train_log(out, model)
+    training_log = getattr(model, "training_log", None)
+    curve = runs.write_train_curve(out, training_log.epoch_log if training_log else [],
+                                   f"{exp.model} on {Path(exp.data.name).name}")
     write_result(record, out, "result")
     print(_header(record))
     print(_results_table([record]))
     if record.get("stopped"):
         print(f"\ntraining stopped by {runs.STOP_TEXT.get(record['stopped'], record['stopped'])} "
               f"after {record.get('epochs')} epoch(s); per-epoch log: {out / runs.TRAIN_LOG}")
-    print(f"\nartifact: {out / 'model'}   results: {out}")
+    print(f"\nartifact: {out / 'model'}   results: {out}"
+          + (f"   training curve: {curve}" if curve else ""))
     return 0
 
 

@@ -6,6 +6,7 @@ A ``seqrec train`` run directory holds::
     checkpoint/         last.pt (atomic, every epoch and every CHECKPOINT_EVERY steps), run.json
     model/              the artifact, written when training and evaluation are done
     train-log.jsonl     one line per epoch (epoch, loss, validation metric, seconds)
+    train-curve.png     the same as a plot (loss; validation metric, kept epoch marked)
     result.json / .md   the result record (with the reason training stopped)
 
 Rerunning the same command resumes from ``checkpoint/`` (a finished run is re-evaluated);
@@ -28,9 +29,10 @@ from seqrec.errors import ConfigError
 
 EXPERIMENT = "experiment.json"
 CHECKPOINT = "checkpoint"
+TRAIN_CURVE = "train-curve.png"
 TRAIN_LOG = "train-log.jsonl"
 #: files and folders ``--fresh`` removes (nothing else in the directory is touched)
-RUN_FILES = (EXPERIMENT, CHECKPOINT, "model", TRAIN_LOG, "result.json", "result.md")
+RUN_FILES = (EXPERIMENT, CHECKPOINT, "model", TRAIN_LOG, TRAIN_CURVE, "result.json", "result.md")
 #: steps between mid-epoch checkpoints (also saved at every epoch end and validation)
 CHECKPOINT_EVERY = 200
 
@@ -135,6 +137,42 @@ def write_train_log(out: Path, model: Any) -> Path | None:
         return None
     text = "".join(json.dumps(rec) + "\n" for rec in training_log.epoch_log)
     return atomic_write(out / TRAIN_LOG, lambda fh: fh.write(text.encode()))
+
+
+def write_train_curve(out: Path, epoch_log: list[dict[str, Any]], title: str) -> Path | None:
+    """``train-curve.png``: training loss and the validation metric per epoch, the kept (best)
+    epoch marked; None without matplotlib (the ``plot`` extra) or without epochs."""
+    rows = [r for r in epoch_log if "epoch" in r]
+    if not rows:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    epochs = [r["epoch"] for r in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    ax1.plot(epochs, [r.get("train_loss", float("nan")) for r in rows], marker=".")
+    ax1.set(xlabel="epoch", ylabel="training loss", title="training loss")
+    valid = [r for r in rows if r.get("value") is not None]
+    if valid:
+        metric = valid[0].get("metric", "validation metric")
+        ax2.plot([r["epoch"] for r in valid], [r["value"] for r in valid], marker=".")
+        best = max(valid, key=lambda r: r["value"])
+        ax2.scatter([best["epoch"]], [best["value"]], s=80, facecolors="none", edgecolors="C3",
+                    zorder=3, label=f"kept: epoch {best['epoch']} ({best['value']:.4f})")
+        ax2.legend(loc="best")
+        ax2.set(xlabel="epoch", ylabel=f"validation {metric}", title=f"validation {metric}")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = out / TRAIN_CURVE
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
 
 
 def publish_dir(staging: Path, final: Path) -> None:
