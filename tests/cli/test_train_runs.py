@@ -103,6 +103,29 @@ def test_foreign_directory_is_refused(csv_path, tmp_path, capsys):
     assert sorted(p.name for p in other.iterdir()) == ["cat.jpg"]
 
 
+def test_a_second_trainer_in_the_same_run_directory_is_refused(csv_path, tmp_path, capsys):
+    """Two `seqrec train` processes in one directory would interleave their checkpoints: the
+    second is refused (with or without --fresh) while the first holds the run's lock."""
+    out = tmp_path / "run"
+    out.mkdir()
+    holder = subprocess.Popen(  # a process that holds the lock the way a training run does
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from seqrec.locks import lock_dir; fh = lock_dir(Path(sys.argv[1]), '.lock', 'busy'); "
+         "print('locked', flush=True); time.sleep(60)", str(out)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        for extra in ((), ("--fresh",)):
+            code, _, err = _run(capsys, _train_args(csv_path, out, 1, *extra))
+            assert code == 2 and "in use by another seqrec train" in err, err
+        assert not (out / "checkpoint").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    code, _, err = _run(capsys, _train_args(csv_path, out, 1))  # the holder is gone: it trains
+    assert code == 0, err
+
+
 def test_progress_lines_when_not_a_terminal(csv_path, tmp_path):
     """Through a pipe (no terminal): one line per epoch with epoch i/N, loss, the validation
     metric and seconds; the stop reason in the table and the result file."""

@@ -168,9 +168,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     checkpoint = out / runs.CHECKPOINT
     # under torchrun every rank runs this command: rank 0 alone owns the run directory
     rank0 = int(os.environ.get("RANK", "0")) == 0
-    if rank0 and runs.prepare_run_dir(out, exp, args.fresh):
-        print(f"resuming the run in {out} from {checkpoint / 'last.pt'} (--fresh starts over)",
-              file=sys.stderr, flush=True)
+    if rank0:
+        resumable, _lock = runs.prepare_run_dir(out, exp, args.fresh)  # held until we return
+        if resumable:
+            print(f"resuming the run in {out} from {checkpoint / 'last.pt'} (--fresh starts over)",
+                  file=sys.stderr, flush=True)
     options = {"checkpoint_dir": checkpoint, "checkpoint_every": runs.CHECKPOINT_EVERY,
                "on_epoch": runs.EpochPrinter(exp.model) if rank0 else None, "progress": True}
     try:

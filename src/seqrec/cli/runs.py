@@ -21,15 +21,17 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from seqrec.atomic import atomic_write
 from seqrec.config import Experiment
 from seqrec.errors import ConfigError
+from seqrec.locks import lock_dir
 
 EXPERIMENT = "experiment.json"
 CHECKPOINT = "checkpoint"
 TRAIN_CURVE = "train-curve.png"
+LOCK = ".lock"  # flock of the process training the run (seqrec.locks)
 TRAIN_LOG = "train-log.jsonl"
 #: files and folders ``--fresh`` removes (nothing else in the directory is touched)
 RUN_FILES = (EXPERIMENT, CHECKPOINT, "model", TRAIN_LOG, TRAIN_CURVE, "result.json", "result.md")
@@ -53,14 +55,24 @@ def run_identity(exp: Experiment) -> dict[str, Any]:
             "model_config": config, "seed": exp.seed}
 
 
-def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> bool:
-    """Claim ``out`` for this run; True when an earlier attempt of it can be resumed.
+def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> tuple[bool, IO[str]]:
+    """Claim ``out`` for this run: ``(resumable, lock)``, where ``resumable`` says whether an
+    earlier attempt of it can be resumed and ``lock`` must stay open while the run trains.
 
     Raises:
         ConfigError: ``out`` holds another run (naming the differing keys) or files that are
             not a seqrec run, and ``fresh`` is off.
+        RunBusy: another ``seqrec train`` works in ``out`` now (two trainers would interleave
+            their checkpoints).
     """
     identity = run_identity(exp)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory")
+    if not fresh and out.is_dir() and any(p.name != LOCK for p in out.iterdir()):
+        _check_same_run(out, identity)
+    out.mkdir(parents=True, exist_ok=True)
+    lock = lock_dir(out, LOCK, f"{out} is in use by another seqrec train (started "
+                               "earlier and still running); wait for it, or pass --out DIR")
     if fresh:
         for name in RUN_FILES:
             target = out / name
@@ -68,13 +80,9 @@ def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> bool:
                 shutil.rmtree(target)
             elif target.exists():
                 target.unlink()
-    elif out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file, not a directory")
-    elif out.is_dir() and any(out.iterdir()):
-        _check_same_run(out, identity)
     record = {"identity": identity, "command": " ".join(sys.argv)}
     atomic_write(out / EXPERIMENT, lambda fh: fh.write(json.dumps(record, indent=2).encode()))
-    return (out / CHECKPOINT / "last.pt").exists()
+    return (out / CHECKPOINT / "last.pt").exists(), lock
 
 
 def _check_same_run(out: Path, identity: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 from seqrec import stop
 from seqrec.atomic import atomic_write
 from seqrec.errors import SeqRecError
+from seqrec.locks import RunBusy, is_locked, lock_dir  # noqa: F401 - RunBusy: raised by _lock
 from seqrec.reproduce.spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -357,46 +358,14 @@ class BudgetSpent(SeqRecError):
     """The harness's time budget ran out before this run started."""
 
 
-class RunBusy(SeqRecError):
-    """Another process is training this run now."""
-
-
-_LOCK_TRIES = 5  # 0.1 s apart
-
-
 def _lock(run_dir: Path):
-    """Hold ``<run_dir>/lock`` exclusively for the run, or raise ``RunBusy``.
-
-    An ``flock`` on an open file, not a pid file: the kernel drops it when its holder exits in
-    any way (``kill -9`` included), so it can never go stale; the file itself stays, harmless."""
-    import fcntl
-
-    fh = open(run_dir / "lock", "w")  # noqa: SIM115 - held for the run's lifetime
-    for attempt in range(_LOCK_TRIES):
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fh
-        except OSError:
-            if attempt + 1 < _LOCK_TRIES:
-                time.sleep(0.1)  # a dry run's is_training probe holds it for microseconds
-    fh.close()
-    raise RunBusy(f"{run_dir} is being trained by another process; rerun when it is done")
+    """Hold ``<run_dir>/lock`` exclusively for the run, or raise ``RunBusy`` (``seqrec.locks``)."""
+    return lock_dir(run_dir, "lock", f"{run_dir} is being trained by another process; rerun when it is done")
 
 
 def is_training(run_dir: Path) -> bool:
-    """Whether another process holds the run's lock now (a dry run's "training now"). The probe
-    takes the lock for an instant; ``_lock`` retries, so a run starting then is not refused."""
-    import fcntl
-
-    if not (run_dir / "lock").exists():
-        return False
-    with open(run_dir / "lock", "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-    return False
+    """Whether another process holds the run's lock now (a dry run's "training now")."""
+    return is_locked(run_dir, "lock")
 
 
 def write_record(record: dict[str, Any], results_dir: Path, key: str, partial: bool) -> Path:
