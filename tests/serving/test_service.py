@@ -26,6 +26,12 @@ def artifact(tmp_path):
 def test_recommend_endpoint(artifact):
     client = TestClient(create_app(artifact))
     assert client.get("/health").json() == {"status": "ok"}
+    index = client.get("/").json()  # the address opened in a browser says what to call
+    assert index["docs"] == "/docs" and "POST /recommend" in index["endpoints"]
+    for endpoint in index["endpoints"]:  # every endpoint it lists exists
+        method, path = endpoint.split()
+        body = {"requests": [{"history": [101]}]} if path.endswith("batch") else {"history": [101]}
+        assert client.request(method, path, json=body if method == "POST" else None).status_code == 200
     assert client.get("/info").json()["n_items"] == 4
     resp = client.post("/recommend", json={"history": [102, 999], "k": 2})
     body = resp.json()

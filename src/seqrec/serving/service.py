@@ -62,6 +62,14 @@ def create_app(artifact: str | Path) -> Any:
                    "type": str(err.get("type", ""))} for err in exc.errors()]
         return JSONResponse(status_code=422, content={"detail": detail})
 
+    @app.get("/")
+    def index() -> dict[str, Any]:  # what a person opening the address in a browser sees
+        return {"service": f"seqrec: {model.name} recommendations", "docs": "/docs",
+                "endpoints": {"POST /recommend": '{"history": [item ids, oldest first]} or '
+                              '{"user": id}, optional "k", "exclude_seen", "allow", "deny"',
+                              "POST /recommend/batch": '{"requests": [...], "k": ...}',
+                              "GET /info": "the model and its artifact", "GET /health": "liveness"}}
+
     @app.get("/health")
     def health() -> dict[str, str]:
         return {"status": "ok"}
