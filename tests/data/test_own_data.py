@@ -206,3 +206,27 @@ def test_an_in_memory_table_reads_like_the_same_file(tmp_path):
         load({"user": [1], "item": [2]})
     with pytest.raises(DataError, match="expected a Polars or pandas DataFrame"):
         load([(1, 2, 3)])
+
+
+def test_slash_dates_are_read_in_the_order_the_values_allow_and_ambiguity_is_refused(tmp_path):
+    def log(*times):
+        path = tmp_path / "log.csv"
+        path.write_text("user,item,timestamp\n" + "".join(f"1,{i},{t}\n" for i, t in enumerate(times)))
+        return str(path)
+
+    import datetime as dt
+
+    def utc(*args):
+        return int(dt.datetime(*args, tzinfo=dt.timezone.utc).timestamp())
+
+    # a 13th in the first field: day first, for every row (also 05/03, which alone is ambiguous)
+    assert list(load(log("13/02/2020", "05/03/2020")).timestamp) == [utc(2020, 2, 13), utc(2020, 3, 5)]
+    assert list(load(log("02/13/2020 10:30", "03/05/2020 08:00")).timestamp) == [
+        utc(2020, 2, 13, 10, 30), utc(2020, 3, 5, 8, 0)]
+    with pytest.raises(DataError, match=r"column 'timestamp': dates like '01/02/2020' read as "
+                                        r"day/month and as month/day alike; set .*time_format"):
+        load(log("01/02/2020", "03/04/2020"))
+    path = log("01/02/2020", "03/04/2020")
+    assert list(load(path, time_format="%m/%d/%Y").timestamp) == [utc(2020, 1, 2), utc(2020, 3, 4)]
+    with pytest.raises(DataError, match="got '31/02/2020' at line 3"):  # no such day
+        load(log("13/02/2020", "31/02/2020"))

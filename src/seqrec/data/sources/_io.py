@@ -273,7 +273,7 @@ def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, hea
         as_int = s.str.to_integer(strict=False)
         if as_int.null_count() == 0:
             return as_int.cast(pl.Int64).to_numpy()
-        parsed = s.str.to_datetime(fmt, strict=False) if fmt else _parse_iso(s)
+        parsed = s.str.to_datetime(fmt, strict=False) if fmt else _parse_iso(s, f"{source}: column '{col}'")
         if parsed.null_count():
             bad = as_int.is_null() & parsed.is_null()
             row = int(bad.arg_max()) if bad.any() else int(as_int.is_null().arg_max())
@@ -286,15 +286,41 @@ def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, hea
     raise DataError(f"{source}: column '{col}' must hold a time, got dtype {s.dtype}")
 
 
-def _parse_iso(s: pl.Series) -> pl.Series:
+def _parse_iso(s: pl.Series, what: str) -> pl.Series:
     for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"):
         parsed = s.str.to_datetime(fmt, strict=False)
         if parsed.null_count() == 0:
             return parsed
+    slashed = _slash_dates(s, what)
+    if slashed is not None:
+        return slashed
     try:
         return s.str.to_datetime(strict=False)
     except pl.exceptions.PolarsError:  # no format fits any value
         return pl.Series(s.name, [None] * len(s), dtype=pl.Datetime("us"))
+
+
+def _slash_dates(s: pl.Series, what: str) -> pl.Series | None:
+    """``01/02/2020``: day first or month first? Polars' inference silently picks one. The
+    values decide when one order fits them all (a 13th or later in one field); when both fit,
+    it is ambiguous and ``DataError`` asks for the format. None: not slash dates."""
+    parts = s.str.extract_groups(r"^(\d{1,2})/(\d{1,2})/(\d{4})(?:[ T](\d{1,2}:\d{2}(?::\d{2})?))?$")
+    first, second = parts.struct.field("1").cast(pl.Int32), parts.struct.field("2").cast(pl.Int32)
+    if first.null_count():
+        return None
+    orders = [order for order, (day, month) in (("%d/%m/%Y", (first, second)),
+                                                ("%m/%d/%Y", (second, first)))
+              if bool(((month >= 1) & (month <= 12) & (day >= 1) & (day <= 31)).all())]
+    if len(orders) != 1:
+        example = s[0]
+        raise DataError(f"{what}: dates like {example!r} read as day/month and as month/day alike; set "
+                        "the format: data.time_format='%d/%m/%Y' or '%m/%d/%Y' (with ' %H:%M' or "
+                        "' %H:%M:%S' when the values carry a time)")
+    text = s.str.replace("T", " ", literal=True)
+    tries = [text.str.to_datetime(orders[0] + suffix, strict=False)
+             for suffix in ("", " %H:%M", " %H:%M:%S")]
+    # all parse, or nulls where a value does not (31/02/2020): the caller names that line
+    return min(tries, key=lambda parsed: parsed.null_count())
 
 
 def build(
