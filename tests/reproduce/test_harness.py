@@ -97,6 +97,24 @@ def test_table_rejects_typos(tmp_path):
         load_table("no-such-table", root=tmp_path)
 
 
+def test_reproduce_alone_lists_the_tables_and_a_misspelt_name_is_corrected(tmp_path, capsys, monkeypatch):
+    from seqrec.cli.main import main
+
+    folder = tmp_path / "configs" / "reproduce"
+    folder.mkdir(parents=True)
+    (folder / "sasrec.toml").write_text(_table(tmp_path).read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["reproduce"]) == 0
+    out = capsys.readouterr().out
+    title = load_table("sasrec").title
+    assert title and f"sasrec  {title}" in out
+    assert main(["reproduce", "sasrek"]) == 2
+    assert "did you mean 'sasrec'?" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path / "configs")  # no tables here: where they are, not an empty list
+    assert main(["reproduce"]) == 2
+    assert "no reproduction tables here" in capsys.readouterr().err
+
+
 def test_a_table_name_outside_a_checkout_points_to_where_the_tables_are(tmp_path):
     # tmp_path has no configs/reproduce: the error names the checkout's table folder (or says
     # that the tables ship with a checkout) instead of listing no known tables

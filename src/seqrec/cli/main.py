@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("reproduce", help="run a paper's table (configs/reproduce/NAME.toml) and "
                         "write its report (docs/reproduce/NAME.md/.html)")
-    rp.add_argument("name", help="table name (configs/reproduce/NAME.toml) or a path to a table file")
+    rp.add_argument("name", nargs="?", help="table name (configs/reproduce/NAME.toml) or a path to a "
+                    "table file; none: list the tables")
     rp.add_argument("--models", help="only these models (comma-separated registry names)")
     rp.add_argument("--datasets", help="only these datasets (comma-separated)")
     rp.add_argument("--seeds", help="only these seeds (comma-separated integers)")

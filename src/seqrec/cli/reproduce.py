@@ -51,6 +51,13 @@ def run(args: argparse.Namespace) -> int:
 
     # one line per validation of every run (the inline path; workers configure their own)
     logging.getLogger("seqrec.training.trainer").setLevel(logging.INFO)
+    if args.name is None:  # `seqrec reproduce` alone: what there is to reproduce
+        from seqrec.reproduce.spec import table_titles
+
+        print(format_table(["table", "title"], [[n, t] for n, t in table_titles()]))
+        print("\nseqrec reproduce TABLE --dry-run lists its runs; seqrec reproduce TABLE trains them "
+              "and writes docs/reproduce/TABLE.md")
+        return 0
     table = load_table(args.name)
     budget = parse_duration(args.budget)
     runs = table.select(_csv(args.models), _csv(args.datasets), _csv(args.seeds, int), _csv(args.runs))

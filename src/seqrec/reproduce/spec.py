@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrec.config import Experiment, experiment_from_tree, read_config
-from seqrec.errors import ConfigError
+from seqrec.errors import ConfigError, did_you_mean
 
 SECTIONS = ("data", "split", "model", "train", "eval")
 RUN_KEYS = ("id", "label", "dataset", "model", "seeds", "published", "note", *SECTIONS)
@@ -118,9 +118,19 @@ def table_path(name: str | Path, root: str | Path = ".") -> Path:
             raise ConfigError(f"no reproduction table {name!r}: {path.parent} does not exist here. "
                               f"{_where_tables_are()}")
         known = sorted(q.stem for q in path.parent.glob("*.toml"))
-        raise ConfigError(f"no reproduction table {name!r} ({path} does not exist); "
-                          f"known: {', '.join(known) or 'none'}")
+        raise ConfigError(f"no reproduction table {name!r}{did_you_mean(name, known)} ({path} "
+                          f"does not exist); known: {', '.join(known) or 'none'} (seqrec reproduce "
+                          "alone lists them with their titles)")
     return path
+
+
+def table_titles(root: str | Path = ".") -> list[tuple[str, str]]:
+    """``(name, title)`` of every table in ``<root>/configs/reproduce`` (ConfigError outside a
+    checkout, with where the tables are)."""
+    folder = Path(root) / "configs" / "reproduce"
+    if not folder.is_dir():
+        raise ConfigError(f"no reproduction tables here: {folder} does not exist. {_where_tables_are()}")
+    return [(path.stem, str(read_config(path).get("title", ""))) for path in sorted(folder.glob("*.toml"))]
 
 
 def _where_tables_are() -> str:
