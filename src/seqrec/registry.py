@@ -32,6 +32,28 @@ MODELS: dict[str, tuple[str, str]] = {
 }
 
 
+# What `seqrec models` shows: the model and its paper in one line (the module docstring has the
+# equations, the choices made and every deviation). Kept here so that listing imports no model.
+SUMMARIES: dict[str, str] = {
+    "pop": "most popular items by training count: the floor every model must clear",
+    "puresvd": "PureSVD (Cremonesi et al., RecSys 2010); scaling != 1 is PureSVD-N (Frolov & Oseledets)",
+    "ga-satf": "GA-SATF: sequence-aware tensor factorization, global positional attention (Frolov & Oseledets, IEEE Access 2023)",
+    "la-satf": "LA-SATF: sequence-aware tensor factorization, local attention over Hankel matrices (same paper)",
+    "sasrec": "SASRec: causal self-attention (Kang & McAuley, ICDM 2018); full CE default, the paper's BCE one option away",
+    "lrurec": "LRURec: linear recurrent units in the complex plane, parallel scan (Yue et al., WSDM 2024)",
+    "hstu": "HSTU: pointwise SiLU attention with relative time + position bias, gated output (Zhai et al., ICML 2024)",
+    "lsan": "LSAN: context-weighted quotient-remainder embeddings, twin attention (Li et al., CIKM 2021)",
+    "bert4rec": "BERT4Rec: bidirectional Transformer trained as a Cloze task (Sun et al., CIKM 2019)",
+    "fmlprec": "FMLP-Rec: all-MLP encoder with learnable frequency filters (Zhou et al., WWW 2022)",
+    "mf": "MF: user and item factors plus item bias (Koren et al., IEEE Computer 2009); order-free",
+    "fism": "FISM: factored item-to-item similarity, no user factor (Kabbur et al., KDD 2013); order-free",
+    "fpmc": "FPMC: MF plus a factorized first-order Markov chain (Rendle et al., WWW 2010)",
+    "gru4rec": "GRU4Rec: a GRU over the sequence (Hidasi et al., ICLR 2016 / CIKM 2018)",
+    "narm": "NARM: GRU with global and local attention, bilinear decoder (Li et al., CIKM 2017)",
+    "caser": "Caser: horizontal and vertical convolutions over the last L items (Tang & Wang, WSDM 2018)",
+}
+
+
 def _resolve(path: str) -> Any:
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)

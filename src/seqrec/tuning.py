@@ -78,8 +78,9 @@ _DEFAULT_KNOBS: list[tuple[str, str, dict[str, Any]]] = [
     ("dim", "model.dim", {"type": "categorical", "choices": [32, 64, 128]}),
     ("n_blocks", "model.n_blocks", {"type": "int", "low": 1, "high": 3}),
     ("rank", "model.rank", {"type": "int", "low": 16, "high": 512, "log": True}),
-    ("user_rank", "model.user_rank", {"type": "int", "low": 8, "high": 256, "log": True}),
-    ("item_rank", "model.item_rank", {"type": "int", "low": 8, "high": 256, "log": True}),
+    # SATF: around the authors' Beauty ranks (600-800); clip_ranks lowers them on small data
+    ("user_rank", "model.user_rank", {"type": "int", "low": 32, "high": 1024, "log": True}),
+    ("item_rank", "model.item_rank", {"type": "int", "low": 32, "high": 1024, "log": True}),
     ("scaling", "model.scaling", {"type": "float", "low": 0.0, "high": 1.0, "step": 0.1}),
 ]
 

@@ -16,8 +16,12 @@ def _run(capsys, *argv):
 
 
 def test_models_and_data_list(capsys):
+    from seqrec.registry import MODELS, SUMMARIES
+
     code, out, _ = _run(capsys, "models")
-    assert code == 0 and "pop" in out
+    assert code == 0 and set(SUMMARIES) == set(MODELS)  # a new model needs its line
+    for name in MODELS:
+        assert f"{name:10s} {SUMMARIES[name]}" in out
     code, out, _ = _run(capsys, "data", "list")
     assert code == 0 and "ml-latest-small" in out
 

@@ -129,12 +129,12 @@ def _download(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from seqrec.registry import get_model, model_names
+    from seqrec.registry import SUMMARIES, model_names
 
     for name in model_names():
-        _, cls = get_model(name)
-        doc = (cls.__doc__ or "").strip().splitlines()
-        print(f"{name:12s} {doc[0] if doc else ''}")
+        print(f"{name:10s} {SUMMARIES[name]}")
+    print("\nseqrec config NAME: a model's settings, each with its default and meaning (the "
+          "model's module docstring lists the paper's variants and every deviation)")
     return 0
 
 
