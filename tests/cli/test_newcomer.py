@@ -110,6 +110,7 @@ def test_evaluate_reads_the_run_data_and_split_and_flags_another_split(tmp_path,
     assert main(["evaluate", str(run / "model")]) == 0
     out = capsys.readouterr()
     assert "(the data and split it was trained on)" in out.out and "note:" not in out.err
+    assert "chunk/s" not in out.err  # no progress bar written into a log (stderr is no terminal)
     # another split of the same data: evaluated, but named as not held out
     assert main(["evaluate", str(run / "model"), "--set", "split.protocol=temporal",
                  "--set", "split.valid=5", "--set", "split.test=5"]) == 0

@@ -241,7 +241,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     rows = []
     for name, targets in (("valid", data.split.valid), ("test", data.split.test)):
-        res = evaluate_model(model, exp, targets, progress=True)
+        res = evaluate_model(model, exp, targets, progress=sys.stderr.isatty())  # no bar in logs
         rows.append([name] + [res.metrics.get(m) for m in TABLE_METRICS])
     print(f"{model.name} on {exp.data.name}, {data.split.protocol}, full ranking, "
           f"seen filter {exp.eval.seen_filter}"
