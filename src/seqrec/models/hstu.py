@@ -101,7 +101,9 @@ class HSTUConfig(NeuralConfig):
     rab: bool = True
     """Add the relative attention bias rab^{p,t} to the scores (False = no bias at all)."""
     rab_time: bool = True
-    """Include the bucketed relative-time part of rab (used only when data has timestamps)."""
+    """Include the bucketed relative-time part of rab. On data without a time column
+    (``timestamp=none``: the file order is the time order) the row number in the file is the
+    clock, so differences count the events logged in between; ``False`` keeps positions only."""
     rab_shared: bool = False
     """One rab for all layers (cheaper) instead of one per layer (paper)."""
     rab_time_query: str = "self"
