@@ -89,7 +89,8 @@ def test_console_script_entry_point():
 def test_data_and_model_shortcuts_fold_into_set_overrides(tmp_path, capsys):
     import argparse
 
-    from seqrec.cli.main import build_parser, fold_shortcuts
+    from seqrec.cli.main import build_parser
+    from seqrec.cli.shortcuts import fold_shortcuts
 
     def folded(*argv):
         args = build_parser().parse_args(list(argv))

@@ -22,51 +22,8 @@ def _add_shortcut_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("data_shortcut", nargs="?", metavar="DATA",
                    help="a dataset name (seqrec data list) or your own file / directory: the same "
                         "as --set data.name=DATA (a .toml / .yaml file here is read as --config)")
-    p.add_argument("--model", "-m", dest="model_shortcut", help="a model name (seqrec models): the same as --set model.name=...")
-
-
-def resolve_artifact(args: argparse.Namespace) -> None:
-    """A run directory (``runs/shop-sasrec``) stands for its artifact (``runs/shop-sasrec/model``):
-    ``seqrec train`` prints both, and the run directory is the one people remember."""
-    artifact = getattr(args, "artifact", None)
-    if artifact is None:
-        return
-    from pathlib import Path
-
-    from seqrec.serving.artifact import META
-
-    path = Path(artifact)
-    if not (path / META).is_file() and (path / "model" / META).is_file():
-        args.artifact = str(path / "model")
-
-
-def fold_shortcuts(args: argparse.Namespace) -> None:
-    """Turn the DATA / --model shortcuts into leading ``--set`` overrides (an explicit --set of the
-    same key is a conflict, not a silent winner)."""
-    data, model = getattr(args, "data_shortcut", None), getattr(args, "model_shortcut", None)
-    if data is None and model is None:
-        return
-    from pathlib import Path
-
-    from seqrec.errors import ConfigError, did_you_mean
-    from seqrec.registry import model_names
-
-    if data is not None and Path(data).suffix.lower() in (".toml", ".yaml", ".yml"):
-        if args.config:
-            raise ConfigError(f"two configs given: {data} and --config {args.config}; pass one")
-        args.config, data = data, None
-    if data is not None and data in model_names() and not Path(data).exists():
-        raise ConfigError(f"{data!r} is a model, not a dataset: pass it as --model {data} "
-                          "(and DATA as a dataset name, e.g. ml-latest-small, or your own file)")
-    shortcuts = {"data.name": data, "model.name": model}
-    if model is not None and model not in model_names():
-        raise ConfigError(f"unknown model {model!r}{did_you_mean(model, model_names())}; "
-                          f"known: {', '.join(model_names())}")
-    given = {a.split("=", 1)[0].strip() for a in args.overrides}
-    for key, value in shortcuts.items():
-        if value is not None and key in given:
-            raise ConfigError(f"{key} given twice (as a shortcut and as --set {key}=...); keep one")
-    args.overrides = [f"{k}={v}" for k, v in shortcuts.items() if v is not None] + list(args.overrides)
+    p.add_argument("--model", "-m", dest="model_shortcut",
+                   help="a model name (seqrec models): the same as --set model.name=...")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,11 +139,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
-    from seqrec.cli import commands
+    from seqrec.cli import commands, shortcuts
 
     try:
-        fold_shortcuts(args)
-        resolve_artifact(args)
+        shortcuts.fold_shortcuts(args)
+        shortcuts.resolve_artifact(args)
         return commands.dispatch(args)
     except SeqRecError as exc:
         print(f"error: {exc}", file=sys.stderr)

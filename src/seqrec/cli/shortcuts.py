@@ -1,0 +1,47 @@
+"""The newcomer's shortcuts of the command line: ``seqrec train shop.csv -m sasrec`` (DATA and
+--model as leading ``--set`` overrides) and a run directory given where an artifact is expected."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seqrec.errors import ConfigError
+
+
+def resolve_artifact(args: argparse.Namespace) -> None:
+    """A run directory (``runs/shop-sasrec``) stands for its artifact (``runs/shop-sasrec/model``):
+    ``seqrec train`` prints both, and the run directory is the one people remember."""
+    artifact = getattr(args, "artifact", None)
+    if artifact is None:
+        return
+    from seqrec.serving.artifact import META
+
+    path = Path(artifact)
+    if not (path / META).is_file() and (path / "model" / META).is_file():
+        args.artifact = str(path / "model")
+
+
+def fold_shortcuts(args: argparse.Namespace) -> None:
+    """Turn the DATA / --model shortcuts into leading ``--set`` overrides (an explicit --set of the
+    same key is a conflict, not a silent winner)."""
+    data, model = getattr(args, "data_shortcut", None), getattr(args, "model_shortcut", None)
+    if data is None and model is None:
+        return
+    from seqrec.registry import MODELS, get_model
+
+    if data is not None and Path(data).suffix.lower() in (".toml", ".yaml", ".yml"):
+        if args.config:
+            raise ConfigError(f"two configs given: {data} and --config {args.config}; pass one")
+        args.config, data = data, None
+    if data is not None and data in MODELS and not Path(data).exists():
+        raise ConfigError(f"{data!r} is a model, not a dataset: pass it as --model {data} "
+                          "(and DATA as a dataset name, e.g. ml-latest-small, or your own file)")
+    shortcuts = {"data.name": data, "model.name": model}
+    if model is not None and model not in MODELS:
+        get_model(model)  # raises, naming the closest known model
+    given = {a.split("=", 1)[0].strip() for a in args.overrides}
+    for key, value in shortcuts.items():
+        if value is not None and key in given:
+            raise ConfigError(f"{key} given twice (as a shortcut and as --set {key}=...); keep one")
+    args.overrides = [f"{k}={v}" for k, v in shortcuts.items() if v is not None] + list(args.overrides)
