@@ -230,3 +230,5 @@ def test_slash_dates_are_read_in_the_order_the_values_allow_and_ambiguity_is_ref
     assert list(load(path, time_format="%m/%d/%Y").timestamp) == [utc(2020, 1, 2), utc(2020, 3, 4)]
     with pytest.raises(DataError, match="got '31/02/2020' at line 3"):  # no such day
         load(log("13/02/2020", "31/02/2020"))
+    with pytest.raises(DataError, match="got '02/13/2020' at line 3"):  # orders mixed in one file
+        load(log("13/02/2020", "02/13/2020"))

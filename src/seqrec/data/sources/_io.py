@@ -311,7 +311,9 @@ def _slash_dates(s: pl.Series, what: str) -> pl.Series | None:
     orders = [order for order, (day, month) in (("%d/%m/%Y", (first, second)),
                                                 ("%m/%d/%Y", (second, first)))
               if bool(((month >= 1) & (month <= 12) & (day >= 1) & (day <= 31)).all())]
-    if len(orders) != 1:
+    if not orders:  # a 13th in the first field of one row and in the second of another
+        orders = ["%d/%m/%Y"]  # the parse below leaves nulls where it fails: that line is named
+    elif len(orders) == 2:
         example = s[0]
         raise DataError(f"{what}: dates like {example!r} read as day/month and as month/day alike; set "
                         "the format: data.time_format='%d/%m/%Y' or '%m/%d/%Y' (with ' %H:%M' or "
