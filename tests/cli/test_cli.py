@@ -30,6 +30,19 @@ def test_describe_shipped_dataset(capsys):
     code, out, _ = _run(capsys, "data", "describe", "ml-latest-small")
     assert code == 0
     assert "610" in out and "100,836" in out
+    assert "1996-03-29 18:36:55 UTC (828,124,615)" in out  # dates, so a wrong unit shows
+    # what train's default 5-core keeps of it (ml-latest-small's items with < 5 ratings go)
+    assert "train_keeps     610 users, 3,650 items, 90,274 interactions (filter k_core 5/5" in out
+
+
+def test_describe_counts_repeats_and_says_when_the_filter_keeps_nothing(tmp_path, capsys):
+    log = tmp_path / "log.csv"
+    log.write_text("user,item,timestamp\n1,10,1\n1,10,2\n1,11,3\n2,10,4\n")
+    code, out, _ = _run(capsys, "data", "describe", str(log))
+    assert code == 0 and "repeated_pairs  1" in out
+    assert "train_keeps     nothing (filter k_core 5/5): lower data.min_user" in out
+    code, out, _ = _run(capsys, "data", "describe", str(log), "--set", "data.filter=none")
+    assert "train_keeps     2 users, 2 items, 4 interactions (filter none" in out
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,19 @@ def cmd_data(args: argparse.Namespace) -> int:
         if args.filter != "none":
             cfg = PreprocessConfig(filter=args.filter, min_item=args.k, min_user=args.k)
             inter = preprocess(inter, cfg).interactions
-        print(format_mapping(describe(inter)))
+        stats = describe(inter)
+        if args.filter == "none":  # what `seqrec train` will keep of it with this data config
+            cut = section.filter if section.filter == "none" else (
+                f"{section.filter} {section.min_user}/{section.min_item}")
+            try:
+                kept = preprocess(inter, section.preprocess_config()).interactions
+                stats["train_keeps"] = (f"{len(np.unique(kept.user)):,} users, {kept.n_items:,} "
+                                        f"items, {len(kept):,} interactions (filter {cut}; "
+                                        "data.filter=none keeps all)")
+            except DataError:
+                stats["train_keeps"] = (f"nothing (filter {cut}): lower data.min_user / "
+                                        "data.min_item or set data.filter=none")
+        print(format_mapping(stats))
         return 0
     if args.data_command == "download":
         return _download(args)
