@@ -213,6 +213,8 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"after {record.get('epochs')} epoch(s); per-epoch log: {out / runs.TRAIN_LOG}")
     print(f"\nartifact: {out / 'model'}   results: {out}"
           + (f"   training curve: {curve}" if curve else ""))
+    print(f"next: seqrec recommend {out} --user USER_ID   |   seqrec serve {out}   |   "
+          f"seqrec evaluate {out}")
     return 0
 
 

@@ -12,14 +12,10 @@ from seqrec.errors import ConfigError
 def resolve_artifact(args: argparse.Namespace) -> None:
     """A run directory (``runs/shop-sasrec``) stands for its artifact (``runs/shop-sasrec/model``):
     ``seqrec train`` prints both, and the run directory is the one people remember."""
-    artifact = getattr(args, "artifact", None)
-    if artifact is None:
-        return
-    from seqrec.serving.artifact import META
+    if getattr(args, "artifact", None) is not None:  # evaluate also reads the run's experiment.json
+        from seqrec.serving.artifact import artifact_dir
 
-    path = Path(artifact)
-    if not (path / META).is_file() and (path / "model" / META).is_file():
-        args.artifact = str(path / "model")
+        args.artifact = str(artifact_dir(args.artifact))
 
 
 def fold_shortcuts(args: argparse.Namespace) -> None:

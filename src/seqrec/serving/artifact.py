@@ -90,10 +90,19 @@ def write_npz(directory: Path, name: str, arrays: dict[str, np.ndarray],
     files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
+def artifact_dir(path: str | Path) -> Path:
+    """``path`` itself, or ``path/model`` when ``path`` is a ``seqrec train`` run directory: the
+    run directory is the one people remember, and ``seqrec train`` prints both."""
+    path = Path(path)
+    if not (path / META).is_file() and (path / "model" / META).is_file():
+        return path / "model"
+    return path
+
+
 def load_recommender(path: Path) -> Any:
     from seqrec.registry import get_model
 
-    path = Path(path)
+    path = artifact_dir(path)
     meta = read_meta(path)
     meta_path = path / META
     try:
