@@ -52,8 +52,15 @@ def dispatch(args: argparse.Namespace) -> int:
         "reproduce": cmd_reproduce,
         "config": cmd_config,
         "tune": cmd_tune,
+        "runs": cmd_runs,
     }[args.command]
     return handler(args)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from seqrec.cli.leaderboard import cmd_runs as run
+
+    return run(args)
 
 
 # --- data -------------------------------------------------------------------------------------

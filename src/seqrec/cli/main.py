@@ -75,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--seed", type=int, default=None, help="sampler seed (default: random)")
     tu.add_argument("--out", help="best config TOML (default <output>/tune-<study>/best.toml)")
 
+    rs = sub.add_parser("runs", help="the trained runs under a folder in one table, best first "
+                        "(grouped by data and protocol)")
+    rs.add_argument("dirs", nargs="*", metavar="DIR", help="folders of runs (default: runs)")
+    rs.add_argument("--metric", default="NDCG@10", help="the metric to rank by (default NDCG@10)")
+
     e = sub.add_parser("evaluate", help="evaluate a saved artifact on the configured split")
     e.add_argument("artifact")
     _add_experiment_args(e)
