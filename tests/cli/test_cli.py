@@ -140,3 +140,6 @@ def test_train_takes_an_own_file_positionally(tmp_path, capsys):
     assert code == 0, err
     identity = json.loads((out / "experiment.json").read_text())["identity"]
     assert identity["data"]["name"] == str(log) and identity["model"] == "pop"
+    assert "no model named" not in err
+    code, _, err = _run(capsys, "train", str(log), "--set", "data.filter=none", "--out", str(out))
+    assert code == 0 and "note: no model named, so this trains 'pop'" in err  # said, not silent

@@ -175,6 +175,15 @@ def _write(records: list[dict[str, Any]], out_dir: Path, stem: str) -> None:
         write_result(rec, out_dir, f"{stem}-{rec['model']}")
 
 
+def _model_named(config: str | None, overrides: list[str]) -> bool:
+    """Whether the config file or a --set (or -m) names the model (else the default is used)."""
+    from seqrec.config import read_config
+
+    if any(o.split("=", 1)[0].strip() == "model.name" for o in overrides):
+        return True
+    return bool(config) and "name" in (read_config(config).get("model") or {})
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     import sys
 
@@ -183,6 +192,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from seqrec.experiment import run_experiment
 
     exp = load_experiment(args.config, args.overrides)
+    if not _model_named(args.config, args.overrides):
+        print(f"note: no model named, so this trains {exp.model!r}, the baseline; pass -m NAME "
+              "(seqrec models lists them; -m sasrec is the usual first neural model)",
+              file=sys.stderr, flush=True)
     out = Path(args.out) if args.out else Path(exp.output) / f"{_slug(exp.data.name)}-{exp.model}"
     checkpoint = out / runs.CHECKPOINT
     # under torchrun every rank runs this command: rank 0 alone owns the run directory
