@@ -233,7 +233,11 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"after {record.get('epochs')} epoch(s); per-epoch log: {out / runs.TRAIN_LOG}")
     print(f"\nartifact: {out / 'model'}   results: {out}"
           + (f"   training curve: {curve}" if curve else ""))
-    print(f"next: seqrec recommend {out} --user USER_ID   |   seqrec serve {out}   |   "
+    import shlex
+
+    users = getattr(model, "user_histories", None)  # a real user id, pasteable into a shell
+    user = shlex.quote(str(users.raw[0])) if users is not None and len(users) else "USER_ID"
+    print(f"next: seqrec recommend {out} --user {user}   |   seqrec serve {out}   |   "
           f"seqrec evaluate {out}")
     return 0
 
