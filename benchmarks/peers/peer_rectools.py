@@ -13,7 +13,8 @@ training after the current epoch (``stopped = "deadline"``), saving that epoch a
 checkpoint (``ckpt/last.pth``: weights, Adam state, epoch and step counters) and its clock and
 curve (``worker_state.json``). The next call in the same directory resumes from it: RecTools
 builds its model and trainer as usual, and the trainer's ``fit`` is handed the checkpoint
-(``ckpt_path``), which is Lightning's own resume. Not bit-exact: RNG states are not saved, so the
+(``ckpt_path``), which is Lightning's own resume; the module is marked fitted so that RecTools'
+start-of-training initialization keeps the restored weights. Not bit-exact: RNG states are not saved, so the
 resumed epochs reseed torch and NumPy with ``seed + epochs done`` (a fresh shuffle stream rather
 than a replay of epoch 1's).
 """
@@ -80,6 +81,16 @@ def main(work: Path, out: Path, args: dict) -> None:
         return out_arr
 
     class EpochLists(Callback):
+        def on_train_start(self, trainer, pl_module):
+            # RecTools' module draws fresh Xavier weights in its own on_train_start unless it is
+            # marked fitted (the flag its fit_partial uses to continue training); Lightning has
+            # restored the checkpoint's weights and Adam state by then, and callbacks run first.
+            # Without this a resumed run restarted from random weights with the old Adam state
+            # (found 2026-12-05: ML-1M seed 0's validation NDCG@10 fell from 0.178 to 0.020 at the
+            # first resumed epoch; the ML-100K check, benchmarks/diagnose_peer_resume.py, too).
+            if resume and args.get("keep_weights_on_resume", True):  # False: the old bug, for
+                pl_module.is_fitted = True                                # diagnose_peer_resume.py
+
         def on_train_epoch_start(self, trainer, pl_module):
             clock["start"] = time.perf_counter()
 

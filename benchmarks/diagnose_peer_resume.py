@@ -1,0 +1,110 @@
+"""Does a resumed RecTools peer run continue where it stopped?
+
+The peers table trains RecTools' SASRec in pieces (a budget stop saves a Lightning checkpoint; the
+next call resumes it). This runs one peers row's worker three ways on the row's own split, as the
+harness launches it: uninterrupted for ``--epochs``; stopped by a deadline after about
+``--stop-after`` seconds and resumed with the worker as it is; and the same with the fix turned
+off (``keep_weights_on_resume = False``: RecTools' start-of-training initialization then
+overwrote the restored weights). Validation HR@20 / NDCG@10 of the worker's per-epoch lists,
+scored here against the validation targets.
+
+Found 2026-12-05 on ML-1M seed 0 (validation NDCG@10 0.178 at epoch 59, 0.020 after the first
+resumed epoch); this is the small, fast version of that check.
+
+    python benchmarks/diagnose_peer_resume.py      # writes docs/results/peer_resume_rectools.{json,md}
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from seqrec.evaluation.results import base_record, hardware_line
+from seqrec.reproduce import load_table, peers, runner
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "results"
+
+
+def curve(work: Path, targets: np.ndarray, epochs: int) -> list[dict]:
+    """HR@20 and NDCG@10 of each epoch's validation lists (rows in valid.csv order)."""
+    out = []
+    for e in range(1, epochs + 1):
+        lists = np.load(work / f"valid_topk_epoch{e:03d}.npy")
+        hit = lists == targets[:, None]
+        rank = np.where(hit.any(1), hit.argmax(1), -1)
+        ndcg10 = np.where((rank >= 0) & (rank < 10), 1.0 / np.log2(np.maximum(rank, 0) + 2.0), 0.0)
+        out.append({"epoch": e, "HR@20": float(hit.any(1).mean()), "NDCG@10": float(ndcg10.mean())})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", default="rectools-ml100k", help="a RecTools row of configs/reproduce/peers.toml")
+    ap.add_argument("--epochs", type=int, default=12)
+    ap.add_argument("--stop-after", type=float, default=22.0, help="seconds before the deadline stop")
+    ap.add_argument("--work", default=str(ROOT / "runs" / "diagnose-peer-resume"))
+    args = ap.parse_args()
+
+    (spec,) = load_table(ROOT / "configs" / "reproduce" / "peers.toml").select(run_ids={args.run}, seeds={0})
+    exp = spec.experiment
+    cfg = dataclasses.replace(peers.peer_config(exp.model, exp.model_params, exp.seed), epochs=args.epochs)
+    if cfg.library != "rectools":
+        raise SystemExit(f"{args.run} is not a RecTools row")
+    python = peers.ensure_venv("rectools", ROOT / "runs" / "peers")
+    split = runner.prepared_data(spec).split
+    variants = {"uninterrupted": None, "resumed": True, "resumed, fix off": False}
+    results = {}
+    for name, keep in variants.items():
+        work = (Path(args.work) / name.replace(", ", "-").replace(" ", "-")).resolve()
+        shutil.rmtree(work, ignore_errors=True)
+        peers.export_split(split, work)
+        first = None
+        if keep is None:
+            info = peers.run_worker(cfg, python, work, None)
+        else:
+            first = peers.run_worker(cfg, python, work, time.time() + args.stop_after,
+                                     extra={"keep_weights_on_resume": keep})
+            info = peers.run_worker(cfg, python, work, None, extra={"keep_weights_on_resume": keep})
+        targets = np.loadtxt(work / "valid.csv", delimiter=",", skiprows=1, dtype=np.int64)[:, 1]
+        results[name] = {"stopped_after_epoch": None if first is None else first["epochs"],
+                         "resumed_from_epoch": info.get("resumed_from_epoch"),
+                         "curve": curve(work, targets, args.epochs)}
+        print(name, [round(c["NDCG@10"], 4) for c in results[name]["curve"]], flush=True)
+    record = base_record(benchmark="peer_resume_rectools", run=args.run, dataset=spec.dataset,
+                         peer_config=dataclasses.asdict(cfg), results=results)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "peer_resume_rectools.json").write_text(json.dumps(record, indent=2) + "\n")
+    (OUT / "peer_resume_rectools.md").write_text(markdown(record))
+
+
+def markdown(record: dict) -> str:
+    results = record["results"]
+    epochs = [c["epoch"] for c in next(iter(results.values()))["curve"]]
+    lines = [f"# A resumed RecTools peer run: {record['run']} ({record['dataset']}), seed 0", "",
+             "Validation NDCG@10 after each epoch (the worker's lists, scored against the "
+             "validation targets). The resumed runs stopped on a deadline after the epoch "
+             "shown and were restarted in the same directory.", "",
+             "| variant | stopped after | " + " | ".join(f"ep {e}" for e in epochs) + " |",
+             "|---|---|" + "---|" * len(epochs)]
+    for name, r in results.items():
+        cells = " | ".join(f"{c['NDCG@10']:.4f}" for c in r["curve"])
+        lines.append(f"| {name} | {r['stopped_after_epoch'] or '-'} | {cells} |")
+    lines += ["", "With the fix off, the first resumed epoch falls back to the first epoch's level "
+              "(RecTools' on_train_start draws fresh weights unless the module is marked fitted); "
+              "with the fix, the run continues from its checkpoint (not bit-exact: resumed epochs "
+              "reseed the shuffle).", "",
+              f"Command: `{record['command']}`. Hardware: "
+              f"{hardware_line(dict(record['hardware'], torch_threads=None))}; the worker's torch "
+              f"threads: {record['peer_config']['num_threads']}. Seed 0.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
