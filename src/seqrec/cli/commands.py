@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from dataclasses import fields
@@ -192,14 +193,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     from seqrec.experiment import run_experiment
 
     exp = load_experiment(args.config, args.overrides)
-    if not _model_named(args.config, args.overrides):
-        print(f"note: no model named, so this trains {exp.model!r}, the baseline; pass -m NAME "
-              "(seqrec models lists them; -m sasrec is the usual first neural model)",
-              file=sys.stderr, flush=True)
     out = Path(args.out) if args.out else Path(exp.output) / f"{_slug(exp.data.name)}-{exp.model}"
     checkpoint = out / runs.CHECKPOINT
     # under torchrun every rank runs this command: rank 0 alone owns the run directory
     rank0 = int(os.environ.get("RANK", "0")) == 0
+    if rank0 and not _model_named(args.config, args.overrides):
+        print(f"note: no model named, so this trains {exp.model!r}, the baseline; pass -m NAME "
+              "(seqrec models lists them; -m sasrec is the usual first neural model)",
+              file=sys.stderr, flush=True)
     if rank0:
         resumable, _lock = runs.prepare_run_dir(out, exp, args.fresh)  # held until we return
         if resumable:
@@ -233,8 +234,6 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"after {record.get('epochs')} epoch(s); per-epoch log: {out / runs.TRAIN_LOG}")
     print(f"\nartifact: {out / 'model'}   results: {out}"
           + (f"   training curve: {curve}" if curve else ""))
-    import shlex
-
     users = getattr(model, "user_histories", None)  # a real user id, pasteable into a shell
     user = shlex.quote(str(users.raw[0])) if users is not None and len(users) else "USER_ID"
     print(f"next: seqrec recommend {out} --user {user}   |   seqrec serve {out}   |   "
