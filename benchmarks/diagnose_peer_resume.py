@@ -5,8 +5,8 @@ next call resumes it). This runs one peers row's worker three ways on the row's 
 harness launches it: uninterrupted for ``--epochs``; stopped by a deadline after about
 ``--stop-after`` seconds and resumed with the worker as it is; and the same with the fix turned
 off (``keep_weights_on_resume = False``: RecTools' start-of-training initialization then
-overwrote the restored weights). Validation HR@20 / NDCG@10 of the worker's per-epoch lists,
-scored here against the validation targets.
+overwrote the restored weights). Validation HR@10 / NDCG@10 of the worker's per-epoch lists, by
+seqrec's evaluator as the harness scores them (full ranking, the history filtered).
 
 Found 2026-12-05 on ML-1M seed 0 (validation NDCG@10 0.178 at epoch 59, 0.020 after the first
 resumed epoch); this is the small, fast version of that check.
@@ -32,15 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results"
 
 
-def curve(work: Path, targets: np.ndarray, epochs: int) -> list[dict]:
-    """HR@20 and NDCG@10 of each epoch's validation lists (rows in valid.csv order)."""
+def curve(work: Path, score, epochs: int) -> list[dict]:
+    """HR@10 and NDCG@10 of each epoch's validation lists, by seqrec's evaluator as the harness
+    scores a peer row (``peers.TopKLists``)."""
     out = []
     for e in range(1, epochs + 1):
-        lists = np.load(work / f"valid_topk_epoch{e:03d}.npy")
-        hit = lists == targets[:, None]
-        rank = np.where(hit.any(1), hit.argmax(1), -1)
-        ndcg10 = np.where((rank >= 0) & (rank < 10), 1.0 / np.log2(np.maximum(rank, 0) + 2.0), 0.0)
-        out.append({"epoch": e, "HR@20": float(hit.any(1).mean()), "NDCG@10": float(ndcg10.mean())})
+        metrics = score(np.load(work / f"valid_topk_epoch{e:03d}.npy")).metrics
+        out.append({"epoch": e, "HR@10": float(metrics["HR@10"]), "NDCG@10": float(metrics["NDCG@10"])})
     return out
 
 
@@ -58,7 +56,15 @@ def main() -> None:
     if cfg.library != "rectools":
         raise SystemExit(f"{args.run} is not a RecTools row")
     python = peers.ensure_venv("rectools", ROOT / "runs" / "peers")
+    from seqrec.experiment import evaluate_model
+
     split = runner.prepared_data(spec).split
+    users = np.asarray(split.valid.rows)
+
+    def score(lists: np.ndarray):
+        model = peers.TopKLists(split.train, users, lists, split.train.n_items, cfg.max_len)
+        return evaluate_model(model, exp, split.valid, fit_data=split.train)
+
     variants = {"uninterrupted": None, "resumed": True, "resumed, fix off": False}
     results = {}
     for name, keep in variants.items():
@@ -72,10 +78,9 @@ def main() -> None:
             first = peers.run_worker(cfg, python, work, time.time() + args.stop_after,
                                      extra={"keep_weights_on_resume": keep})
             info = peers.run_worker(cfg, python, work, None, extra={"keep_weights_on_resume": keep})
-        targets = np.loadtxt(work / "valid.csv", delimiter=",", skiprows=1, dtype=np.int64)[:, 1]
         results[name] = {"stopped_after_epoch": None if first is None else first["epochs"],
                          "resumed_from_epoch": info.get("resumed_from_epoch"),
-                         "curve": curve(work, targets, args.epochs)}
+                         "curve": curve(work, score, args.epochs)}
         print(name, [round(c["NDCG@10"], 4) for c in results[name]["curve"]], flush=True)
     record = base_record(benchmark="peer_resume_rectools", run=args.run, dataset=spec.dataset,
                          peer_config=dataclasses.asdict(cfg), results=results)
@@ -88,8 +93,8 @@ def markdown(record: dict) -> str:
     results = record["results"]
     epochs = [c["epoch"] for c in next(iter(results.values()))["curve"]]
     lines = [f"# A resumed RecTools peer run: {record['run']} ({record['dataset']}), seed 0", "",
-             "Validation NDCG@10 after each epoch (the worker's lists, scored against the "
-             "validation targets). The resumed runs stopped on a deadline after the epoch "
+             "Validation NDCG@10 after each epoch (the worker's lists, by seqrec's evaluator as "
+             "the peers table scores them). The resumed runs stopped on a deadline after the epoch "
              "shown and were restarted in the same directory.", "",
              "| variant | stopped after | " + " | ".join(f"ep {e}" for e in epochs) + " |",
              "|---|---|" + "---|" * len(epochs)]

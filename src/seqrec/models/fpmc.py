@@ -29,8 +29,10 @@ Deviations and choices where the paper is silent:
   ``N(0, init_std)`` (the paper draws from N(0, sigma^2) with a small sigma).
 * ``dropout`` (default 0) on the hidden state before the prediction layer is not in the paper;
   the LRURec comparison grid-searched a dropout rate for every model, so it is offered.
-* Training defaults (2026-12-05, measured: ``docs/reproduce/defaults.md``): every transition
-  once per epoch (``train_windows="sliding"``), lr 3e-3, patience 30; the previous recipe is
+* Training defaults (2026-12-05, ``SlidingRecipeConfig``): every transition once per epoch
+  (``train_windows="sliding"``), lr 3e-3, patience 30. Best validation NDCG@10, last windows /
+  sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.024 / 0.065 / 0.069, ML-100K
+  0.109 / 0.120 / 0.122 (``docs/reproduce/defaults.md``). The previous recipe is
   ``train_windows="last", lr=1e-3, patience=10`` (the LSAN and LRURec tables pin their own).
 """
 
@@ -44,26 +46,13 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.torch_recommender import NeuralConfig, check_positive, check_range
+from seqrec.models.torch_recommender import SlidingRecipeConfig, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
 
 @dataclass(frozen=True)
-class FPMCConfig(NeuralConfig):
-    """FPMC hyperparameters (training fields inherited from ``NeuralConfig``)."""
-
-    train_windows: str = "sliding"
-    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
-    of max_len; 'last': each user's latest max_len transitions (the old default). With ``lr`` and
-    ``patience`` below, the recipe SASRec, LRURec and HSTU took (``docs/reproduce/defaults.md``)."""
-    lr: float = 3e-3
-    """AdamW learning rate (default since 2026-12-05; was 1e-3). Best validation NDCG@10 of FPMC,
-    last windows / sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.024 / 0.065 /
-    0.069, ML-100K 0.109 / 0.120 / 0.122. Not yet run on Beauty, where the windows are nearly the
-    same data (``docs/results/window_coverage.md``) but lr 3e-3 cost LRURec; ``lr=1e-3,
-    patience=10, train_windows='last'`` is the previous recipe."""
-    patience: int = 30
-    """Stop after this many validations without improvement (default since 2026-12-05; was 10)."""
+class FPMCConfig(SlidingRecipeConfig):
+    """FPMC hyperparameters (training fields inherited from ``SlidingRecipeConfig``)."""
 
     dim: int = 64
     """Factor size k of each of the four factor tables (hidden state is 2 * dim wide)."""

@@ -31,8 +31,10 @@ Deviations:
   layer's input weights indexed by item id) is not offered; it is an unconstrained 3H-wide
   item table feeding the gates, which ``"separate"`` approximates.
 * Histories are user sequences cut to the last ``max_len`` items, not sessions.
-* Training defaults (2026-12-05, measured: ``docs/reproduce/defaults.md``): every transition
-  once per epoch (``train_windows="sliding"``), lr 3e-3, patience 30; the previous recipe is
+* Training defaults (2026-12-05, ``SlidingRecipeConfig``): every transition once per epoch
+  (``train_windows="sliding"``), lr 3e-3, patience 30. Best validation NDCG@10, last windows /
+  sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.023 / 0.020 / 0.067, ML-100K
+  0.102 / 0.115 / 0.118 (``docs/reproduce/defaults.md``). The previous recipe is
   ``train_windows="last", lr=1e-3, patience=10`` (the LSAN and LRURec tables pin theirs).
 """
 
@@ -49,7 +51,7 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.torch_recommender import (
-    NeuralConfig,
+    SlidingRecipeConfig,
     TorchRecommender,
     check_choice,
     check_positive,
@@ -88,22 +90,8 @@ def uniform_glorot_(tensor: torch.Tensor, fan_in: int, fan_out: int) -> torch.Te
 
 
 @dataclass(frozen=True)
-class GRU4RecConfig(NeuralConfig):
-    """GRU4Rec hyperparameters (training fields inherited from ``NeuralConfig``)."""
-
-    train_windows: str = "sliding"
-    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
-    of max_len; 'last': each user's latest max_len transitions (the old default). With ``lr`` and
-    ``patience`` below, the recipe SASRec, LRURec and HSTU took (``docs/reproduce/defaults.md``)."""
-    lr: float = 3e-3
-    """AdamW learning rate (default since 2026-12-05; was 1e-3). Best validation NDCG@10 of GRU4Rec,
-    last windows / sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.023 / 0.020 /
-    0.067, ML-100K 0.102 / 0.115 / 0.118 (at lr 1e-3 and patience 10 it stopped at the
-    popularity level on ml-latest-small). Not yet run on Beauty, where the windows are nearly the
-    same data (``docs/results/window_coverage.md``) but lr 3e-3 cost LRURec; ``lr=1e-3,
-    patience=10, train_windows='last'`` is the previous recipe."""
-    patience: int = 30
-    """Stop after this many validations without improvement (default since 2026-12-05; was 10)."""
+class GRU4RecConfig(SlidingRecipeConfig):
+    """GRU4Rec hyperparameters (training fields inherited from ``SlidingRecipeConfig``)."""
 
     dim: int = 64
     """Size of every GRU layer (and of the item embeddings)."""

@@ -72,8 +72,9 @@ Dropout (0.2 on the input embedding and residual branches) and ``max_len`` = 50 
 the paper. Training windows (not in the paper; default since 2026-12-05): every transition
 once per epoch (``train_windows="sliding"``), measured better on MovieLens data and nearly
 the same data as the latest 50 on the Amazon / Yelp sets (``docs/reproduce/defaults.md``);
-``"last"`` is one option away (the LSAN table pins it). Initialisation: N(0, 0.02) for every embedding table, Xavier-normal weights and zero
-biases for linear layers, uniform convolution kernels.
+``"last"`` is one option away (the LSAN table pins it). Initialisation: N(0, 0.02) for every
+embedding table, Xavier-normal weights and zero biases for linear layers, uniform convolution
+kernels.
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ class LSANConfig(NeuralConfig):
     """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
     of max_len; 'last': each user's latest max_len transitions (the paper's loader and the old
     default). Best validation NDCG@10 of LSAN at its other defaults, last -> sliding:
-    ml-latest-small 0.028 -> 0.050, ML-100K 0.067 -> 0.090 (``docs/reproduce/defaults.md``; on the Amazon / Yelp 5-cores the latest 50 transitions are already 97-99% of a user's training data, ``docs/results/window_coverage.md``)."""
+    ml-latest-small 0.028 -> 0.050, ML-100K 0.067 -> 0.090 (``docs/reproduce/defaults.md``; on
+    the Amazon / Yelp 5-cores the latest 50 transitions are already 97-99% of a user's training
+    data, ``docs/results/window_coverage.md``)."""
 
     dim: int = 128
     """Embedding / hidden size D."""

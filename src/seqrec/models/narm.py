@@ -30,8 +30,10 @@ Deviations:
 * ``sigmoid`` as in the paper (the code uses Theano's ``hard_sigmoid``). The code's GRU uses
   hard-sigmoid gates too; here it is ``torch.nn.GRU`` (standard sigmoid gates).
 * Histories are user sequences cut to the last ``max_len`` items, not sessions.
-* Training defaults (2026-12-05, measured: ``docs/reproduce/defaults.md``): every transition
-  once per epoch (``train_windows="sliding"``), lr 3e-3, patience 30; the previous recipe is
+* Training defaults (2026-12-05, ``SlidingRecipeConfig``): every transition once per epoch
+  (``train_windows="sliding"``), lr 3e-3, patience 30. Best validation NDCG@10, last windows /
+  sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.024 / 0.020 / 0.076, ML-100K
+  0.104 / 0.112 / 0.125 (``docs/reproduce/defaults.md``). The previous recipe is
   ``train_windows="last", lr=1e-3, patience=10`` (the LRURec table pins its own).
 """
 
@@ -48,7 +50,7 @@ from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.gru4rec import run_left_padded
 from seqrec.models.torch_recommender import (
-    NeuralConfig,
+    SlidingRecipeConfig,
     TorchRecommender,
     check_choice,
     check_positive,
@@ -60,22 +62,8 @@ _BLOCK = 1 << 24
 
 
 @dataclass(frozen=True)
-class NARMConfig(NeuralConfig):
-    """NARM hyperparameters (training fields inherited from ``NeuralConfig``)."""
-
-    train_windows: str = "sliding"
-    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
-    of max_len; 'last': each user's latest max_len transitions (the old default). With ``lr`` and
-    ``patience`` below, the recipe SASRec, LRURec and HSTU took (``docs/reproduce/defaults.md``)."""
-    lr: float = 3e-3
-    """AdamW learning rate (default since 2026-12-05; was 1e-3). Best validation NDCG@10 of NARM,
-    last windows / sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.024 / 0.020 /
-    0.076, ML-100K 0.104 / 0.112 / 0.125 (at lr 1e-3 and patience 10 it stopped at the
-    popularity level on ml-latest-small). Not yet run on Beauty, where the windows are nearly the
-    same data (``docs/results/window_coverage.md``) but lr 3e-3 cost LRURec; ``lr=1e-3,
-    patience=10, train_windows='last'`` is the previous recipe."""
-    patience: int = 30
-    """Stop after this many validations without improvement (default since 2026-12-05; was 10)."""
+class NARMConfig(SlidingRecipeConfig):
+    """NARM hyperparameters (training fields inherited from ``SlidingRecipeConfig``)."""
 
     dim: int = 64
     """Item embedding size D (the paper: 50)."""

@@ -187,6 +187,24 @@ class NeuralConfig:
             raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}")
 
 
+
+@dataclass(frozen=True)
+class SlidingRecipeConfig(NeuralConfig):
+    """``NeuralConfig`` with the training recipe the defaults study chose for the baselines
+    that validated best with it (GRU4Rec, NARM, FPMC; ``docs/reproduce/defaults.md``, each
+    model's numbers in its module docstring). Not yet run on Beauty, where the windows are nearly
+    the same data (``docs/results/window_coverage.md``) but lr 3e-3 cost LRURec."""
+
+    train_windows: str = "sliding"
+    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
+    of max_len; 'last': each user's latest max_len transitions (the old default)."""
+    lr: float = 3e-3
+    """AdamW learning rate (default since 2026-12-05; was 1e-3)."""
+    patience: int = 30
+    """Stop after this many validations without improvement (default since 2026-12-05; was 10;
+    0 disables early stopping). ``lr=1e-3, patience=10, train_windows='last'`` is the previous
+    recipe."""
+
 def _cpu_has_native_bf16() -> bool:
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())

@@ -304,7 +304,7 @@ def _slash_dates(s: pl.Series, what: str) -> pl.Series | None:
     """``01/02/2020``: day first or month first? Polars' inference silently picks one. The
     values decide when one order fits them all (a 13th or later in one field); when both fit,
     it is ambiguous and ``DataError`` asks for the format. None: not slash dates."""
-    parts = s.str.extract_groups(r"^(\d{1,2})/(\d{1,2})/(\d{4})(?:[ T](\d{1,2}:\d{2}(?::\d{2})?))?$")
+    parts = s.str.extract_groups(r"^(\d{1,2})/(\d{1,2})/(\d{4})(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?$")
     first, second = parts.struct.field("1").cast(pl.Int32), parts.struct.field("2").cast(pl.Int32)
     if first.null_count():
         return None
