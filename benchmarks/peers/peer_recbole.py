@@ -14,7 +14,8 @@ history filter (RecBole has no user history in this format); the model of its be
 The lists returned are the top ``k`` of ``full_sort_predict`` after removing each user's whole
 history (the same filter as seqrec's); after every epoch the validation lists are written too
 (outside the training clock), so the harness draws the validation curve with seqrec's evaluator.
-Past ``args["deadline"]`` (Unix seconds) training stops after the current epoch, saving that
+Past ``args["deadline"]`` (Unix seconds), or when asked to stop (``peer_stop``: the harness's
+stop file or a signal; ``stopped = "interrupted"``), training stops after the current epoch, saving that
 epoch (``ckpt/last.pth``) and its clock and curve (``worker_state.json``); the next call in the
 same directory resumes from it (not bit-exact: the RNG streams restart).
 """
@@ -30,6 +31,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+
+import peer_stop  # beside this file (the script's directory is on sys.path)
+
 
 def write_files(work: Path, max_len: int) -> tuple[Path, dict, dict]:
     train = pd.read_csv(work / "train.csv")
@@ -161,8 +165,8 @@ def main(work: Path, out: Path, args: dict) -> None:
         best, cur_step, stop, update = orig_stopping(*a, **kw)
         if stop:
             state["stopped"] = "patience"
-        elif args.get("deadline") and time.time() >= args["deadline"]:
-            stop, state["stopped"] = True, "deadline"
+        elif why := peer_stop.reason(out, args.get("deadline")):
+            stop, state["stopped"] = True, why
         return best, cur_step, stop, update
 
     rb_trainer.early_stopping = stopping
@@ -210,4 +214,5 @@ def time_batches(trainer, train_data, n: int) -> dict:
 
 
 if __name__ == "__main__":
+    peer_stop.install()
     main(Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]))

@@ -9,7 +9,8 @@ writes top-20 lists for the validation users (input: training items) and the tes
 training + validation items, same model). After every epoch a Lightning callback writes the
 validation lists too (its time is excluded from the training clock), so that the harness draws
 the validation curve with seqrec's evaluator; past ``args["deadline"]`` (Unix seconds) it stops
-training after the current epoch (``stopped = "deadline"``), saving that epoch as a Lightning
+training after the current epoch (``stopped = "deadline"``; ``"interrupted"`` when the harness
+was asked to stop or the worker got a signal, ``peer_stop``), saving that epoch as a Lightning
 checkpoint (``ckpt/last.pth``: weights, Adam state, epoch and step counters) and its clock and
 curve (``worker_state.json``). The next call in the same directory resumes from it: RecTools
 builds its model and trainer as usual, and the trainer's ``fit`` is handed the checkpoint
@@ -30,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+
+import peer_stop  # beside this file (the script's directory is on sys.path)
 
 
 def main(work: Path, out: Path, args: dict) -> None:
@@ -106,8 +109,9 @@ def main(work: Path, out: Path, args: dict) -> None:
             curve.append({"epoch": clock["epoch"], "seconds": clock["train"], "topk_file": name})
             clock["steps"] = int(trainer.global_step)
             clock["params"] = int(sum(p.numel() for p in pl_module.parameters()))
-            if args.get("deadline") and time.time() >= args["deadline"] and clock["epoch"] < args["epochs"]:
-                clock["stopped"] = "deadline"
+            why = peer_stop.reason(out, args.get("deadline"))
+            if why and clock["epoch"] < args["epochs"]:
+                clock["stopped"] = why
                 trainer.should_stop = True
                 trainer.save_checkpoint(last_ckpt)
                 saved.write_text(json.dumps({"clock": {k: v for k, v in clock.items() if k != "start"},
@@ -150,4 +154,5 @@ def main(work: Path, out: Path, args: dict) -> None:
 
 
 if __name__ == "__main__":
+    peer_stop.install()
     main(Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]))

@@ -317,6 +317,37 @@ def test_a_state_too_large_to_keep_is_copied_plain(tmp_path, monkeypatch):
     assert runner.restore_state(fresh, state) and (fresh / "last.pt").read_bytes() == big
 
 
+def test_a_state_too_large_to_commit_is_invisible_to_git_until_it_shrinks(tmp_path, monkeypatch):
+    """``git add reproduce-state`` must not pick up a state over the kept size."""
+    import shutil
+
+    from seqrec.reproduce import runner
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.setattr(runner, "STATE_KEEP_BYTES", 1000)
+    monkeypatch.setattr(runner, "PACK_MAX_RAW_BYTES", 2000)
+    repo = tmp_path / "repo"
+    run_dir, state = tmp_path / "runs" / "k1", repo / "reproduce-state"
+    run_dir.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+
+    def untracked() -> list[str]:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
+                             capture_output=True, text=True, check=True).stdout
+        return sorted(line[3:] for line in out.splitlines())
+
+    (run_dir / "last.pt").write_bytes(bytes(range(256)) * 16)  # 4 kB: over the kept size
+    (run_dir / "run.json").write_text("{}")
+    runner.save_state(run_dir, state, finished=False)
+    assert (state / "k1" / "last.pt").exists() and untracked() == []
+    (run_dir / "last.pt").write_bytes(b"\0" * 500)  # under it again: committed as usual
+    runner.save_state(run_dir, state, finished=False)
+    assert untracked() == ["reproduce-state/k1/last.pt.xz", "reproduce-state/k1/run.json"]
+    runner.save_state(run_dir, state, finished=True)
+    assert not (state / "k1").exists()
+
+
 def _cli(path: Path, *options: str) -> list[str]:
     """``seqrec reproduce`` of the table at ``path`` as a subprocess command, dirs under r/."""
     return [sys.executable, "-m", "seqrec.cli.main", "reproduce", str(path), "--runs-dir", "r/runs",

@@ -3,6 +3,7 @@ runs in this interpreter (no venv, no install): parsing, identity and caching, t
 its lists by seqrec's evaluator, the record and the side-by-side report columns."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -205,6 +206,71 @@ def test_exported_split_is_what_the_workers_read(tmp_path, fake_peer):
     assert np.array_equal(user1, split.train.row(0))
     valid = np.loadtxt(tmp_path / "x" / "valid.csv", delimiter=",", skiprows=1, dtype=np.int64)
     assert np.array_equal(valid[:, 1], split.valid.items) and json.dumps(int(valid[0, 0])) == "1"
+
+
+# A worker that trains "epochs" until peer_stop says stop, as the real workers do at epoch ends.
+LOOPING_WORKER = '''
+import json, sys, time
+from pathlib import Path
+import peer_stop
+
+peer_stop.install()
+work, out, args = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
+(out / "started").touch()
+epoch, why = 0, None
+while why is None and epoch < 600:
+    time.sleep(0.1)
+    epoch += 1
+    why = peer_stop.reason(out, args.get("deadline"))
+(out / "info.json").write_text(json.dumps({"stopped": why or "epochs", "epochs": epoch}))
+'''
+
+
+@pytest.mark.parametrize("how", ["harness", "worker_signal", "deadline"])
+def test_a_stop_reaches_the_peer_worker_which_ends_its_epoch(tmp_path, monkeypatch, how):
+    """Ctrl-C / SIGTERM on ``seqrec reproduce`` must not leave a peer worker training until its
+    deadline (found 2026-12-05: a RecTools run went on for minutes after SIGTERM)."""
+    import shutil
+    import signal
+    import threading
+    import time
+
+    from seqrec import stop
+
+    wdir = tmp_path / "workers"
+    wdir.mkdir()
+    (wdir / "peer_fake.py").write_text(LOOPING_WORKER)
+    shutil.copy(peers.worker_dir() / "peer_stop.py", wdir)  # the real helper the workers import
+    monkeypatch.setattr(peers, "worker_dir", lambda: wdir)
+    work = tmp_path / "run"
+    work.mkdir()
+    monkeypatch.setitem(peers.PEERS, "fake", {"python": sys.executable, "version": "9.9", "revision": 1,
+                                              "packages": []})
+    cfg = peers.peer_config("peer:fake", {"epochs": 2}, 0)
+
+    def stop_it():
+        while not (work / "started").exists():
+            time.sleep(0.05)
+        time.sleep(0.3)
+        if how == "harness":
+            stop.request()
+        elif how == "worker_signal":
+            pid = int(next(p for p in Path("/proc").iterdir() if p.name.isdigit()
+                           and b"peer_fake.py" in (p / "cmdline").read_bytes()).name)
+            os.kill(pid, signal.SIGTERM)
+
+    thread = threading.Thread(target=stop_it)
+    thread.start()
+    t0 = time.time()
+    try:
+        info = peers.run_worker(cfg, Path(sys.executable), work,
+                                deadline=t0 + 1.0 if how == "deadline" else None)
+    finally:
+        thread.join()
+        stop.clear()
+    assert info["stopped"] == ("deadline" if how == "deadline" else "interrupted")
+    assert 1 <= info["epochs"] < 100 and time.time() - t0 < 20
+    assert not (work / peers.STOP_FILE).exists()  # no stale request for the next call
 
 
 def test_unfinished_peer_state_is_kept_and_restored(tmp_path):

@@ -23,7 +23,8 @@ so the metric code is one for every library; the per-epoch validation lists beco
 ``validation_history`` in the trainer's shape (``epoch``, ``train_seconds``, ``metrics``).
 
 A run stopped by the harness's time budget (``deadline``, passed to the worker, which stops
-after the epoch that crosses it) is a partial record of the best epoch so far. RecBole's worker
+after the epoch that crosses it) or by a signal to the harness (the worker sees a ``STOP`` file
+in its run directory, or a SIGINT / SIGTERM of its own, and stops after that epoch) is a partial record of the best epoch so far. RecBole's worker
 and RecTools' workers save their last epoch and the same command resumes it (the resume files,
 checkpoints packed, and the scores of the validation lists so far, are kept in the state
 directory, like a seqrec run's checkpoint, until the run finishes). Lists hold the top ``k`` items (default
@@ -46,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from seqrec import stop
 from seqrec.errors import ConfigError, SeqRecError
 
 log = logging.getLogger(__name__)
@@ -249,6 +251,11 @@ class LoadSampler:
 
 
 # --- one run ---------------------------------------------------------------------------------
+STOP_FILE = "STOP"
+"""Written into the run directory when the harness is asked to stop: the worker ends after the
+current epoch, saving it (``stopped = "interrupted"``), as it does past its deadline."""
+
+
 def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None,
                extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run ``peer_<library>.py`` in ``work``; its ``info.json`` with ``wall_seconds`` added.
@@ -259,10 +266,28 @@ def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg.num_threads), MKL_NUM_THREADS=str(cfg.num_threads))
     env.pop("PYTHONPATH", None)  # the peer's venv only: seqrec is not importable there
     (work / "info.json").unlink(missing_ok=True)
+    stop_file = work / STOP_FILE
+    stop_file.unlink(missing_ok=True)
     t0 = time.perf_counter()
     with open(work / "worker.log", "w") as logf:
-        proc = subprocess.run([str(python), str(worker), str(work), str(work), json.dumps(args)],
-                              env=env, stdout=logf, stderr=subprocess.STDOUT, cwd=work)
+        proc = subprocess.Popen([str(python), str(worker), str(work), str(work), json.dumps(args)],
+                                env=env, stdout=logf, stderr=subprocess.STDOUT, cwd=work)
+        try:
+            # a stop request (a signal to the harness) reaches the worker as a file it checks
+            # after each epoch, like its deadline: the epoch is saved and the run resumes later
+            while proc.poll() is None:
+                if stop.requested() and not stop_file.exists():
+                    stop_file.touch()
+                time.sleep(0.5)
+        finally:
+            if proc.poll() is None:  # an error or a second signal here: no orphan worker
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    stop_file.unlink(missing_ok=True)
     wall = time.perf_counter() - t0
     if proc.returncode:
         tail = (work / "worker.log").read_text()[-3000:]
@@ -311,6 +336,7 @@ def save_state(work: Path, state_dir: Path | None, finished: bool) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(runner.pack_checkpoint((work / name).read_bytes()))
     size = sum(f.stat().st_size for f in dst.rglob("*") if f.is_file())
+    runner.mark_local_only(dst, size)
     if size > runner.STATE_KEEP_BYTES:
         log.warning("peer state %s is %.1f MB: above the %.0f MB meant to be committed", dst, size / 1e6,
                     runner.STATE_KEEP_BYTES / 1e6)
@@ -413,7 +439,7 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
     valid = score("valid", _lists(work, "valid_topk.npy"))
     test = score("test", _lists(work, "test_topk.npy"))
     history = score_curve(work, info.get("curve", []), score)
-    partial = info.get("stopped") == "deadline"
+    partial = info.get("stopped") in ("deadline", "interrupted")
     val_metric = "NDCG@10"
     best = max(history, key=lambda h: h["metrics"].get(val_metric, -1.0)) if history else None
     epochs = info.get("epochs")

@@ -159,6 +159,9 @@ PACKED_CHECKPOINT = "last.pt.xz"
 _PLANES_MAGIC = b"seqrec-planes4\n"
 STATE_KEEP_BYTES = 5_000_000
 """States above this are written but not meant to be committed (the harness says so)."""
+LOCAL_ONLY_MARKER = ".gitignore"
+"""Written into a state directory that is over ``STATE_KEEP_BYTES`` (content ``*``), so that
+``git add reproduce-state`` leaves it out; removed when the state shrinks under the limit."""
 PACK_MAX_RAW_BYTES = 2 * STATE_KEEP_BYTES
 """Checkpoints larger than this are copied plain: packing cannot bring them under the kept size
 (it saves about 10%), and xz at this size takes tens of seconds of a busy core, longer than a
@@ -228,7 +231,7 @@ def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
         return
     dst = state_dir / run_dir.name
     if finished:
-        for name in (*STATE_FILES, PACKED_CHECKPOINT):
+        for name in (*STATE_FILES, PACKED_CHECKPOINT, LOCAL_ONLY_MARKER):
             (dst / name).unlink(missing_ok=True)
         if dst.exists() and not any(dst.iterdir()):
             dst.rmdir()
@@ -245,12 +248,24 @@ def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
             else:
                 atomic_write(dst / "last.pt", lambda fh, data=data: fh.write(data))
                 (dst / PACKED_CHECKPOINT).unlink(missing_ok=True)  # an older packed one
+            mark_local_only(dst, len(data))
             if len(data) > STATE_KEEP_BYTES:
                 log.warning("the saved state of %s is %.1f MB (over the %.0f MB kept in the "
                             "repository): it resumes on this machine only", run_dir.name,
                             len(data) / 1e6, STATE_KEEP_BYTES / 1e6)
         else:
             atomic_write(dst / name, lambda fh, data=data: fh.write(data))
+
+
+def mark_local_only(state: Path, size: int) -> None:
+    """Make a state directory over ``STATE_KEEP_BYTES`` invisible to git (a ``.gitignore`` of
+    ``*`` inside it), and visible again once it is back under the limit."""
+    marker = state / LOCAL_ONLY_MARKER
+    if size > STATE_KEEP_BYTES:
+        state.mkdir(parents=True, exist_ok=True)
+        marker.write_text("# over the size kept in the repository: resumes on this machine only\n*\n")
+    else:
+        marker.unlink(missing_ok=True)
 
 
 def execute(
