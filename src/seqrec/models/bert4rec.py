@@ -90,6 +90,7 @@ from seqrec.data.batching import SequenceBatch, left_pad
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.sasrec import CausalSelfAttention
 from seqrec.models.torch_recommender import (
     NeuralConfig,
@@ -233,7 +234,7 @@ class _Block(nn.Module):
         self.fc2 = nn.Linear(cfg.ffn_dim or 4 * d, d)
         self.act = nn.GELU(approximate="tanh")  # BERT's GELU
         self.ffn_norm = nn.LayerNorm(d, eps=1e-12)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
         x = self.attn_norm(x + self.dropout(self.attn(x, x, allowed)))
@@ -253,7 +254,7 @@ class BERT4RecEncoder(SequenceEncoder):
         self.item_emb = nn.Embedding(n_items + 2, d, padding_idx=0)
         self.pos_emb = nn.Embedding(config.max_len, d)
         self.emb_norm = nn.LayerNorm(d, eps=1e-12)
-        self.emb_dropout = nn.Dropout(config.dropout)
+        self.emb_dropout = Dropout(config.dropout)
         self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
         transform = config.output == "transform"
         self.head = nn.Linear(d, d) if transform else None

@@ -47,6 +47,7 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.torch_recommender import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
@@ -105,7 +106,7 @@ class CaserEncoder(SequenceEncoder):
         self.conv_v = nn.Conv2d(1, config.n_v, (win, 1)) if config.n_v else None
         self.conv_h = nn.ModuleList(nn.Conv2d(1, config.n_h, (h, d)) for h in range(1, win + 1)
                                     ) if config.n_h else nn.ModuleList()
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.fc1 = nn.Linear(config.n_v * d + config.n_h * win, d)
         self.out_emb = nn.Embedding(n_items + 1, 2 * d)  # W'
         self.out_bias = nn.Parameter(torch.zeros(n_items + 1))  # b'

@@ -41,6 +41,7 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.torch_recommender import (
     NeuralConfig,
     TorchRecommender,
@@ -76,7 +77,7 @@ class FISMEncoder(SequenceEncoder):
     def __init__(self, config: FISMConfig, n_items: int) -> None:
         super().__init__()
         self.config, self.n_items = config, n_items
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.history_emb = nn.Embedding(n_items + 1, config.dim, padding_idx=0)  # P
         self.target_emb = nn.Embedding(n_items + 1, config.dim, padding_idx=0)  # Q
         self.item_bias = nn.Parameter(torch.zeros(n_items + 1))

@@ -57,6 +57,7 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.torch_recommender import NeuralConfig, TorchRecommender, check_positive, check_range
 
 INIT_STD = 0.02
@@ -105,7 +106,7 @@ class FilterLayer(nn.Module):
         self.length = length
         # [L // 2 + 1, D] complex filter stored as (real, imag) pairs
         self.weight = nn.Parameter(torch.randn(length // 2 + 1, dim, 2) * INIT_STD)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm = nn.LayerNorm(dim, eps=1e-12)
 
     def filter(self, x: torch.Tensor) -> torch.Tensor:
@@ -125,7 +126,7 @@ class _Block(nn.Module):
         self.fc1 = nn.Linear(d, inner)
         self.fc2 = nn.Linear(inner, d)
         self.ffn_norm = nn.LayerNorm(d, eps=1e-12)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
         x = self.filter(x)
@@ -145,7 +146,7 @@ class FMLPRecEncoder(SequenceEncoder):
         self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
         self.pos_emb = nn.Embedding(config.max_len, d)
         self.emb_norm = nn.LayerNorm(d, eps=1e-12)
-        self.emb_dropout = nn.Dropout(config.dropout)
+        self.emb_dropout = Dropout(config.dropout)
         self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
         self.reset_parameters()
 

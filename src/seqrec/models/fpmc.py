@@ -46,6 +46,7 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.torch_recommender import SlidingRecipeConfig, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
@@ -74,7 +75,7 @@ class FPMCEncoder(SequenceEncoder):
     def __init__(self, config: FPMCConfig, n_items: int, n_users: int = 0) -> None:
         super().__init__()
         self.config, self.n_items = config, n_items
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         d = config.dim
         self.user_emb = UserEmbedding(n_users, d)  # V^{U,I}
         self.item_user_emb = nn.Embedding(n_items + 1, d, padding_idx=0)  # V^{I,U}

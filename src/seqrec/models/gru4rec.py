@@ -50,6 +50,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.torch_recommender import (
     SlidingRecipeConfig,
     TorchRecommender,
@@ -124,11 +125,11 @@ class GRU4RecEncoder(SequenceEncoder):
         self.out_bias = nn.Parameter(torch.zeros(n_items + 1))  # b_y
         self.in_emb = (nn.Embedding(n_items + 1, d, padding_idx=0)
                        if config.embedding == "separate" else None)
-        self.embed_dropout = nn.Dropout(config.dropout_embed)
+        self.embed_dropout = Dropout(config.dropout_embed)
         # one single-layer GRU per layer: the official code drops out after every layer,
         # the last one included (nn.GRU's inter-layer dropout skips the last)
         self.grus = nn.ModuleList(nn.GRU(d, d, batch_first=True) for _ in range(config.n_layers))
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -56,6 +56,7 @@ from seqrec.models.hstu_bias import (
     query_time_diffs,
     time_buckets,
 )
+from seqrec.models.layers import Dropout
 from seqrec.models.torch_recommender import (
     NeuralConfig,
     TorchRecommender,
@@ -149,7 +150,7 @@ class HSTULayer(nn.Module):
         self.proj1 = nn.Linear(d_model, n_heads * (2 * d_v + 2 * d_qk))  # U, V, Q, K jointly
         self.norm_attn = nn.LayerNorm(n_heads * d_v)
         self.proj2 = nn.Linear(n_heads * d_v, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(
         self,
@@ -199,7 +200,7 @@ class HSTUEncoder(SequenceEncoder):
         )
         if self.time_emb is not None:
             nn.init.normal_(self.time_emb.weight, 0.0, 0.02)
-        self.emb_dropout = nn.Dropout(c.dropout)
+        self.emb_dropout = Dropout(c.dropout)
         self.layers = nn.ModuleList(
             HSTULayer(d, h, d_qk, d_v, c.dropout) for _ in range(c.n_blocks)
         )

@@ -73,6 +73,7 @@ from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError, DataError
 from seqrec.models.base import Recommendation
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.lru_scan import lru_parallel_scan
 from seqrec.models.torch_recommender import (
     NeuralConfig,
@@ -187,7 +188,7 @@ class LRULayer(nn.Module):
         self.c = nn.Parameter(torch.empty(d))
         for p in (self.B_re, self.B_im, self.b_re, self.b_im, self.C_re, self.C_im, self.c):
             _trunc_normal_(p)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm = nn.LayerNorm(d)
 
     def lam(self) -> torch.Tensor:
@@ -226,7 +227,7 @@ class PFFN(nn.Module):
         self.w1 = nn.Linear(d, 4 * d)
         self.w2 = nn.Linear(4 * d, d)
         self.act = nn.GELU()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm = nn.LayerNorm(d)
         for p in (self.w1.weight, self.w1.bias, self.w2.weight, self.w2.bias):
             _trunc_normal_(p)
@@ -260,7 +261,7 @@ class LRUEncoder(SequenceEncoder):
         self.out_bias = nn.Parameter(torch.empty(n_items + 1))
         _trunc_normal_(self.out_bias)
         self.embed_norm = nn.LayerNorm(d)
-        self.embed_dropout = nn.Dropout(config.dropout)
+        self.embed_dropout = Dropout(config.dropout)
         self.dropout_before_norm = config.embed_dropout_at == "before_norm"
         self.blocks = nn.ModuleList(
             LRUBlock(d, config.r_min, config.r_max, config.dropout)

@@ -92,6 +92,7 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, DataError
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.lsan_blocks import SelfAttentionBlock, TwinAttentionBlock
 from seqrec.models.torch_recommender import (
     NeuralConfig, TorchRecommender, check_choice, check_positive, check_range,
@@ -252,7 +253,7 @@ class LSANEncoder(SequenceEncoder):
             self.att_v = nn.Linear(d, 1, bias=False)
         self.fuse = nn.Sequential(nn.Linear(2 * d, d), nn.SiLU(), nn.Linear(d, d))
         self.pos_emb = nn.Embedding(config.max_len, d) if config.position_embedding else None
-        self.emb_dropout = nn.Dropout(config.dropout)
+        self.emb_dropout = Dropout(config.dropout)
         ffn = config.ffn_dim or d
         self._candidates: tuple | None = None  # (base-table versions, composed table)
         self.layers = nn.ModuleList(

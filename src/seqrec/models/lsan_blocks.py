@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqrec.models.layers import PointWiseFFN, causal_padding_mask
+from seqrec.models.layers import Dropout, PointWiseFFN, causal_padding_mask
 
 
 class CausalAttentionBranch(nn.Module):
@@ -94,7 +94,7 @@ class TwinAttentionBlock(nn.Module):
         self.conv = ConvBranch(branch, n_heads, kernel_size)
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.ffn = PointWiseFFN(dim, ffn_dim, dropout, activation="gelu")
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor,
                 last_only: bool = False) -> torch.Tensor:
@@ -121,7 +121,7 @@ class SelfAttentionBlock(nn.Module):
         self.attn = CausalAttentionBranch(dim, n_heads, 0.0)
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.ffn = PointWiseFFN(dim, ffn_dim, dropout, activation="gelu")
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor,
                 last_only: bool = False) -> torch.Tensor:

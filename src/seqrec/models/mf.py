@@ -39,6 +39,7 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.layers import Dropout
 from seqrec.models.torch_recommender import NeuralConfig, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
@@ -71,7 +72,7 @@ class MFEncoder(SequenceEncoder):
     def __init__(self, config: MFConfig, n_items: int, n_users: int = 0) -> None:
         super().__init__()
         self.config, self.n_items = config, n_items
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.user_emb = UserEmbedding(n_users, config.dim)
         self.item_emb = nn.Embedding(n_items + 1, config.dim, padding_idx=0)
         self.item_bias = nn.Parameter(torch.zeros(n_items + 1)) if config.item_bias else None

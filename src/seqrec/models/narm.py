@@ -49,6 +49,7 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.gru4rec import run_left_padded
+from seqrec.models.layers import Dropout
 from seqrec.models.torch_recommender import (
     SlidingRecipeConfig,
     TorchRecommender,
@@ -130,12 +131,12 @@ class NARMEncoder(SequenceEncoder):
         self.config, self.n_items = config, n_items
         d, h = config.dim, config.hidden
         self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
-        self.embed_dropout = nn.Dropout(config.dropout_embed)
+        self.embed_dropout = Dropout(config.dropout_embed)
         self.gru = nn.GRU(d, h, batch_first=True)
         self.a_query = nn.Linear(h, h, bias=False)  # A_1 (the code's W_decoder, on h_t)
         self.a_key = nn.Linear(h, h, bias=False)  # A_2 (the code's W_encoder, on h_j)
         self.v = nn.Parameter(torch.empty(h))
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.bilinear = nn.Linear(2 * h, d, bias=False)  # B
         self.reset_parameters()
 

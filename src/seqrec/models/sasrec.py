@@ -81,7 +81,7 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.layers import PointWiseFFN, causal_padding_mask
+from seqrec.models.layers import Dropout, PointWiseFFN, causal_padding_mask
 from seqrec.models.torch_recommender import (
     NeuralConfig,
     TorchRecommender,
@@ -187,7 +187,7 @@ class SASRecBlock(nn.Module):
         self.ffn_norm = nn.LayerNorm(cfg.dim)
         self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.attn_dropout, cfg.attn_out_proj)
         self.ffn = PointWiseFFN(cfg.dim, cfg.ffn_dim or cfg.dim, cfg.dropout)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, last_only: bool = False
@@ -216,7 +216,7 @@ class SASRecEncoder(SequenceEncoder):
         d = config.dim
         self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
         self.pos_emb = nn.Embedding(config.max_len, d)
-        self.emb_dropout = nn.Dropout(config.dropout)
+        self.emb_dropout = Dropout(config.dropout)
         self.blocks = nn.ModuleList(SASRecBlock(config) for _ in range(config.n_blocks))
         self.final_norm = nn.LayerNorm(d)
         self.scale = math.sqrt(d) if config.layout == "reference" else 1.0
