@@ -27,9 +27,10 @@ DEMO_MODELS = ("pop", "puresvd", "sasrec", "lrurec", "hstu")
 # 60 s cap of before cut them at a load-dependent epoch, and on a busy machine SASRec and HSTU
 # fell below PureSVD. Same seed, same table on any machine (`seqrec demo --max-seconds N` is
 # the explicit opt-out for slow machines). Measured on ml-latest-small, one torch thread, with
-# the defaults of 2026-12-02 (docs/results/demo_ml-latest-small.md): patience stops SASRec,
-# LRURec and HSTU at epochs 56 / 74 / 63 (best 26 / 44 / 33), about 13.5 min of CPU for the demo;
-# the cap of 100 epochs is above every stop seen and bounds the worst case.
+# the defaults of 2026-12-02: patience stopped SASRec, LRURec and HSTU at epochs 56 / 74 / 63
+# (best 26 / 44 / 33), about 13.5 min of CPU for the demo; with the faster dropout of 2026-12-05
+# at 44 / 82 / 63 (best 14 / 52 / 33), 8.6 min (docs/results/demo_ml-latest-small.md). The cap
+# of 100 epochs is above every stop seen and bounds the worst case.
 _NEURAL_DEMO = {"epochs": 100, "max_len": 50}
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "puresvd": {"rank": 64, "scaling": 0.4},
