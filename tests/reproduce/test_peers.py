@@ -216,7 +216,7 @@ import peer_stop
 
 peer_stop.install()
 work, out, args = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
-(out / "started").touch()
+(out / "started").write_text(str(__import__("os").getpid()))
 epoch, why = 0, None
 while why is None and epoch < 600:
     time.sleep(0.1)
@@ -271,6 +271,56 @@ def test_a_stop_reaches_the_peer_worker_which_ends_its_epoch(tmp_path, monkeypat
     assert info["stopped"] == ("deadline" if how == "deadline" else "interrupted")
     assert 1 <= info["epochs"] < 100 and time.time() - t0 < 20
     assert not (work / peers.STOP_FILE).exists()  # no stale request for the next call
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_peer_worker_dies_with_the_process_that_started_it(tmp_path):
+    """A harness process killed with SIGKILL (a pool worker past its stop grace) must not
+    leave the peer's worker training on alone until its deadline."""
+    import shutil
+    import signal
+    import subprocess
+    import time
+
+    wdir = tmp_path / "workers"
+    wdir.mkdir()
+    (wdir / "peer_fake.py").write_text(LOOPING_WORKER)
+    shutil.copy(peers.worker_dir() / "peer_stop.py", wdir)
+    work = tmp_path / "run"
+    work.mkdir()
+    script = f'''
+import sys
+from pathlib import Path
+from seqrec.reproduce import peers
+peers.worker_dir = lambda: Path({str(wdir)!r})
+peers.PEERS["fake"] = {{"python": sys.executable, "version": "9.9", "revision": 1, "packages": []}}
+cfg = peers.peer_config("peer:fake", {{"epochs": 2}}, 0)
+peers.run_worker(cfg, Path(sys.executable), Path({str(work)!r}), deadline=None)
+'''
+    harness = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.time() + 60
+        while not (work / "started").exists() or not (work / "started").read_text():
+            assert time.time() < deadline and harness.poll() is None
+            time.sleep(0.05)
+        worker = int((work / "started").read_text())
+        os.kill(worker, 0)  # running
+        harness.kill()
+        harness.wait()
+        for _ in range(100):
+            try:
+                os.kill(worker, 0)
+            except ProcessLookupError:
+                break
+            if Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z":  # reaped soon by init
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(worker, signal.SIGKILL)
+            pytest.fail("the peer worker outlived the process that started it")
+    finally:
+        if harness.poll() is None:
+            harness.kill()
 
 
 def test_unfinished_peer_state_is_kept_and_restored(tmp_path):

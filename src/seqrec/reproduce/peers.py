@@ -38,6 +38,7 @@ import fcntl
 import json
 import logging
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -256,6 +257,28 @@ STOP_FILE = "STOP"
 current epoch, saving it (``stopped = "interrupted"``), as it does past its deadline."""
 
 
+def _parent_death_signal():
+    """``prctl`` of the C library, looked up in the parent (Linux), or None. A ``preexec_fn``
+    runs between fork and exec while other threads (the load sampler) may hold locks: it must
+    not load libraries or import there, only make this one call."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def run_worker_preexec():
+    """A ``preexec_fn`` giving the worker SIGKILL when the process that started it dies, so that
+    a harness worker killed past its stop grace (``harness.STOP_GRACE_SECONDS``) or by ``kill
+    -9`` leaves no peer training on alone (None where ``prctl`` is missing)."""
+    prctl = _parent_death_signal()
+    if prctl is None:
+        return None
+    return lambda: prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+
+
 def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None,
                extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run ``peer_<library>.py`` in ``work``; its ``info.json`` with ``wall_seconds`` added.
@@ -271,13 +294,16 @@ def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None
     t0 = time.perf_counter()
     with open(work / "worker.log", "w") as logf:
         proc = subprocess.Popen([str(python), str(worker), str(work), str(work), json.dumps(args)],
-                                env=env, stdout=logf, stderr=subprocess.STDOUT, cwd=work)
+                                env=env, stdout=logf, stderr=subprocess.STDOUT, cwd=work,
+                                preexec_fn=run_worker_preexec())
         try:
             # a stop request (a signal to the harness) reaches the worker as a file it checks
             # after each epoch, like its deadline: the epoch is saved and the run resumes later
             while proc.poll() is None:
                 if stop.requested() and not stop_file.exists():
                     stop_file.touch()
+                    log.warning("asked the %s worker to stop after its current epoch (it saves that "
+                                "epoch; a second signal kills it, losing the epoch)", cfg.library)
                 time.sleep(0.5)
         finally:
             if proc.poll() is None:  # an error or a second signal here: no orphan worker
