@@ -4,6 +4,7 @@ its lists by seqrec's evaluator, the record and the side-by-side report columns.
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -279,7 +280,6 @@ def test_a_peer_worker_dies_with_the_process_that_started_it(tmp_path):
     leave the peer's worker training on alone until its deadline."""
     import shutil
     import signal
-    import subprocess
     import time
 
     wdir = tmp_path / "workers"
@@ -321,6 +321,56 @@ peers.run_worker(cfg, Path(sys.executable), Path({str(work)!r}), deadline=None)
     finally:
         if harness.poll() is None:
             harness.kill()
+
+
+def test_peer_venv_takes_cpu_torch_where_seqrec_runs_a_cpu_build(tmp_path, monkeypatch):
+    """A peer's ``torch==X`` pin must not pull the multi-GB CUDA build on a machine without a GPU."""
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append([str(c) for c in cmd])
+        if cmd[1:3] == ["-m", "venv"]:
+            (Path(cmd[3]) / "bin").mkdir(parents=True)
+            (Path(cmd[3]) / "bin" / "python").touch()
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(peers.subprocess, "run", fake_run)
+    monkeypatch.setitem(peers.PEERS, "fake", {"python": sys.executable, "version": "9.9", "revision": 1,
+                                              "packages": ["torch==2.13.0", "fakelib==1.0"]})
+    monkeypatch.setenv("SEQREC_TORCH_INDEX", "https://example.invalid/cpu")
+    python = peers.ensure_venv("fake", tmp_path / "peers")
+    installs = [c for c in calls if "install" in c]
+    assert installs[0][-6:] == ["--index-url", "https://example.invalid/cpu", "--no-deps", "--timeout", "30",
+                                "torch==2.13.0"]
+    assert installs[1][-2:] == ["torch==2.13.0", "fakelib==1.0"] and "--index-url" not in installs[1]
+    assert peers.ensure_venv("fake", tmp_path / "peers") == python and len(calls) == 3  # installed once
+    monkeypatch.setenv("SEQREC_TORCH_INDEX", "default")
+    assert peers.torch_index() is None
+    monkeypatch.delenv("SEQREC_TORCH_INDEX")
+    import torch
+
+    assert peers.torch_index() == (None if torch.version.cuda else peers.CPU_TORCH_INDEX)
+
+
+def test_peer_venv_errors_say_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setitem(peers.PEERS, "fake", {"python": "python-that-is-not-here3.99", "version": "9.9",
+                                              "revision": 1, "packages": ["fakelib==1.0"]})
+    with pytest.raises(SeqRecError, match="python-that-is-not-here3.99, which is not on PATH"):
+        peers.ensure_venv("fake", tmp_path / "peers")
+
+    def failing_pip(cmd, **kw):
+        if cmd[1:3] == ["-m", "venv"]:
+            (Path(cmd[3]) / "bin").mkdir(parents=True)
+            (Path(cmd[3]) / "bin" / "python").touch()
+            return subprocess.CompletedProcess(cmd, 0)
+        return subprocess.CompletedProcess(cmd, 1)
+
+    monkeypatch.setattr(peers.subprocess, "run", failing_pip)
+    monkeypatch.setitem(peers.PEERS, "fake", {"python": sys.executable, "version": "9.9", "revision": 1,
+                                              "packages": ["fakelib==1.0"]})
+    with pytest.raises(SeqRecError, match="needs a package index; rerun the same command"):
+        peers.ensure_venv("fake", tmp_path / "peers")
+    assert not (tmp_path / "peers" / "fake" / ".installed.json").exists()  # retried next time
 
 
 def test_unfinished_peer_state_is_kept_and_restored(tmp_path):

@@ -161,9 +161,27 @@ def worker_dir() -> Path:
     raise SeqRecError("peer rows need the worker scripts of a seqrec checkout (benchmarks/peers/)")
 
 
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def torch_index() -> str | None:
+    """Where a peer's venv takes torch from: ``SEQREC_TORCH_INDEX`` if set (``default``: the
+    default index), else PyTorch's CPU index when seqrec's own torch is a CPU build (as
+    ``scripts/bootstrap.sh`` chose it: a plain ``torch`` pin on the public index pulls the CUDA
+    build with several GB of NVIDIA libraries), else None (the default index)."""
+    forced = os.environ.get("SEQREC_TORCH_INDEX")
+    if forced:
+        return None if forced == "default" else forced
+    import torch
+
+    return None if torch.version.cuda else CPU_TORCH_INDEX
+
+
 def ensure_venv(library: str, venv_root: Path) -> Path:
     """``<venv_root>/<library>/bin/python`` with the pinned packages installed (once; locked, so
     two runs of one library never install at the same time)."""
+    import shutil
+
     spec = PEERS[library]
     venv = venv_root / library
     python = venv / "bin" / "python"
@@ -174,9 +192,25 @@ def ensure_venv(library: str, venv_root: Path) -> Path:
         if stamp.exists() and json.loads(stamp.read_text()) == spec["packages"]:
             return python
         if not python.exists():
+            if shutil.which(spec["python"]) is None:
+                raise SeqRecError(
+                    f"peer:{library} runs in its own virtual environment made with {spec['python']}, "
+                    f"which is not on PATH (its pinned packages need that Python); install it, or "
+                    f"leave the peer rows out (--runs / --models)")
             subprocess.run([spec["python"], "-m", "venv", str(venv)], check=True)
+        pip = [str(python), "-m", "pip", "install", "-q"]
+        pinned = next((p for p in spec["packages"] if p.startswith("torch==")), None)
+        index = torch_index()
+        if pinned and index:  # torch alone from that index; its dependencies come next
+            log.warning("installing %s into %s from %s (once)", pinned, venv, index)
+            if subprocess.run([*pip, "--index-url", index, "--no-deps", "--timeout", "30", pinned]).returncode:
+                log.warning("installing %s from %s failed: the default index is used", pinned, index)
         log.warning("installing %s into %s (once)", " ".join(spec["packages"]), venv)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *spec["packages"]], check=True)
+        if subprocess.run([*pip, *spec["packages"]]).returncode:
+            raise SeqRecError(
+                f"installing peer:{library}'s packages ({' '.join(spec['packages'])}) into {venv} "
+                f"failed (pip's output is above): the first run of a peer row needs a package "
+                f"index; rerun the same command to retry")
         stamp.write_text(json.dumps(spec["packages"]))
     return python
 
