@@ -72,6 +72,23 @@ def _check_targets(split, seqs, name: str) -> None:
                             f"{longest} interactions): {need}")
 
 
+def _check_training_pairs(split, model: Recommender, name: str) -> None:
+    """A sequential model learns from (item, next item) pairs of the training sequences: with
+    none, say why in the split's terms (the trainer alone can only say there is nothing)."""
+    from seqrec.models.torch_recommender import TorchRecommender
+
+    train = split.train
+    if not isinstance(model, TorchRecommender) or (len(train) and int(train.lengths.max()) >= 2):
+        return
+    longest = int(train.lengths.max()) if len(train) else 0
+    held = ("leave-last-out holds out each user's last two interactions (validation, test), so a "
+            "user needs at least 4 to leave a training pair" if split.protocol == "leave-last-out"
+            else "the temporal split keeps only interactions before its validation cut-off for training")
+    raise DataError(f"no training sequence of {name!r} has 2 items to learn a next item from (the "
+                    f"longest has {longest}): {held}; {model.name} cannot train here (pop and "
+                    f"puresvd can)")
+
+
 def build_model(exp: Experiment) -> Recommender:
     from seqrec.registry import get_model
 
@@ -141,6 +158,7 @@ def run_experiment(
     data = data or prepare_data(exp)
     split = data.split
     model = build_model(exp)
+    _check_training_pairs(split, model, exp.data.name)
     t0 = time.perf_counter()
     model.fit(split.train, split.valid, **_fit_kwargs(model, fit_options))
     train_seconds = time.perf_counter() - t0

@@ -8,7 +8,7 @@ from seqrec.config import DataSection, load_experiment
 from seqrec.data.preprocess import PreprocessConfig, preprocess
 from seqrec.data.sources import load
 from seqrec.errors import ConfigError, DataError
-from seqrec.experiment import prepare_data
+from seqrec.experiment import prepare_data, run_experiment
 from seqrec.testing.synthetic import write_log_csv
 
 COLS = "user=customer,item=sku,timestamp=event_ms"
@@ -156,6 +156,11 @@ def test_a_file_too_small_to_split_is_refused_before_training_with_the_reason(tm
     path.write_text(path.read_text() + "1,12,8\n")  # user 1 now has 3: one target each
     split = prepare_data(load_experiment(None, [f"data.name={path}", "data.filter=none"])).split
     assert len(split.valid) == len(split.test) == 1
+    # ... but no training pair: a sequential model is refused with the reason, Pop still trains
+    with pytest.raises(DataError, match="longest has 1.*at least 4 to leave a training pair.*pop"):
+        run_experiment(load_experiment(None, [f"data.name={path}", "data.filter=none", "model.name=sasrec"]))
+    _, record = run_experiment(load_experiment(None, [f"data.name={path}", "data.filter=none", "model.name=pop"]))
+    assert record["metrics"]["test"]
 
 
 def test_a_semicolon_file_read_as_csv_names_the_separator_to_pass(tmp_path):
