@@ -43,6 +43,7 @@ def test_describe_counts_repeats_and_says_when_the_filter_keeps_nothing(tmp_path
     assert "train_keeps     nothing (filter k_core 5/5): lower data.min_user" in out
     code, out, _ = _run(capsys, "data", "describe", str(log), "--set", "data.filter=none")
     assert "train_keeps     2 users, 2 items, 4 interactions (filter none" in out
+    assert "columns         user=user, item=item, timestamp=timestamp" in out  # what was read
 
 
 @pytest.mark.parametrize(

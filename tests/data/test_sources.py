@@ -309,16 +309,41 @@ def one_line(exc: pytest.ExceptionInfo) -> str:
 
 
 def test_missing_column_names_it_and_lists_present(tmp_path):
-    path = write(tmp_path / "x.csv", "user_id,product,timestamp\n1,2,3\n")
+    path = write(tmp_path / "x.csv", "user_id,thing,timestamp\n1,2,3\n")
     with pytest.raises(DataError) as err:
         load(path)
-    assert "no item column" in one_line(err) and "user_id, product, timestamp" in str(err.value)
+    assert "no item column" in one_line(err) and "user_id, thing, timestamp" in str(err.value)
     with pytest.raises(DataError) as err:
         load(path, columns={"item": "item_id"})
     assert "no column 'item_id'" in one_line(err)
     with pytest.raises(DataError) as err:
         movielens.read_ratings_csv(write(tmp_path / "ratings.csv", "userId,movie,rating,timestamp\n1,2,3,4\n"))
     assert "no column 'movieId'" in one_line(err) and "userId, movie, rating, timestamp" in str(err.value)
+
+
+@pytest.mark.parametrize("header, roles", [
+    # UCI Online Retail, an e-shop export, RetailRocket: none names a column with an exact alias
+    ("CustomerID,StockCode,InvoiceDate,Quantity", ("CustomerID", "StockCode", "InvoiceDate")),
+    ("customer-id,Product SKU,purchase_date,price", ("customer-id", "Product SKU", "purchase_date")),
+    ("timestamp,visitorid,event,itemid", ("visitorid", "itemid", "timestamp")),
+    ("Visitor_ID,user_agent,Item,created_at", ("Visitor_ID", "Item", "created_at")),  # alias first
+])
+def test_columns_without_an_exact_alias_are_guessed_from_their_names(tmp_path, header, roles):
+    cols = header.split(",")
+    values = {cols.index(roles[0]): "u{}", cols.index(roles[1]): "i{}", cols.index(roles[2]): "{}"}
+    rows = [",".join(values.get(j, "x").format(r) for j in range(len(cols))) for r in range(1, 4)]
+    inter = load(write(tmp_path / "shop.csv", header + "\n" + "\n".join(rows) + "\n"))
+    assert len(inter) == 3 and inter.has_time
+    assert f"(user={roles[0]}, item={roles[1]}, timestamp={roles[2]})" in inter.notes[0]
+
+
+def test_two_columns_that_could_be_the_item_are_not_guessed(tmp_path):
+    path = write(tmp_path / "x.csv", "user,product_id_old,product_code,timestamp\n1,2,3,4\n")
+    with pytest.raises(DataError) as err:
+        load(path)
+    assert "several columns could be the item (product_id_old, product_code)" in one_line(err)
+    assert "data.columns=item=<name>" in str(err.value)
+    assert len(load(path, columns={"item": "product_code"})) == 1
 
 
 def test_garbage_line_says_column_line_and_value(tmp_path):

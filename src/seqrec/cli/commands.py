@@ -84,10 +84,16 @@ def cmd_data(args: argparse.Namespace) -> int:
             apply_override(tree, assignment)
         section = experiment_from_tree(tree).data
         inter = sources.load(section.name, root=section.root, **section.read_options())
+        # the columns a file was read with ("read shop.csv (user=..., item=...)"), named or guessed
+        read = next((n[n.index("(") + 1 : -1] for n in inter.notes
+                     if n.startswith("read ") and n.endswith(")") and "(" in n), None)
         if args.filter != "none":
             cfg = PreprocessConfig(filter=args.filter, min_item=args.k, min_user=args.k)
             inter = preprocess(inter, cfg).interactions
         stats = describe(inter)
+        if read is not None:  # shown right after the name
+            first, *rest = stats.items()
+            stats = dict([first, ("columns", read), *rest])
         if args.filter == "none":  # what `seqrec train` will keep of it with this data config
             cut = section.filter if section.filter == "none" else (
                 f"{section.filter} {section.min_user}/{section.min_item}")

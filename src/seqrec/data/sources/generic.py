@@ -4,7 +4,10 @@
 reads the file by its extension (``.csv``, ``.tsv``/``.tab``, ``.txt``/``.dat`` (tab unless
 ``sep`` is given), ``.parquet``/``.pq``; text files may be ``.xz``/``.gz``/``.bz2``
 compressed). Without a mapping, common names are recognised (``user_id``, ``userId``,
-``session_id``, ``reviewerID``, ... see :data:`ALIASES`). Integer ids are kept; string ids are
+``session_id``, ``reviewerID``, ... see :data:`ALIASES`), then names that contain a role's
+word when only one column does (``CustomerID``, ``StockCode``, ``InvoiceDate``: see
+:data:`KEYWORDS`; the mapping read is among the notes, and ``seqrec data describe`` shows it).
+Integer ids are kept; string ids are
 factorized (item strings kept as ``items["raw_id"]``). Timestamps may be Unix seconds, floats
 (floored), dates or datetimes (``time_format`` for text); ``timestamp_unit="ms"`` / ``"us"``
 divide by 1000 / 10^6, ``"iso"`` requires text dates. Numeric values read as seconds that only
@@ -102,6 +105,40 @@ def _separator_hint(present: list[str], sep: str) -> str:
     return ""
 
 
+# Second chance for a column no alias names exactly: its name lower-cased without separators
+# ("CustomerID", "customer-id" -> "customerid"), matched against the aliases the same way, then
+# against the words below; used only when exactly one column matches (several: an error listing
+# them). The mapping read is printed among the data's notes, so a guess is always visible.
+KEYWORDS: dict[str, tuple[str, ...]] = {
+    "user": ("user", "customer", "client", "visitor", "member", "buyer", "account", "session",
+             "reviewer"),
+    "item": ("item", "product", "sku", "article", "movie", "book", "song", "track", "video",
+             "artist", "business", "stockcode", "course", "asin", "recipe", "listing"),
+    "timestamp": ("timestamp", "datetime", "date", "time", "created"),
+    "rating": ("rating", "stars"),
+}
+
+
+def _norm(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def _guess(role: str, free: list[str], source: str) -> str | None:
+    """The one column of ``free`` whose normalized name is an alias of ``role``, else the one
+    that contains one of its :data:`KEYWORDS`; None when none does; an error when several do."""
+    aliases = {_norm(a) for a in ALIASES[role]}
+    for candidates in ([c for c in free if _norm(c) in aliases],
+                       [c for c in free if any(w in _norm(c) for w in KEYWORDS[role])]):
+        if len(candidates) == 1:
+            return candidates[0]
+        if len(candidates) > 1:
+            raise DataError(f"{source}: several columns could be the {role} "
+                            f"({', '.join(candidates)}); name the one to use: "
+                            f"columns={{'{role}': '<name>'}} (from the CLI: --set "
+                            f"data.columns={role}=<name>)")
+    return None
+
+
 def _resolve(columns: Mapping[str, str | None] | None, present: list[str], source: str) -> dict[str, str]:
     columns = dict(columns or {})
     unknown = set(columns) - set(ROLES)
@@ -118,6 +155,8 @@ def _resolve(columns: Mapping[str, str | None] | None, present: list[str], sourc
             out[role] = columns[role]
             continue
         found = next((c for c in ALIASES[role] if c in present), None)
+        if found is None:
+            found = _guess(role, [c for c in present if c not in out.values()], source)
         if found is None and role in ("user", "item"):
             raise DataError(
                 f"{source}: no {role} column (columns present: {', '.join(present)}); "
