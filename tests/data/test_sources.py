@@ -346,6 +346,18 @@ def test_two_columns_that_could_be_the_item_are_not_guessed(tmp_path):
     assert len(load(path, columns={"item": "product_code"})) == 1
 
 
+@pytest.mark.parametrize("tail", ["\n\n", "\r\n\r\n", ",,\n,,\n", "\n  \n\t\n", '"","",""\n'])
+def test_blank_lines_at_the_end_are_not_rows(tmp_path, tail):
+    """Spreadsheet exports end with blank lines or lines of commas: not rows of empty ids."""
+    body = "user,item,timestamp\nu1,a,1\nu1,b,2\nu2,a,3"
+    inter = load(write(tmp_path / "x.csv", body + "\n" + tail))
+    assert len(inter) == 3 and len(load(write(tmp_path / "y.csv", body))) == 3  # no final newline
+    with pytest.raises(DataError, match="empty at line 3"):  # in the middle: still named
+        load(write(tmp_path / "z.csv", "user,item,timestamp\nu1,a,1\n,,\nu2,a,3\n"))
+    with pytest.raises(DataError, match="header but no rows"):
+        load(write(tmp_path / "h.csv", "user,item,timestamp\n" + tail))
+
+
 def test_garbage_line_says_column_line_and_value(tmp_path):
     good = "".join(f"{u}::{u + 1}::3::97830076{u}\n" for u in range(1, 6))
     path = write(tmp_path / "ratings.dat", good + "7::abc::4::978300760\n")

@@ -105,6 +105,19 @@ def _first_line(msg: str) -> str:
     return next((ln.strip() for ln in str(msg).splitlines() if ln.strip()), str(msg))
 
 
+def drop_blank_tail(data: bytes, sep: str) -> bytes:
+    """``data`` without the blank lines, or lines of separators only (spreadsheet exports:
+    ``,,,``), at its end: they would read as rows of empty ids. Elsewhere such a line stays an
+    error naming its line."""
+    junk = b" \t\r\n\"" + sep.encode()
+    body = data.rstrip(b"\r\n")
+    while True:
+        cut = body.rfind(b"\n")
+        if cut < 0 or body[cut + 1 :].strip(junk):
+            return body + b"\n" if len(body) != len(data) else data
+        body = body[:cut].rstrip(b"\r\n")
+
+
 def read_table(
     data: bytes,
     source: str,
@@ -132,6 +145,7 @@ def read_table(
     if len(sep) > 1:
         data = data.replace(sep.encode(), _UNIT_SEP.encode())
         sep, quote = _UNIT_SEP, None
+    data = drop_blank_tail(data, sep)
     dtypes = dict(dtypes or {})
     kwargs: dict = dict(separator=sep, has_header=header, quote_char=quote, infer_schema_length=10000)
     if not header:
