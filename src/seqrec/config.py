@@ -43,7 +43,7 @@ class DataSection:
     columns: str = ""
     """File column mapping 'user=uid,item=sku,timestamp=ts' (roles user, item, timestamp, rating; timestamp=none: file order is time order)."""
     sep: str = ""
-    """Field separator of a text file ('' = from the extension; 'tab' or '\\t' for a tab)."""
+    """Field separator of a text file ('' = from the extension; 'tab' or '\\t' for a tab, 'space' for a space)."""
     names: str = ""
     """Comma-separated column names of a file without a header line ('' = it has one)."""
     time_unit: str = "s"
@@ -73,7 +73,7 @@ class DataSection:
         if self.columns:
             opts["columns"] = _mapping(self.columns, "data.columns", none_ok=True)
         if self.sep:
-            opts["sep"] = {"tab": "\t", "\\t": "\t"}.get(self.sep, self.sep)
+            opts["sep"] = {"tab": "\t", "\\t": "\t", "space": " "}.get(self.sep, self.sep)
         if self.names:
             opts["names"] = [n.strip() for n in self.names.split(",")]
             opts["has_header"] = False

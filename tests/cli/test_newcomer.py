@@ -135,8 +135,11 @@ def test_a_closed_pipe_on_stdout_ends_quietly():
 def test_data_describe_reads_an_own_file_with_the_train_keys(tmp_path, capsys):
     csv = tmp_path / "shop.csv"
     write_log_csv(csv, n_users=12, n_items=10, columns=("customer", "sku", "ts"), time_unit="ms")
-    assert main(["data", "describe", str(csv)]) == 2
-    assert "no user column" in capsys.readouterr().err
+    assert main(["data", "describe", str(csv)]) == 2  # columns guessed; the unit is not
+    assert "looks like Unix millisecon" in capsys.readouterr().err
+    assert main(["data", "describe", str(csv), "--set", "data.time_unit=ms"]) == 0
+    out = capsys.readouterr().out
+    assert "columns         user=customer, item=sku, timestamp=ts" in out
     assert main(["data", "describe", str(csv), "--set", "data.columns=user=customer,item=sku,timestamp=ts",
                  "--set", "data.time_unit=ms"]) == 0
     out = capsys.readouterr().out

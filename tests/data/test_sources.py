@@ -595,3 +595,35 @@ def test_shared_ml1m_raw_dat_agrees_with_seq_file():
 
     assert np.array_equal(triples(seq.user[part], seq.item[part], seq.rating[part]),
                           triples(raw.user, raw.item, raw.rating))
+
+
+def test_generic_json_lines_and_arrays_read_like_a_csv(tmp_path):
+    """Event exports are often JSON: flat records read with the same roles, aliases, options."""
+    records = [{"customer_id": "c1", "sku": "a", "ts": 1}, {"customer_id": "c1", "sku": "b", "ts": 2},
+               {"customer_id": "c2", "sku": "a", "ts": 3, "extra": {"nested": True}}]
+    lines = write(tmp_path / "events.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    array = write(tmp_path / "events.json", json.dumps(records))
+    packed = tmp_path / "events.jsonl.xz"
+    packed.write_bytes(lzma.compress(lines.read_bytes()))
+    for path in (lines, array, packed):
+        inter = load(path)
+        assert len(inter) == 3 and inter.items["raw_id"][inter.item].tolist() == ["a", "b", "a"]
+        assert "(user=customer_id, item=sku, timestamp=ts)" in inter.notes[0]
+    ms = load(lines, columns={"item": "sku"}, timestamp_unit="ms")  # file options apply
+    assert ms.timestamp.tolist() == [0, 0, 0]
+    with pytest.raises(ConfigError, match="unknown option.*sep"):
+        load(lines, sep=";")
+    bad = write(tmp_path / "bad.jsonl", '{"user": "a", "item": 1, "ts": 1}\n{"user": "a" "item": 2}\n')
+    with pytest.raises(DataError, match="line 2 is not valid JSON"):
+        load(bad)
+
+
+def test_a_space_separated_file_without_header_gets_both_hints(tmp_path):
+    path = write(tmp_path / "log.txt", "196 242 881250949\n186 302 891717742\n")
+    with pytest.raises(DataError) as err:
+        load(path)
+    msg = one_line(err)
+    assert "looks space-separated" in msg and "data.sep='space'" in msg
+    assert "does not look like column names" in msg and "data.names=user,item,timestamp" in msg
+    inter = load(path, sep=" ", has_header=False, names=["user", "item", "timestamp"])
+    assert len(inter) == 2

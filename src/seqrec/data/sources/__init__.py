@@ -250,7 +250,7 @@ def _load_named(spec: DatasetSpec, root: str | Path | None, use_cache: bool | No
                     f"set SEQREC_DATA_DIR or {hint}")
 
 
-def _sniff_json(path: Path) -> str:
+def _sniff_json(path: Path) -> str | None:
     from seqrec.data.sources import _io
 
     try:
@@ -265,8 +265,7 @@ def _sniff_json(path: Path) -> str:
         return "yelp:read_reviews"
     if b"'username'" in first or b'"username"' in first:
         return "steam:read_reviews"
-    raise DataError(f"{path.name}: unrecognised JSON lines (expected Amazon reviewerID/asin, "
-                    "Yelp user_id/business_id or Steam username/product_id keys)")
+    return None  # any other records: generic.read_json
 
 
 def _load_path(path: Path, options: dict[str, Any]) -> Interactions:
@@ -280,8 +279,14 @@ def _load_path(path: Path, options: dict[str, Any]) -> Interactions:
         _no_options(options, plain)
         return movielens.read_movielens_dir(path.parent)
     if plain.endswith((".json", ".jsonl")):
-        _no_options(options, plain)
-        return _call(_sniff_json(path), path)
+        known = None if options else _sniff_json(path)  # Amazon, Yelp and Steam review dumps
+        if known is not None:
+            return _call(known, path)
+        allowed = set(inspect.signature(generic.read_json).parameters) - {"path"}
+        if set(options) - allowed:
+            raise ConfigError(f"unknown option(s) {sorted(set(options) - allowed)} for a JSON file; "
+                              f"allowed: {sorted(allowed)}")
+        return generic.read_json(path, **options)
     if plain.startswith("ratings_") and plain.endswith(".csv"):  # Amazon 2014 ratings-only
         _no_options(options, plain)
         return _call("amazon:read_ratings_csv", path)

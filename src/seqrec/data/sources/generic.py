@@ -97,12 +97,24 @@ def _separator_hint(present: list[str], sep: str) -> str:
     """Why a header split into one column: the file uses another separator than its extension's."""
     if len(present) != 1:
         return ""
-    for other, cli in ((";", ";"), ("\t", "tab"), ("|", "|"), (",", ",")):
-        if other != sep and other in present[0]:
+    for other, cli in ((";", ";"), ("\t", "tab"), ("|", "|"), (",", ","), (" ", "space")):
+        if other != sep and len([p for p in present[0].split(other) if p]) > 1:
             return (f"the header line {present[0]!r} is one column when split at {sep!r} but "
                     f"contains {other!r}: the file looks {cli}-separated; pass sep={other!r} "
-                    f"(from the CLI: --set data.sep='{cli}')")
+                    f"(from the CLI: --set data.sep='{cli}')"
+                    + _no_header_hint([p for p in present[0].split(other) if p]))
     return ""
+
+
+def _no_header_hint(fields: list[str]) -> str:
+    """A first line none of whose fields could name the user or the item is data, not names."""
+    words = KEYWORDS["user"] + KEYWORDS["item"]
+    aliases = {_norm(a) for role in ("user", "item") for a in ALIASES[role]}
+    if any(_norm(f) in aliases or any(w in _norm(f) for w in words) for f in fields):
+        return ""
+    example = ",".join(["user", "item", "timestamp", "rating"][: len(fields)]) if len(fields) <= 4 else "a,b,c"
+    return (f"; its first line does not look like column names: for a file without a header "
+            f"line also pass names (--set data.names={example})")
 
 
 # Second chance for a column no alias names exactly: its name lower-cased without separators
@@ -215,6 +227,50 @@ def read_file(
     df = _frame(path, sep, has_header, names, columns)
     return _interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
                          columns, has_header, time_format, timestamp_unit, item_file, item_columns)
+
+
+def read_json(
+    path: str | Path,
+    columns: Mapping[str, str | None] | None = None,
+    time_format: str | None = None,
+    timestamp_unit: str = "s",
+    name: str | None = None,
+    item_file: str | Path | None = None,
+    item_columns: Mapping[str, str] | None = None,
+) -> Interactions:
+    """A JSON file of flat records, one per interaction: JSON lines (``.jsonl``, one object a
+    line) or one array of objects (``.json``); optionally compressed. Keys play the columns'
+    part, with the same roles, aliases and options as :func:`read_file` (nested values are
+    kept as they are and cannot be ids)."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"file not found: {path}")
+    if timestamp_unit not in TIME_UNITS:
+        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
+    data = _io.read_bytes(path)
+    if not data.strip():
+        raise DataError(f"file {path} is empty")
+    array = data.lstrip()[:1] == b"["
+    try:
+        df = pl.read_json(data) if array else pl.read_ndjson(data)
+    except pl.exceptions.PolarsError as exc:
+        if not array:
+            for lineno, line in enumerate(data.splitlines(), start=1):
+                if line.strip():
+                    try:
+                        json.loads(line)
+                    except ValueError as err:
+                        raise DataError(f"{path}: line {lineno} is not valid JSON ({err.msg}): "
+                                        f"{line[:80].decode('utf-8', 'replace')!r}") from None
+        raise DataError(f"{path}: cannot read it as {'a JSON array of records' if array else 'JSON lines'}: "
+                        f"{_io._first_line(str(exc))}") from None
+    if df.height == 0:
+        raise DataError(f"file {path} has no records")
+    # has_header=False: a bad value is named by its record (1-based: the line of JSON lines)
+    return _interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
+                         columns, False, time_format, timestamp_unit, item_file, item_columns)
 
 
 def read_frame(
