@@ -52,6 +52,20 @@ def test_bad_request_is_rejected(artifact):
     assert empty["fallback"] == "popularity" and empty["items"][0] == 102
 
 
+def test_unknown_fields_are_refused_with_the_valid_ones(artifact):
+    """{"items": [...]} for {"history": [...]} was an empty history answered by popularity."""
+    client = TestClient(create_app(artifact))
+    resp = client.post("/recommend", json={"items": [101], "k": 2})
+    assert resp.status_code == 422
+    (err,) = resp.json()["detail"]
+    assert err["loc"] == ["body", "items"] and "unknown field 'items'" in err["msg"]
+    assert "history" in err["msg"] and "user" in err["msg"]
+    errs = client.post("/recommend/batch", json={"requests": [{"history": [101], "k": 1}], "kk": 1}).json()["detail"]
+    msgs = {tuple(e["loc"]): e["msg"] for e in errs}
+    assert msgs[("body", "requests", "0", "k")] == "unknown field 'k'; valid fields: history, user"
+    assert "requests" in msgs[("body", "kk")] and "unknown field 'kk'" in msgs[("body", "kk")]
+
+
 def test_non_json_numbers_are_a_422_not_a_500(artifact):
     """Found by the fuzz test: FastAPI echoed the input (Infinity) into its 422 body, which
     failed to serialise and became a 500."""

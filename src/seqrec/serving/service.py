@@ -28,7 +28,7 @@ def create_app(artifact: str | Path) -> Any:
     from fastapi import FastAPI, HTTPException
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
-    from pydantic import BaseModel, Field
+    from pydantic import BaseModel, ConfigDict, Field
 
     from seqrec.models.base import Recommender
 
@@ -36,11 +36,15 @@ def create_app(artifact: str | Path) -> Any:
 
     Id = int | str
 
+    # Unknown fields are refused: {"items": [...]} for {"history": [...]} used to be an empty
+    # history, answered with the popularity fallback as if that were what was asked.
     class Query(BaseModel):
+        model_config = ConfigDict(extra="forbid")
         history: list[Id] = Field(default_factory=list, max_length=100_000)
         user: Id | None = None
 
     class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
         k: int = Field(10, ge=1, le=1000)
         exclude_seen: bool = True
         allow: list[Id] | None = Field(None, max_length=1_000_000)
@@ -58,9 +62,19 @@ def create_app(artifact: str | Path) -> Any:
     def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
         # FastAPI's default echoes the offending input, which may not be JSON (a body of
         # Infinity): that turned a 422 into a 500. Location, message and type say enough.
-        detail = [{"loc": [str(part) for part in err.get("loc", ())], "msg": str(err.get("msg", "")),
+        detail = [{"loc": [str(part) for part in err.get("loc", ())], "msg": _message(err, request.url.path),
                    "type": str(err.get("type", ""))} for err in exc.errors()]
         return JSONResponse(status_code=422, content={"detail": detail})
+
+    def _message(err: dict[str, Any], path: str) -> str:
+        if err.get("type") == "extra_forbidden":  # name the fields that are valid there
+            loc = [str(p) for p in err.get("loc", ())]
+            if path.rstrip("/").endswith("/batch"):
+                fields = (Query if "requests" in loc else BatchRequest).model_fields
+            else:
+                fields = RecommendRequest.model_fields
+            return f"unknown field {loc[-1]!r}; valid fields: {', '.join(fields)}"
+        return str(err.get("msg", ""))
 
     @app.get("/")
     def index() -> dict[str, Any]:  # what a person opening the address in a browser sees
