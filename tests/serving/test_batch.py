@@ -111,13 +111,22 @@ def test_batch_file_of_users_and_histories(run, ext, capsys):
     assert set(table["user"].cast(pl.String).to_list()) == {"a", "b"}
 
 
-def test_batch_unknown_users_fail_naming_them(run, capsys):
+def test_batch_unknown_users_get_the_fallback_and_are_named(run, capsys):
+    """One new user must not stop a batch: it gets the popularity ranking, and a note names it
+    (and says whether preprocessing removed it); a single --user stays an error."""
     tmp, artifact, info = run
     (tmp / "u2.csv").write_text("user\nc1\nnobody\nlonely\n")
     assert main(["recommend", str(artifact), "--input", str(tmp / "u2.csv"),
-                 "--output", str(tmp / "x.csv")]) == 2
-    err = capsys.readouterr().err
-    assert "'nobody'" in err and "'lonely'" in err and not (tmp / "x.csv").exists()
+                 "--output", str(tmp / "x.csv"), "-k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "2 user id(s) unknown to the artifact got the popularity ranking" in out
+    assert "'nobody' (never seen)" in out and "'lonely' (removed by preprocessing)" in out
+    table = pl.read_csv(tmp / "x.csv")
+    assert table.height == 9 and set(table["user"].to_list()) == {"c1", "nobody", "lonely"}
+    new = table.filter(pl.col("user") == "nobody")["item"].to_list()
+    assert new == table.filter(pl.col("user") == "lonely")["item"].to_list()  # the same fallback
+    assert main(["recommend", str(artifact), "--user", "nobody"]) == 2
+    assert "'nobody'" in capsys.readouterr().err
 
 
 def test_long_format_requests_group_by_user_in_time_order(tmp_path):
@@ -164,8 +173,11 @@ def test_a_resave_without_histories_drops_the_stale_users_file(run, tmp_path):
 
 def test_a_request_file_without_a_user_column_lists_the_file_own_header(tmp_path):
     path = tmp_path / "requests.csv"
-    path.write_text("customer,sku,ts\nc1,a,1\n")
+    path.write_text("who,what,when\nc1,a,1\n")
     from seqrec.errors import DataError
 
-    with pytest.raises(DataError, match="columns present: customer, sku, ts;"):
+    with pytest.raises(DataError, match="columns present: who, what, when;"):
         read_requests(path)
+    path.write_text("CustomerID,product_sku,ts\nc1,a,1\nc1,b,2\n")  # names a log reader guesses
+    (req,) = read_requests(path)
+    assert req.key == "c1" and req.history == ["a", "b"]

@@ -48,10 +48,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     model = Recommender.load(args.artifact)
     if args.input:
         requests = batch.read_requests(args.input)
-        recs = batch.recommend_requests(model, requests, args.k, not args.include_seen, allow, deny)
-        note = batch.skipped_summary(model, recs)
-        if note:
-            print(f"note: {note}")
+        # one new user must not stop a nightly batch: it gets the fallback ranking, and a note
+        recs = batch.recommend_requests(model, requests, args.k, not args.include_seen, allow, deny,
+                                        unknown_users="empty")
+        for note in (batch.unknown_user_summary(model, requests), batch.skipped_summary(model, recs)):
+            if note:
+                print(f"note: {note}")
         table = batch.to_frame(model, requests, recs)
         batch.write_table(table, args.output)
         print(f"wrote {table.height} rows ({len(requests)} requests, top-{args.k}) to {args.output}")

@@ -10,7 +10,12 @@ artifact's raw ids by their text) take one of three layouts, told apart by their
 * ``user`` and ``item`` (plus an optional ``timestamp``): one interaction per row, grouped into
   one history per user (by timestamp when given, else file order).
 
-Common spellings of these names (``user_id``, ``userId``, ``item_id``, ...) are accepted too.
+Common spellings of these names (``user_id``, ``userId``, ``item_id``, ...) are accepted too,
+and the names a log's reader guesses (``CustomerID``, ``product_sku``, ...).
+
+``seqrec recommend --input`` answers a user id the artifact does not store (a new user, or one
+its preprocessing removed) with the empty history's fallback ranking and a note naming them, so
+that one new user does not stop a batch; a single ``--user`` and the HTTP service refuse it.
 
 The answer is one row per recommended item: ``user`` (or the request's row number), ``rank``,
 ``item``, ``score`` and, when the artifact has them, ``title`` and ``categories``; CSV / TSV
@@ -83,7 +88,7 @@ def read_requests(path: str | Path) -> list[Request]:
     if df.height == 0:
         raise DataError(f"{path} has no rows")
     header = list(df.columns)
-    df = _canonical(df)
+    df = _canonical(df, str(path))
     cols = set(df.columns)
     if "history" in cols:
         keys = df["user"].to_list() if "user" in cols else list(range(df.height))
@@ -108,15 +113,17 @@ def read_requests(path: str | Path) -> list[Request]:
                     "in the file's header")
 
 
-def _canonical(df: pl.DataFrame) -> pl.DataFrame:
-    """Rename a common user / item / timestamp column name (``user_id``, ``itemId``, ...) to
-    the role name when the role name itself is absent."""
-    from seqrec.data.sources.generic import ALIASES
+def _canonical(df: pl.DataFrame, source: str = "the batch file") -> pl.DataFrame:
+    """Rename a common user / item / timestamp column name (``user_id``, ``itemId``, and the
+    names a log's reader guesses, ``CustomerID``, ``product_sku``...) to the role name when the
+    role name itself is absent."""
+    from seqrec.data.sources.generic import ALIASES, guess_column
 
-    renames = {}
+    renames: dict[str, str] = {}
     for role in ("user", "item", "timestamp"):
         if role not in df.columns:
-            found = next((c for c in ALIASES[role] if c in df.columns), None)
+            free = [c for c in df.columns if c not in renames and c not in ("user", "item", "timestamp", "history")]
+            found = next((c for c in ALIASES[role] if c in free), None) or guess_column(role, free, source)
             if found is not None:
                 renames[found] = role
     return df.rename(renames) if renames else df
@@ -131,9 +138,16 @@ def describe_skipped(vocab: Any, ids: list[Any]) -> str:
     return ", ".join(parts) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
 
 
-def histories_of(model: Any, requests: list[Request]) -> list[list[Any]]:
-    """Raw histories of ``requests``, stored ones looked up in the artifact (unknown user ids
-    raise ``DataError`` naming them)."""
+UNKNOWN_USERS = ("error", "empty")
+
+
+def histories_of(model: Any, requests: list[Request], unknown_users: str = "error") -> list[list[Any]]:
+    """Raw histories of ``requests``, stored ones looked up in the artifact. A user id the
+    artifact does not store raises ``DataError`` naming it (``unknown_users="error"``) or gets an
+    empty history (``"empty"``: the model's fallback ranking, for batches where one new user
+    should not stop the others; :func:`unknown_user_summary` says who)."""
+    if unknown_users not in UNKNOWN_USERS:
+        raise ConfigError(f"unknown_users must be one of {', '.join(UNKNOWN_USERS)}, got {unknown_users!r}")
     wanted = [r.key for r in requests if r.history is None]
     stored: dict[Any, list[Any]] = {}
     if wanted:
@@ -141,15 +155,34 @@ def histories_of(model: Any, requests: list[Request]) -> list[list[Any]]:
         if users is None:
             raise DataError("this artifact stores no user histories (save it with "
                             "`seqrec train`, or pass histories instead of user ids)")
+        if unknown_users == "empty":
+            wanted = [u for u in wanted if u in users]
         stored = dict(zip(map(str, wanted), users.raw_histories(wanted, model.vocab), strict=True))
-    return [r.history if r.history is not None else stored[str(r.key)] for r in requests]
+    return [r.history if r.history is not None else stored.get(str(r.key), []) for r in requests]
+
+
+def unknown_user_summary(model: Any, requests: list[Request]) -> str | None:
+    """One line about the user ids of ``requests`` the artifact does not store (None if none)."""
+    users = getattr(model, "user_histories", None)
+    if users is None:
+        return None
+    unknown = list(dict.fromkeys(r.key for r in requests if r.history is None and r.key not in users))
+    if not unknown:
+        return None
+    removed = set(users.removed.tolist())
+    parts = [f"{u!r} ({'removed by preprocessing' if str(u) in removed else 'never seen'})"
+             for u in unknown[:10]]
+    more = f" (+{len(unknown) - 10} more)" if len(unknown) > 10 else ""
+    return (f"{len(unknown)} user id(s) unknown to the artifact got the popularity ranking (an "
+            f"empty history): {', '.join(parts)}{more}")
 
 
 def recommend_requests(model: Any, requests: list[Request], k: int = 10, exclude_seen: bool = True,
                        allow: list[Any] | None = None, deny: list[Any] | None = None,
-                       chunk: int = 512) -> list[Any]:
-    """``Recommendation`` of each request, scored ``chunk`` histories at a time."""
-    histories = histories_of(model, requests)
+                       chunk: int = 512, unknown_users: str = "error") -> list[Any]:
+    """``Recommendation`` of each request, scored ``chunk`` histories at a time
+    (``unknown_users``: see :func:`histories_of`)."""
+    histories = histories_of(model, requests, unknown_users)
     out = []
     for start in range(0, len(histories), chunk):
         out += model.recommend(histories[start: start + chunk], k=k, exclude_seen=exclude_seen,

@@ -135,7 +135,7 @@ def _norm(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-def _guess(role: str, free: list[str], source: str) -> str | None:
+def guess_column(role: str, free: list[str], source: str) -> str | None:
     """The one column of ``free`` whose normalized name is an alias of ``role``, else the one
     that contains one of its :data:`KEYWORDS`; None when none does; an error when several do."""
     aliases = {_norm(a) for a in ALIASES[role]}
@@ -168,7 +168,7 @@ def _resolve(columns: Mapping[str, str | None] | None, present: list[str], sourc
             continue
         found = next((c for c in ALIASES[role] if c in present), None)
         if found is None:
-            found = _guess(role, [c for c in present if c not in out.values()], source)
+            found = guess_column(role, [c for c in present if c not in out.values()], source)
         if found is None and role in ("user", "item"):
             raise DataError(
                 f"{source}: no {role} column (columns present: {', '.join(present)}); "
