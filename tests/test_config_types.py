@@ -84,3 +84,8 @@ def test_coerce_rules():
     assert coerce("1e-3", float, "k") == 0.001
     assert coerce(None, float | None, "k") is None
     assert coerce([1, 2], tuple[int, ...], "k") == (1, 2)
+    # a comma list from the command line (--set eval.ks=5,10), with or without brackets
+    assert coerce("5,10", tuple[int, ...], "k") == (5, 10)
+    assert coerce("[0.9, 0.98]", tuple[float, float], "k") == (0.9, 0.98)
+    with pytest.raises(ConfigError):
+        coerce("5,x", tuple[int, ...], "k")

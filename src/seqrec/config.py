@@ -265,7 +265,7 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
     Accepted: bool only for bool (no 0/1, no 'maybe'); int for int, and a float only when it is
     integral (1e3 from TOML; 1.5 is refused, never rounded); int or float for float (a string
     like '1e-3', which YAML 1.1 leaves as text, is parsed); str, int or float for str (windows
-    like ``100`` are counts); a list (or one scalar) for a tuple; None, 'none' or 'null' for an
+    like ``100`` are counts); a list (or one scalar, or a comma-separated string) for a tuple; None, 'none' or 'null' for an
     optional field.
     """
     if tp is Any:
@@ -288,6 +288,8 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
             return value
         raise _bad(key, tp, value)
     if origin is tuple:
+        if isinstance(value, str) and "," in value:  # --set eval.ks=5,10 (TOML would want [5, 10])
+            value = [parse_value(p.strip()) for p in value.strip().strip("[]()").split(",") if p.strip()]
         items = list(value) if isinstance(value, (list, tuple)) else [value]
         if isinstance(value, (dict, str)) and not (len(args) == 2 and args[1] is Ellipsis):
             raise _bad(key, tp, value)

@@ -111,6 +111,10 @@ def test_evaluate_reads_the_run_data_and_split_and_flags_another_split(tmp_path,
     out = capsys.readouterr()
     assert "(the data and split it was trained on)" in out.out and "note:" not in out.err
     assert "chunk/s" not in out.err  # no progress bar written into a log (stderr is no terminal)
+    # the table shows the cut-offs asked for (it showed empty @10 / @20 columns for ks = 5)
+    assert main(["evaluate", str(run / "model"), "--set", "eval.ks=5,15"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("split"))
+    assert header.split() == ["split", "HR@5", "NDCG@5", "HR@15", "NDCG@15", "MRR", "COV@5"]
     # another split of the same data: evaluated, but named as not held out
     assert main(["evaluate", str(run / "model"), "--set", "split.protocol=temporal",
                  "--set", "split.valid=5", "--set", "split.test=5"]) == 0

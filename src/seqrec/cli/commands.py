@@ -20,6 +20,17 @@ from seqrec.errors import ConfigError, DataError
 
 TABLE_METRICS = ("HR@10", "NDCG@10", "HR@20", "NDCG@20", "MRR", "COV@10")
 
+
+def table_metrics(ks: Any = (10, 20)) -> tuple[str, ...]:
+    """The columns of a results table for the cut-offs evaluated (``eval.ks``):
+    ``TABLE_METRICS`` when they include 10 and 20 (the default [5, 10, 20] does), else HR and
+    NDCG at (up to three of) them, MRR and coverage at the smallest."""
+    ks = sorted({int(k) for k in ks})
+    if not ks or {10, 20} <= set(ks):
+        return TABLE_METRICS
+    shown = ks[:3]
+    return (*(f"{m}@{k}" for k in shown for m in ("HR", "NDCG")), "MRR", f"COV@{shown[0]}")
+
 # Short training budgets for the quickstart on ml-latest-small (keys a model lacks are ignored).
 DEMO_MODELS = ("pop", "puresvd", "sasrec", "lrurec", "hstu")
 # Neural models train with their default recipe (docs/reproduce/defaults.md), early stopping
@@ -167,13 +178,14 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 # --- train / evaluate -------------------------------------------------------------------------
 def _results_table(records: list[dict[str, Any]], split: str = "test") -> str:
+    columns = table_metrics(records[0].get("ks") or ()) if records else TABLE_METRICS
     rows = []
     for rec in records:
         metrics = rec["metrics"][split]
         stopped = (rec.get("stopped") or "-").replace("_", " ")
         rows.append([rec["model"] + (f" ({rec['variant']})" if rec.get("variant") else "")]
-                    + [metrics.get(m) for m in TABLE_METRICS] + [rec.get("train_seconds"), stopped])
-    return format_table(["model", *TABLE_METRICS, "fit s", "stopped by"], rows)
+                    + [metrics.get(m) for m in columns] + [rec.get("train_seconds"), stopped])
+    return format_table(["model", *columns, "fit s", "stopped by"], rows)
 
 
 def _write(records: list[dict[str, Any]], out_dir: Path, stem: str) -> None:
@@ -286,12 +298,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     rows = []
     for name, targets in (("valid", data.split.valid), ("test", data.split.test)):
         res = evaluate_model(model, exp, targets, progress=sys.stderr.isatty())  # no bar in logs
-        rows.append([name] + [res.metrics.get(m) for m in TABLE_METRICS])
+        rows.append([name] + [res.metrics.get(m) for m in table_metrics(exp.eval.ks)])
     print(f"{model.name} on {exp.data.name}, {data.split.protocol}, full ranking, "
           f"seen filter {exp.eval.seen_filter}"
           + {True: " (the data and split it was trained on)", False: " (NOT the training split)",
              None: ""}[same])
-    print(format_table(["split", *TABLE_METRICS], rows))
+    print(format_table(["split", *table_metrics(exp.eval.ks)], rows))
     return 0
 
 
