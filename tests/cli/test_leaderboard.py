@@ -45,3 +45,18 @@ def test_runs_table_groups_by_data_and_ranks_by_validation(tmp_path, capsys):
     assert main(["runs", str(runs), "--metric", "NDGC@10"]) == 2
     assert "did you mean 'NDCG@10'" in capsys.readouterr().err
     assert main(["runs", str(tmp_path / "none")]) == 2
+
+
+def test_runs_without_a_runs_folder_shows_the_runs_in_the_current_folder(tmp_path, capsys, monkeypatch):
+    """`seqrec train shop.csv --out r1` puts runs next to the data: `seqrec runs` finds them."""
+    log = tmp_path / "shop.csv"
+    log.write_text("user,item,timestamp\n" + "".join(
+        f"{u},{(u * 3 + k) % 9},{k}\n" for u in range(15) for k in range(6)))
+    monkeypatch.chdir(tmp_path)
+    assert main(["runs"]) == 2  # nothing anywhere: the error says where runs go
+    assert "seqrec train writes runs under ./runs" in capsys.readouterr().err
+    assert _train(log, tmp_path / "r1", "-m", "pop") == 0
+    capsys.readouterr()
+    assert main(["runs"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("note: no ./runs folder here") and "\nr1 " in out

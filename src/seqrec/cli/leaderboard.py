@@ -108,6 +108,11 @@ def leaderboard(roots: list[Path], metric: str = "NDCG@10") -> tuple[str, int]:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    text, _ = leaderboard([Path(p) for p in (args.dirs or ["runs"])], args.metric)
+    roots = [Path(p) for p in (args.dirs or ["runs"])]
+    if not args.dirs and not roots[0].is_dir() and find_results(Path(".")):
+        # runs trained with --out DIR next to the data, no ./runs: show those
+        print("note: no ./runs folder here; showing the runs found in the current folder")
+        roots = [Path(".")]
+    text, _ = leaderboard(roots, args.metric)
     print(text)
     return 0
