@@ -198,11 +198,12 @@ def test_fit_refuses_missing_side_information():
     train, valid, _ = leave_last_out_small(seqs)
     no_attr = Sequences(train.offsets, train.items, train.n_items, train.timestamps,
                         vocab=ItemVocab(train.vocab.raw))
-    with pytest.raises(DataError, match="categories='none'"):
+    with pytest.raises(DataError, match=r"categories='none'.*--set model.categories=none") as err:
         LSAN(LSANConfig(**TINY, dim=16)).fit(no_attr, None, progress=False)
+    assert "--set data.item_file=" in str(err.value)  # the CLI ways out, not only Python's
     no_time = Sequences(train.offsets, train.items, train.n_items, train.timestamps,
                         vocab=train.vocab, has_time=False)
-    with pytest.raises(DataError, match="time_slots='none'"):
+    with pytest.raises(DataError, match=r"time_slots='none'.*--set model.time_slots=none"):
         LSAN(LSANConfig(**TINY, dim=16)).fit(no_time, None, progress=False)
     fitted = LSAN(LSANConfig(**TINY, dim=16, time_slots="none", categories="none"))
     fitted.fit(no_time, None, progress=False)  # the explicit fallbacks run

@@ -413,15 +413,17 @@ def side_information(train: Sequences, cfg: LSANConfig) -> np.ndarray | None:
     carries what the config asks for: no silent fallback."""
     if cfg.time_slots == "hour" and (train.timestamps is None or not train.has_time):
         raise DataError("LSAN time_slots='hour' needs real timestamps; this data has only an "
-                        "order: set time_slots='none' (one time slot)")
+                        "order: set time_slots='none' for one time slot (--set model.time_slots=none)")
     if cfg.categories == "none":
         return None
     attrs = None if train.vocab is None else train.vocab.attributes
     if attrs is None or cfg.category_kind not in attrs.kinds():
         have = "no item attributes" if attrs is None else f"attribute kinds {attrs.kinds()}"
         raise DataError(f"LSAN categories='category' needs item attributes of kind "
-                        f"{cfg.category_kind!r}; the data has {have}: set categories='none' "
-                        "(one category) or category_kind")
+                        f"{cfg.category_kind!r}; the data has {have}: give an item file with a "
+                        "categories column (--set data.item_file=products.csv), or set "
+                        "categories='none' for one category (--set model.categories=none), or "
+                        "category_kind")
     classes, n_classes = attrs.primary_category(train.n_items, cfg.category_kind,
                                                 max_classes=cfg.max_categories)
     log.info("LSAN: %d category classes ('other' included), %d items in 'other'",
