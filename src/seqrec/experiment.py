@@ -32,12 +32,17 @@ class PreparedSplit:
     seconds: dict[str, float]
 
 
-def prepare_data(exp: Experiment) -> PreparedSplit:
+def prepare_data(exp: Experiment, interactions: Any = None) -> PreparedSplit:
+    """Load ``exp.data`` (or take ``interactions`` already read, e.g. from a DataFrame by
+    :func:`seqrec.train`), preprocess it and split it by ``exp.split``."""
     from seqrec.data.parquet import is_parquet, prepare_parquet
     from seqrec.data.sources import load
 
     t0 = time.perf_counter()
-    if is_parquet(exp.data.name):  # read and preprocessed lazily, never loaded whole
+    if interactions is not None:
+        t1 = time.perf_counter()
+        prepared = preprocess(interactions, exp.data.preprocess_config())
+    elif is_parquet(exp.data.name):  # read and preprocessed lazily, never loaded whole
         prepared = prepare_parquet(exp.data.name, exp.data.preprocess_config())
         t1 = time.perf_counter()
     else:

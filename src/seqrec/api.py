@@ -1,0 +1,136 @@
+"""The library in a few lines: :func:`train` and :func:`load`, what ``seqrec train`` and a saved
+artifact are from the command line.
+
+.. code-block:: python
+
+    import seqrec
+
+    run = seqrec.train("shop.csv", "sasrec", epochs=20)   # a file, a dataset name or a DataFrame
+    run.metrics["NDCG@10"]                               # test metrics (run.valid_metrics too)
+    run.recommend(user="c42", k=10).items                # raw ids in, raw ids out
+    run.recommend(history=["sku1", "sku7"], k=5)
+    run.save("models/shop-sasrec")                       # seqrec serve / recommend / load take it
+    model = seqrec.load("models/shop-sasrec")            # a Recommender
+
+Keyword arguments of :func:`train` are the model's settings (``seqrec config sasrec`` lists them
+with their defaults: ``dim``, ``epochs``, ``lr``, ...); the other sections of an experiment go in
+as dicts: ``data_options`` (``filter``, ``columns``, ``time_unit``, ...), ``split_options``
+(``protocol``, ...), ``eval_options`` (``ks``, ``seen_filter``). Everything is validated as a
+config file is: an unknown key is an error listing the valid ones. With ``out`` the run is a run
+directory like ``seqrec train --out``'s (checkpoint, resumable, result files, the artifact in
+``out/model``); without it nothing is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seqrec.config import Experiment, experiment_from_tree
+from seqrec.errors import ConfigError
+from seqrec.models.base import Recommendation, Recommender
+
+IN_MEMORY_NAME = "frame"
+
+
+@dataclass
+class TrainedRun:
+    """A fitted model with the experiment and the result record that describe it."""
+
+    model: Recommender
+    experiment: Experiment
+    record: dict[str, Any]
+    out: Path | None = None
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Test metrics (full ranking, the configured seen filter)."""
+        return dict(self.record["metrics"]["test"])
+
+    @property
+    def valid_metrics(self) -> dict[str, float]:
+        return dict(self.record["metrics"]["valid"])
+
+    def recommend(self, user: Any = None, history: list[Any] | None = None, k: int = 10,
+                  exclude_seen: bool = True, allow: list[Any] | None = None,
+                  deny: list[Any] | None = None) -> Recommendation:
+        """Top-``k`` raw item ids for a stored ``user`` (their training history) or for a
+        ``history`` of raw item ids, oldest first (unknown ids are skipped and counted)."""
+        from seqrec.serving import batch
+
+        if (user is None) == (history is None):
+            raise ConfigError("give one of user=ID or history=[item ids]")
+        request = batch.Request(user) if user is not None else batch.Request("-", list(history))
+        (rec,) = batch.recommend_requests(self.model, [request], k, exclude_seen, allow, deny)
+        return rec
+
+    def save(self, path: str | Path) -> Path:
+        """Write the artifact (``seqrec recommend / serve / export`` and :func:`load` read it)."""
+        self.model.save(path)
+        return Path(path)
+
+
+def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | None = None,
+          split_options: dict[str, Any] | None = None, eval_options: dict[str, Any] | None = None,
+          seed: int = 0, out: str | Path | None = None, fresh: bool = False, progress: bool = True,
+          **settings: Any) -> TrainedRun:
+    """Fit ``model`` on ``data`` and evaluate it on validation and test (see the module doc).
+
+    Args:
+        data: a dataset name (``seqrec data list``), a file path, or a Polars / pandas
+            DataFrame or dict of columns (read like a file: ``data_options["columns"]`` maps
+            its columns when their names are not recognised).
+        model: a registered model name (``seqrec models``).
+        out: a run directory (checkpoints, resume, result files, the artifact); None: in memory.
+        fresh: with ``out``, start over instead of resuming an interrupted run there.
+        progress: print one line per epoch (stderr).
+        **settings: the model's settings (model and training keys, one flat set).
+    """
+    from seqrec.cli import runs
+    from seqrec.data.sources import load as load_data
+    from seqrec.evaluation.results import write_result
+    from seqrec.experiment import prepare_data, run_experiment
+    from seqrec.serving.histories import UserHistories
+
+    in_memory = not isinstance(data, (str, Path))
+    data_tree = {**(data_options or {}), "name": IN_MEMORY_NAME if in_memory else str(data)}
+    tree = {"data": data_tree, "split": dict(split_options or {}), "eval": dict(eval_options or {}),
+            "model": {"name": model, **settings}, "seed": seed}
+    exp = experiment_from_tree(tree)
+    interactions = None
+    if in_memory:
+        options = exp.data.read_options()
+        bad = sorted(set(options) - {"columns", "time_format", "timestamp_unit", "item_file",
+                                     "item_columns"})
+        if bad:
+            raise ConfigError(f"data_options {bad} apply to files, not to an in-memory table")
+        interactions = load_data(data, name=IN_MEMORY_NAME, **options)
+    prepared = prepare_data(exp, interactions=interactions)
+    fit_options: dict[str, Any] = {"progress": progress,
+                                   "on_epoch": runs.EpochPrinter(exp.model) if progress else None}
+    lock = None
+    if out is not None:
+        out = Path(out)
+        resumable, lock = runs.prepare_run_dir(out, exp, fresh)
+        if resumable and progress:
+            print(f"resuming the run in {out} (fresh=True starts over)", file=sys.stderr, flush=True)
+        fit_options |= {"checkpoint_dir": out / runs.CHECKPOINT,
+                        "checkpoint_every": runs.CHECKPOINT_EVERY}
+    try:
+        fitted, record = run_experiment(exp, data=prepared, save_dir=None if out is None else out / "model",
+                                        fit_options=fit_options)
+    finally:
+        if lock is not None:
+            lock.close()
+    if getattr(fitted, "user_histories", None) is None:  # recommend(user=...) in memory too
+        fitted.user_histories = UserHistories.from_prepared(prepared.prepared)
+    if out is not None:
+        write_result(record, out, "result")
+    return TrainedRun(fitted, exp, record, out)
+
+
+def load(path: str | Path) -> Recommender:
+    """A saved model: an artifact directory or the run directory holding it."""
+    return Recommender.load(path)
