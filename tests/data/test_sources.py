@@ -337,6 +337,14 @@ def test_columns_without_an_exact_alias_are_guessed_from_their_names(tmp_path, h
     assert f"(user={roles[0]}, item={roles[1]}, timestamp={roles[2]})" in inter.notes[0]
 
 
+def test_a_duration_is_never_guessed_as_the_timestamp(tmp_path):
+    path = write(tmp_path / "x.csv", "user_id,item_id,watch_time\nu,a,30\nu,b,12\n")
+    with pytest.raises(DataError, match="no timestamp column"):
+        load(path)
+    path = write(tmp_path / "y.csv", "user_id,item_id,time_spent,event_date\nu,a,30,2021-01-01\n")
+    assert "timestamp=event_date" in load(path).notes[0]
+
+
 def test_two_columns_that_could_be_the_item_are_not_guessed(tmp_path):
     path = write(tmp_path / "x.csv", "user,product_id_old,product_code,timestamp\n1,2,3,4\n")
     with pytest.raises(DataError) as err:

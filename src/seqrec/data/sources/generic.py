@@ -131,6 +131,12 @@ KEYWORDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A column named for an amount of time ("watch_time", "time_spent") is no point in time: a
+# timestamp is never guessed from such a name (ordering histories by durations would be silent).
+DURATION_WORDS = ("duration", "spent", "elapsed", "length", "watch", "dwell", "play", "seconds",
+                  "minutes", "hours", "secs", "mins")
+
+
 def _norm(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
@@ -139,6 +145,8 @@ def guess_column(role: str, free: list[str], source: str) -> str | None:
     """The one column of ``free`` whose normalized name is an alias of ``role``, else the one
     that contains one of its :data:`KEYWORDS`; None when none does; an error when several do."""
     aliases = {_norm(a) for a in ALIASES[role]}
+    if role == "timestamp":
+        free = [c for c in free if not any(w in _norm(c) for w in DURATION_WORDS)]
     for candidates in ([c for c in free if _norm(c) in aliases],
                        [c for c in free if any(w in _norm(c) for w in KEYWORDS[role])]):
         if len(candidates) == 1:
