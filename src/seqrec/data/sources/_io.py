@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import logging
 import lzma
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,8 @@ import polars as pl
 
 from seqrec.data.interactions import Interactions
 from seqrec.errors import DataError
+
+log = logging.getLogger(__name__)
 
 COMPRESSIONS = {".xz": lzma.decompress, ".gz": gzip.decompress, ".bz2": bz2.decompress}
 _UNIT_SEP = "\x1f"  # stands in for multi-character separators such as MovieLens' "::"
@@ -98,7 +101,23 @@ def _as_utf8(data: bytes, path: Path) -> bytes:
         except UnicodeDecodeError as exc:
             raise DataError(f"cannot read {path}: it starts like UTF-16 text but {exc.reason} "
                             f"at byte {exc.start}") from None
-    return data.removeprefix(b"\xef\xbb\xbf")
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        data.decode("utf-8")  # validity only: ASCII runs are checked at memory speed
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        if any(b >= 0x80 for b in data[: exc.start]):  # UTF-8 text up to there: a damaged byte
+            raise DataError(f"{path}: invalid UTF-8 at line {line} (byte {exc.start}) in a file "
+                            "that is UTF-8 before it; fix or remove that line") from None
+        # no valid non-ASCII character before the first invalid byte: an 8-bit encoding, most
+        # often Windows-1252 / Latin-1 (Excel's "CSV" on Windows)
+        log.warning("%s is not UTF-8 (line %d): read as Windows-1252 / Latin-1; save it as UTF-8 "
+                    "if its ids look wrong", path, line)
+        try:
+            return data.decode("cp1252").encode("utf-8")
+        except UnicodeDecodeError:  # the 5 bytes cp1252 leaves undefined
+            return data.decode("latin-1").encode("utf-8")
+    return data
 
 
 def _first_line(msg: str) -> str:
