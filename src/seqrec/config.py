@@ -396,6 +396,8 @@ def apply_override(tree: dict[str, Any], assignment: str) -> None:
     if not sep or not key.strip():
         raise ConfigError(f"--set expects KEY=VALUE like model.max_len=50, got {assignment!r}")
     parts = key.strip().split(".")
+    if len(parts) == 1 and parts[0] not in SECTIONS:  # --set epochs=3: the section it belongs to
+        parts = [section_of(parts[0]), parts[0]]
     node = tree
     for part in parts[:-1]:
         node = node.setdefault(part, {})
@@ -420,11 +422,27 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     return experiment_from_tree(tree)
 
 
+def section_of(key: str) -> str:
+    """The section a bare key belongs to: ``data``, ``split`` or ``eval`` when it is one of their
+    fields, ``train`` for a neural model's training setting, else ``model`` (model and training
+    settings are one flat set, validated against the model named)."""
+    for section, cls in (("data", DataSection), ("split", SplitSection), ("eval", EvalSection)):
+        if key in {f.name for f in fields(cls)}:
+            return section
+    try:  # the neural models' training settings read better under [train] (same flat set)
+        from seqrec.models.torch_recommender import NeuralConfig
+    except ImportError:  # pragma: no cover - torch missing
+        return "model"
+    return "train" if key in {f.name for f in fields(NeuralConfig)} else "model"
+
+
 def experiment_from_tree(tree: dict[str, Any]) -> Experiment:
     """Validate a section tree (``{"data": {...}, "model": {"name": ...}, ...}``)."""
     unknown = sorted(set(map(str, tree)) - set(SECTIONS))
     if unknown:
-        raise ConfigError(f"unknown section(s) {', '.join(unknown)}; valid: {', '.join(SECTIONS)}")
+        hints = "".join(did_you_mean(u, SECTIONS) or f" ({u} = ... goes in a section: "
+                        f"[{section_of(u)}] {u} = ..., --set {section_of(u)}.{u}=...)" for u in unknown)
+        raise ConfigError(f"unknown section(s) {', '.join(unknown)}{hints}; valid: {', '.join(SECTIONS)}")
     for section in ("data", "split", "model", "train", "eval"):
         if not isinstance(tree.get(section, {}), dict):
             raise ConfigError(f"[{section}] must be a section of key = value, got {tree[section]!r}")

@@ -5,8 +5,10 @@
 import json
 
 import polars as pl
+import pytest
 
 from seqrec.cli.main import main
+from seqrec.errors import ConfigError
 from seqrec.models.base import Recommender
 from seqrec.testing.synthetic import write_log_csv
 
@@ -150,3 +152,23 @@ def test_data_describe_reads_an_own_file_with_the_train_keys(tmp_path, capsys):
     assert "users" in out and " 12\n" in out
     assert main(["data", "describe", str(csv), "--set", "model.name=sasrec"]) == 2
     assert "only data.* keys" in capsys.readouterr().err
+
+
+def test_settings_typed_without_their_section_or_as_options_are_understood_or_explained(tmp_path, capsys):
+    from seqrec.config import load_experiment
+
+    exp = load_experiment(None, ["model.name=sasrec", "epochs=3", "filter=none", "ks=5,10", "seed=2"])
+    assert exp.model_params["epochs"] == 3 and exp.data.filter == "none" and exp.eval.ks == (5, 10)
+    assert exp.seed == 2
+    with pytest.raises(ConfigError, match=r"trian \(did you mean 'train'\?\)"):
+        load_experiment(None, ["trian.epochs=3"])
+    cfg = tmp_path / "flat.toml"
+    cfg.write_text("epochs = 3\n")
+    with pytest.raises(ConfigError, match=r"epochs = \.\.\. goes in a section: \[train\] epochs"):
+        load_experiment(cfg)
+    for argv, hint in ((["train", "x.csv", "-m", "pop", "--epochs", "3"], "--set train.epochs=3"),
+                       (["train", "x.csv", "--filter=none"], "--set data.filter=none"),
+                       (["train", "x.csv", "sasrec"], "a model name goes with -m: -m sasrec")):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert hint in capsys.readouterr().err

@@ -26,8 +26,37 @@ def _add_shortcut_args(p: argparse.ArgumentParser) -> None:
                    help="a model name (seqrec models): the same as --set model.name=...")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a hint for what newcomers type: ``--epochs 3`` (settings go through
+    ``--set``) and ``seqrec train shop.csv sasrec`` (the model goes with ``-m``)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        if message.startswith("unrecognized arguments:"):
+            message += _unrecognized_hint(message.split(":", 1)[1].split())
+        super().error(message)
+
+
+def _unrecognized_hint(tokens: list[str]) -> str:
+    at = next((i for i, t in enumerate(tokens) if t.startswith("--") and len(t) > 2), None)
+    if at is not None:
+        from seqrec.config import section_of
+
+        key, eq, value = tokens[at][2:].partition("=")
+        key = key.replace("-", "_")
+        if not eq:
+            value = tokens[at + 1] if at + 1 < len(tokens) and not tokens[at + 1].startswith("-") else "VALUE"
+        return (f" (settings go through --set: --set {section_of(key)}.{key}={value}; "
+                "seqrec config MODEL lists them)")
+    from seqrec.registry import model_names
+
+    model = next((t for t in tokens if t in model_names()), None)
+    if model is not None:
+        return f" (a model name goes with -m: -m {model})"
+    return ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="seqrec", description=__doc__)
+    parser = _Parser(prog="seqrec", description=__doc__)
     parser.add_argument("--version", action="version", version=f"seqrec {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
