@@ -66,6 +66,16 @@ def test_unknown_fields_are_refused_with_the_valid_ones(artifact):
     assert "requests" in msgs[("body", "kk")] and "unknown field 'kk'" in msgs[("body", "kk")]
 
 
+def test_unknown_users_are_a_422_or_get_the_fallback_when_asked(trained):
+    client = TestClient(create_app(trained[0]))
+    body = {"requests": [{"user": "nobody"}], "k": 2}
+    resp = client.post("/recommend/batch", json=body)
+    assert resp.status_code == 422 and "nobody" in resp.json()["detail"]
+    (result,) = client.post("/recommend/batch", json=body | {"unknown_users": "empty"}).json()["results"]
+    assert result["fallback"] == "popularity" and len(result["items"]) == 2
+    assert client.post("/recommend", json={"user": "nobody", "unknown_users": "maybe"}).status_code == 422
+
+
 def test_non_json_numbers_are_a_422_not_a_500(artifact):
     """Found by the fuzz test: FastAPI echoed the input (Infinity) into its 422 body, which
     failed to serialise and became a 500."""

@@ -15,7 +15,8 @@ and the names a log's reader guesses (``CustomerID``, ``product_sku``, ...).
 
 ``seqrec recommend --input`` answers a user id the artifact does not store (a new user, or one
 its preprocessing removed) with the empty history's fallback ranking and a note naming them, so
-that one new user does not stop a batch; a single ``--user`` and the HTTP service refuse it.
+that one new user does not stop a batch; a single ``--user`` refuses it, and the HTTP service
+does unless the request says ``"unknown_users": "empty"``.
 
 The answer is one row per recommended item: ``user`` (or the request's row number), ``rank``,
 ``item``, ``score`` and, when the artifact has them, ``title`` and ``categories``; CSV / TSV

@@ -18,7 +18,7 @@ a 422 naming them; unknown history ids are skipped and listed in ``skipped_ids``
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from seqrec.errors import SeqRecError
 
@@ -49,6 +49,9 @@ def create_app(artifact: str | Path) -> Any:
         exclude_seen: bool = True
         allow: list[Id] | None = Field(None, max_length=1_000_000)
         deny: list[Id] | None = Field(None, max_length=1_000_000)
+        # "empty": a user id the artifact does not store gets the empty history's fallback
+        # (popularity), like `seqrec recommend --input`; "error" (default): a 422 naming it
+        unknown_users: Literal["error", "empty"] = "error"
 
     class RecommendRequest(Query, Options):
         pass
@@ -80,7 +83,7 @@ def create_app(artifact: str | Path) -> Any:
     def index() -> dict[str, Any]:  # what a person opening the address in a browser sees
         return {"service": f"seqrec: {model.name} recommendations", "docs": "/docs",
                 "endpoints": {"POST /recommend": '{"history": [item ids, oldest first]} or '
-                              '{"user": id}, optional "k", "exclude_seen", "allow", "deny"',
+                              '{"user": id}, optional "k", "exclude_seen", "allow", "deny", "unknown_users"',
                               "POST /recommend/batch": '{"requests": [...], "k": ...}',
                               "GET /info": "the model and its artifact", "GET /health": "liveness"}}
 
@@ -99,7 +102,8 @@ def create_app(artifact: str | Path) -> Any:
             raise HTTPException(status_code=422, detail="give either 'history' or 'user', not both")
         reqs = [Request(q.user) if q.user is not None else Request(None, q.history) for q in queries]
         try:
-            recs = recommend_requests(model, reqs, opts.k, opts.exclude_seen, opts.allow, opts.deny)
+            recs = recommend_requests(model, reqs, opts.k, opts.exclude_seen, opts.allow, opts.deny,
+                                      unknown_users=opts.unknown_users)
         except SeqRecError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
         return [_body(model, rec) for rec in recs]
