@@ -33,7 +33,8 @@ Deviations:
 * Training defaults (2026-12-05, ``SlidingRecipeConfig``): every transition once per epoch
   (``train_windows="sliding"``), lr 3e-3, patience 30. Best validation NDCG@10, last windows /
   sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.024 / 0.020 / 0.076, ML-100K
-  0.104 / 0.112 / 0.125 (``docs/reproduce/defaults.md``). The previous recipe is
+  0.104 / 0.112 / 0.125; Beauty, sliding at lr 1e-3 + patience 10 / lr 3e-3 + patience 30:
+  0.0543 / 0.0603 (``docs/reproduce/defaults.md``). The previous recipe is
   ``train_windows="last", lr=1e-3, patience=10`` (the LRURec table pins its own).
 """
 
