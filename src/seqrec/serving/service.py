@@ -11,8 +11,10 @@ Endpoints: ``GET /health``, ``GET /info``, ``POST /recommend`` with
 ``{"requests": [{"history": [...]} or {"user": id}, ...], "k": 10}`` (at most 1,000 requests,
 answered in one scoring pass). Both take ``"allow": [ids]`` (recommend only these) and
 ``"deny": [ids]`` (never these). Unknown user ids and allow/deny ids the model never saw are
-a 422 naming them; unknown history ids are skipped and listed in ``skipped_ids``, each with
-``removed`` (filtered out by preprocessing) or ``never_seen``.
+a 422 naming them (``"unknown_users": "empty"`` answers unknown users with the empty history's
+fallback ranking instead); unknown history ids are skipped and listed in ``skipped_ids``, each
+with ``removed`` (filtered out by preprocessing) or ``never_seen``. Unknown request fields are a
+422 naming the valid ones.
 """
 
 
