@@ -307,12 +307,12 @@ peers.run_worker(cfg, Path(sys.executable), Path({str(work)!r}), deadline=None)
         os.kill(worker, 0)  # running
         harness.kill()
         harness.wait()
-        for _ in range(100):
+        for _ in range(200):
             try:
                 os.kill(worker, 0)
-            except ProcessLookupError:
-                break
-            if Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z":  # reaped soon by init
+                if Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z":  # reaped soon by init
+                    break
+            except (ProcessLookupError, FileNotFoundError):  # gone (reaped between the two calls)
                 break
             time.sleep(0.05)
         else:
