@@ -250,15 +250,13 @@ def test_a_stop_reaches_the_peer_worker_which_ends_its_epoch(tmp_path, monkeypat
     cfg = peers.peer_config("peer:fake", {"epochs": 2}, 0)
 
     def stop_it():
-        while not (work / "started").exists():
+        while not (work / "started").exists() or not (work / "started").read_text():
             time.sleep(0.05)
         time.sleep(0.3)
         if how == "harness":
             stop.request()
-        elif how == "worker_signal":
-            pid = int(next(p for p in Path("/proc").iterdir() if p.name.isdigit()
-                           and b"peer_fake.py" in (p / "cmdline").read_bytes()).name)
-            os.kill(pid, signal.SIGTERM)
+        elif how == "worker_signal":  # the worker wrote its pid into "started"
+            os.kill(int((work / "started").read_text()), signal.SIGTERM)
 
     thread = threading.Thread(target=stop_it)
     thread.start()
