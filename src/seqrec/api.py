@@ -23,6 +23,7 @@ directory like ``seqrec train --out``'s (checkpoint, resumable, result files, th
 
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,9 +102,10 @@ def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | No
     exp = experiment_from_tree(tree)
     interactions = None
     if in_memory:
+        from seqrec.data.sources.generic import read_frame
+
         options = exp.data.read_options()
-        bad = sorted(set(options) - {"columns", "time_format", "timestamp_unit", "item_file",
-                                     "item_columns"})
+        bad = sorted(set(options) - set(inspect.signature(read_frame).parameters))
         if bad:
             raise ConfigError(f"data_options {bad} apply to files, not to an in-memory table")
         interactions = load_data(data, name=IN_MEMORY_NAME, **options)

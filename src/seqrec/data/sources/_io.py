@@ -84,15 +84,15 @@ def read_bytes(path: str | Path, *, text: bool = True) -> bytes:
         raise DataError(f"file {path} is empty")
     if not text:
         return data
-    data = _as_utf8(data, path)
+    data = _without_byte_order_mark(data, path)
     if b"\x00" in data[:4096]:  # text never holds NUL bytes; a spreadsheet or archive does
         raise DataError(f"{path} is not a text table (it holds binary bytes; a spreadsheet or an "
                         "archive?): seqrec reads delimited text (.csv, .tsv, .dat, .txt; also "
                         ".gz, .xz, .bz2 compressed) and .parquet; save a spreadsheet as CSV")
-    return data
+    return _as_utf8(data, path)  # after the binary check: an archive is not Windows-1252 text
 
 
-def _as_utf8(data: bytes, path: Path) -> bytes:
+def _without_byte_order_mark(data: bytes, path: Path) -> bytes:
     """UTF-8 without a byte-order mark: Excel saves 'CSV UTF-8' with a UTF-8 mark and 'Unicode
     Text' as UTF-16 with its own mark; both are common first files."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -101,12 +101,18 @@ def _as_utf8(data: bytes, path: Path) -> bytes:
         except UnicodeDecodeError as exc:
             raise DataError(f"cannot read {path}: it starts like UTF-16 text but {exc.reason} "
                             f"at byte {exc.start}") from None
-    data = data.removeprefix(b"\xef\xbb\xbf")
+    return data.removeprefix(b"\xef\xbb\xbf")
+
+
+def _as_utf8(data: bytes, path: Path) -> bytes:
+    """Valid UTF-8 as it is; an 8-bit file re-encoded from Windows-1252 (see below)."""
+    if data.isascii():  # most logs: no decoding at all
+        return data
     try:
-        data.decode("utf-8")  # validity only: ASCII runs are checked at memory speed
+        data.decode("utf-8")  # validity only
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        if any(b >= 0x80 for b in data[: exc.start]):  # UTF-8 text up to there: a damaged byte
+        if not data[: exc.start].isascii():  # UTF-8 text up to there: a damaged byte
             raise DataError(f"{path}: invalid UTF-8 at line {line} (byte {exc.start}) in a file "
                             "that is UTF-8 before it; fix or remove that line") from None
         # no valid non-ASCII character before the first invalid byte: an 8-bit encoding, most
@@ -127,14 +133,19 @@ def _first_line(msg: str) -> str:
 def drop_blank_tail(data: bytes, sep: str) -> bytes:
     """``data`` without the blank lines, or lines of separators only (spreadsheet exports:
     ``,,,``), at its end: they would read as rows of empty ids. Elsewhere such a line stays an
-    error naming its line."""
+    error naming its line. Looks at the last lines only; copies ``data`` only when it cuts."""
     junk = b" \t\r\n\"" + sep.encode()
-    body = data.rstrip(b"\r\n")
+    stop = len(data)
     while True:
-        cut = body.rfind(b"\n")
-        if cut < 0 or body[cut + 1 :].strip(junk):
-            return body + b"\n" if len(body) != len(data) else data
-        body = body[:cut].rstrip(b"\r\n")
+        while stop and data[stop - 1] in b"\r\n":
+            stop -= 1
+        start = data.rfind(b"\n", 0, stop) + 1
+        if start == 0 or data[start:stop].strip(junk):  # the last line with content
+            break
+        stop = start
+    if data[stop:] in (b"", b"\n", b"\r\n"):
+        return data
+    return data[:stop] + b"\n"
 
 
 def read_table(
@@ -405,6 +416,21 @@ def align(table: dict[str, np.ndarray], keys: np.ndarray, key: str) -> dict[str,
     return out
 
 
+def check_json_lines(text: bytes, source: str) -> None:
+    """Raise a ``DataError`` naming the first line of ``text`` that is not valid JSON (the slow
+    path, after a fast parser failed); return when every line parses."""
+    import json
+
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except ValueError as err:
+            raise DataError(f"{source}: line {lineno} is not valid JSON ({err.msg}): "
+                            f"{line[:80].decode('utf-8', 'replace')!r}") from None
+
+
 def read_ndjson(path: str | Path, schema: Mapping[str, pl.DataType], source: str | None = None) -> pl.DataFrame:
     """JSON lines, keeping only the ``schema`` keys (others are ignored). Plain files are
     scanned lazily (projection), compressed ones are decompressed into memory first. A key that
@@ -423,15 +449,7 @@ def read_ndjson(path: str | Path, schema: Mapping[str, pl.DataType], source: str
         else:
             df = pl.read_ndjson(data, schema=dict(schema))
     except pl.exceptions.PolarsError as exc:
-        text = data if data is not None else path.read_bytes()
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                json.loads(line)
-            except ValueError as err:
-                raise DataError(f"{source}: line {lineno} is not valid JSON ({err.msg}): "
-                                f"{line[:80].decode('utf-8', 'replace')!r}") from None
+        check_json_lines(data if data is not None else path.read_bytes(), source)
         raise DataError(f"{source}: cannot parse JSON lines: {_first_line(str(exc))}") from None
     if df.height == 0:
         raise DataError(f"file {path} is empty")

@@ -250,28 +250,16 @@ def read_json(
     line) or one array of objects (``.json``); optionally compressed. Keys play the columns'
     part, with the same roles, aliases and options as :func:`read_file` (nested values are
     kept as they are and cannot be ids)."""
-    import json
-
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"file not found: {path}")
     if timestamp_unit not in TIME_UNITS:
         raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
-    data = _io.read_bytes(path)
-    if not data.strip():
-        raise DataError(f"file {path} is empty")
+    data = _io.read_bytes(path)  # refuses a missing, empty or binary file
     array = data.lstrip()[:1] == b"["
     try:
         df = pl.read_json(data) if array else pl.read_ndjson(data)
     except pl.exceptions.PolarsError as exc:
         if not array:
-            for lineno, line in enumerate(data.splitlines(), start=1):
-                if line.strip():
-                    try:
-                        json.loads(line)
-                    except ValueError as err:
-                        raise DataError(f"{path}: line {lineno} is not valid JSON ({err.msg}): "
-                                        f"{line[:80].decode('utf-8', 'replace')!r}") from None
+            _io.check_json_lines(data, str(path))
         raise DataError(f"{path}: cannot read it as {'a JSON array of records' if array else 'JSON lines'}: "
                         f"{_io._first_line(str(exc))}") from None
     if df.height == 0:
