@@ -109,11 +109,17 @@ def test_ml100k_udata_and_uitem(tmp_path):
     assert side[303][0] == "Caf\u00e9 (1997)"  # latin-1 decoded
 
 
-def test_ml1m_ratings_dat_and_movies(tmp_path):
+def test_ml1m_ratings_dat_and_movies(tmp_path, caplog):
     ratings = write(tmp_path / "ratings.dat", "1::1193::5::978300760\n1::661::3::978302109\n2::1193::4::978298413\n")
-    write(tmp_path / "movies.dat",
-                   "1193::One Flew Over the Cuckoo's Nest (1975)::Drama\n661::James and the Giant Peach (1996)::Animation|Children's|Musical\n")
-    inter = movielens.read_movielens_dir(tmp_path)
+    # movies.dat is Latin-1 (ML-1M's line 73: "Misérables"): decoded as such, and without the
+    # "not UTF-8" warning meant for a user's own file of unknown encoding
+    (tmp_path / "movies.dat").write_bytes(
+        "1193::One Flew Over the Cuckoo's Nest (1975)::Drama\n73::Mis\u00e9rables, Les (1995)::Drama|Musical\n"
+        "661::James and the Giant Peach (1996)::Animation|Children's|Musical\n".encode("latin-1"))
+    with caplog.at_level("WARNING"):
+        inter = movielens.read_movielens_dir(tmp_path)
+    assert "not UTF-8" not in caplog.text
+    assert inter.items["title"][inter.items["item"] == 73][0] == "Mis\u00e9rables, Les (1995)"
     assert inter.user.tolist() == [1, 1, 2] and inter.item.tolist() == [1193, 661, 1193]
     assert inter.timestamp.tolist() == [978300760, 978302109, 978298413]
     assert inter.items["title"][inter.items["item"] == 661][0] == "James and the Giant Peach (1996)"

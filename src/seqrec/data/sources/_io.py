@@ -67,10 +67,12 @@ def iter_blocks(path: str | Path, block_bytes: int = 1 << 28):
         yield line, rest
 
 
-def read_bytes(path: str | Path, *, text: bool = True) -> bytes:
+def read_bytes(path: str | Path, *, text: bool = True, encoding: str | None = None) -> bytes:
     """The decompressed content of ``path`` (``.xz``, ``.gz``, ``.bz2`` or plain); a text file
     (``text``, the default) comes back as UTF-8 without a byte-order mark, and binary content
-    there is refused with the formats seqrec reads."""
+    there is refused with the formats seqrec reads. ``encoding`` names the 8-bit encoding of a
+    file known to use one (MovieLens' item files are Latin-1): it is decoded with it when it is
+    not valid UTF-8, without the warning a user's unknown file gets."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"file not found: {path}")
@@ -89,7 +91,7 @@ def read_bytes(path: str | Path, *, text: bool = True) -> bytes:
         raise DataError(f"{path} is not a text table (it holds binary bytes; a spreadsheet or an "
                         "archive?): seqrec reads delimited text (.csv, .tsv, .dat, .txt; also "
                         ".gz, .xz, .bz2 compressed) and .parquet; save a spreadsheet as CSV")
-    return _as_utf8(data, path)  # after the binary check: an archive is not Windows-1252 text
+    return _as_utf8(data, path, encoding)  # after the binary check: an archive is not 8-bit text
 
 
 def _without_byte_order_mark(data: bytes, path: Path) -> bytes:
@@ -104,13 +106,16 @@ def _without_byte_order_mark(data: bytes, path: Path) -> bytes:
     return data.removeprefix(b"\xef\xbb\xbf")
 
 
-def _as_utf8(data: bytes, path: Path) -> bytes:
-    """Valid UTF-8 as it is; an 8-bit file re-encoded from Windows-1252 (see below)."""
+def _as_utf8(data: bytes, path: Path, encoding: str | None = None) -> bytes:
+    """Valid UTF-8 as it is; an 8-bit file re-encoded from ``encoding`` when the caller knows
+    it, else from Windows-1252 with a warning (see below)."""
     if data.isascii():  # most logs: no decoding at all
         return data
     try:
         data.decode("utf-8")  # validity only
     except UnicodeDecodeError as exc:
+        if encoding is not None:
+            return data.decode(encoding).encode("utf-8")
         line = data.count(b"\n", 0, exc.start) + 1
         if not data[: exc.start].isascii():  # UTF-8 text up to there: a damaged byte
             raise DataError(f"{path}: invalid UTF-8 at line {line} (byte {exc.start}) in a file "

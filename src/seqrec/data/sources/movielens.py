@@ -33,15 +33,6 @@ ML100K_GENRES = (
 _RATING_DTYPES = {"user": pl.Int64, "item": pl.Int64, "rating": pl.Float32, "timestamp": pl.Int64}
 
 
-def _text(data: bytes) -> bytes:
-    """UTF-8 bytes of a file that may be latin-1 (ML-100K/1M movie files)."""
-    try:
-        data.decode("utf-8")
-        return data
-    except UnicodeDecodeError:
-        return data.decode("latin-1").encode("utf-8")
-
-
 def _ratings(df: pl.DataFrame, source: str, name: str, header: bool, items=None) -> Interactions:
     for col in ("user", "item", "timestamp"):
         _io.no_nulls(df, col, source, header)
@@ -59,7 +50,7 @@ def _ratings(df: pl.DataFrame, source: str, name: str, header: bool, items=None)
 def read_uitem(path: str | Path) -> dict[str, np.ndarray]:
     """ML-100K ``u.item`` as a side table ``{"item", "title", "genres"}`` (genres ``|``-joined)."""
     names = ["item", "title", "release", "video_release", "imdb"] + [f"g{i}" for i in range(19)]
-    df = _io.read_table(_text(_io.read_bytes(path)), str(path), sep="|", header=False,
+    df = _io.read_table(_io.read_bytes(path, encoding="latin-1"), str(path), sep="|", header=False,
                         names=names, dtypes={"item": pl.Int64}, quote=None)
     flags = pl.concat_list(
         [pl.when(pl.col(f"g{i}") == "1").then(pl.lit(g)) for i, g in enumerate(ML100K_GENRES)]
@@ -80,7 +71,7 @@ def read_udata(path: str | Path, items_path: str | Path | None = None, name: str
 # --- ML-1M / ML-10M (.dat) ------------------------------------------------------------------------
 def read_movies_dat(path: str | Path) -> dict[str, np.ndarray]:
     """``movies.dat`` (``MovieID::Title::Genres``) as a side table."""
-    df = _io.read_table(_text(_io.read_bytes(path)), str(path), sep="::", header=False,
+    df = _io.read_table(_io.read_bytes(path, encoding="latin-1"), str(path), sep="::", header=False,
                         names=["item", "title", "genres"], dtypes={"item": pl.Int64})
     return {"item": df["item"].to_numpy(), "title": df["title"].to_numpy(),
             "genres": df["genres"].to_numpy()}
