@@ -20,6 +20,7 @@ import tomllib
 
 from seqrec.data.preprocess import PreprocessConfig
 from seqrec.errors import ConfigError, did_you_mean
+from seqrec.registry import canonical_model_name
 
 
 @dataclass(frozen=True)
@@ -448,7 +449,7 @@ def experiment_from_tree(tree: dict[str, Any]) -> Experiment:
             raise ConfigError(f"[{section}] must be a section of key = value, got {tree[section]!r}")
     model_tree = dict(tree.get("model", {}))
     train_tree = dict(tree.get("train", {}))
-    name = coerce(model_tree.pop("name", "pop"), str, "model.name")
+    name = canonical_model_name(coerce(model_tree.pop("name", "pop"), str, "model.name"))
     both = sorted(set(model_tree) & set(train_tree))
     if both:  # one flat parameter set: a key in both sections would silently take [train]'s value
         raise ConfigError(f"key(s) {', '.join(both)} set in both [model] and [train]; set each once")

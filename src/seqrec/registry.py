@@ -63,6 +63,20 @@ def model_names() -> list[str]:
     return sorted(MODELS)
 
 
+def canonical_model_name(name: str) -> str:
+    """The registered spelling of a model name written as the papers write it: ``SASRec``,
+    ``FMLP-Rec``, ``GA_SATF`` (case, ``-`` and ``_`` ignored); anything else as given, so the
+    unknown-name error still names it."""
+    if name in MODELS:
+        return name
+
+    def key(n: str) -> str:
+        return "".join(c for c in n.lower() if c.isalnum())
+
+    matches = [m for m in MODELS if key(m) == key(name)]
+    return matches[0] if len(matches) == 1 else name
+
+
 def get_model(name: str) -> tuple[type, type]:
     """(config class, model class) of ``name``; an unknown name lists the known ones."""
     if name not in MODELS:

@@ -89,7 +89,7 @@ def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsy
 
 
 def test_misspelt_model_names_and_keys_suggest_the_closest_known_one(capsys):
-    cases = [(["--set", "model.name=SASRec"], "unknown model 'SASRec' (did you mean 'sasrec'?)"),
+    cases = [(["--set", "model.name=sasrc"], "unknown model 'sasrc' (did you mean 'sasrec'?)"),
              (["--set", "model.name=bert"], "(did you mean 'bert4rec'?)"),
              (["--set", "model.name=sasrec", "--set", "train.lrr=0.1"], "lrr in model 'sasrec' (did you mean 'lr'?)"),
              (["--set", "model.nme=sasrec"], "(did you mean 'name'?)"),
@@ -168,7 +168,22 @@ def test_settings_typed_without_their_section_or_as_options_are_understood_or_ex
         load_experiment(cfg)
     for argv, hint in ((["train", "x.csv", "-m", "pop", "--epochs", "3"], "--set train.epochs=3"),
                        (["train", "x.csv", "--filter=none"], "--set data.filter=none"),
-                       (["train", "x.csv", "sasrec"], "a model name goes with -m: -m sasrec")):
+                       (["train", "x.csv", "sasrec"], "a model name goes with -m: -m sasrec"),
+                       (["evaluate", "runs/x", "--data", "other.csv"], "--set data.name=other.csv"),
+                       (["train", "x.csv", "--split", "global-time"], "--set split.protocol=global-time")):
         with pytest.raises(SystemExit):
             main(argv)
         assert hint in capsys.readouterr().err
+
+
+def test_model_names_as_the_papers_write_them(capsys):
+    """-m SASRec / FMLP-Rec / GA_SATF: the registered model, in the shortcut and in a config."""
+    from seqrec.config import load_experiment
+    from seqrec.registry import canonical_model_name
+
+    assert [canonical_model_name(n) for n in ("SASRec", "FMLP-Rec", "GA_SATF", "LRURec", "sasrec")] == \
+        ["sasrec", "fmlprec", "ga-satf", "lrurec", "sasrec"]
+    assert canonical_model_name("SASRecc") == "SASRecc"  # unknown: left for the error to name
+    assert load_experiment(None, ["model.name=BERT4Rec"]).model == "bert4rec"
+    assert main(["train", "SASRec"]) == 2
+    assert "'SASRec' is a model, not a dataset: pass it as --model sasrec" in capsys.readouterr().err

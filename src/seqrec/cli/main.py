@@ -36,6 +36,13 @@ class _Parser(argparse.ArgumentParser):
         super().error(message)
 
 
+# flags a newcomer guesses that name a section or a synonym rather than a key
+_FLAG_KEYS = {"data": "data.name", "dataset": "data.name", "data_path": "data.name", "input": "data.name",
+              "file": "data.name", "path": "data.name", "split": "split.protocol",
+              "protocol": "split.protocol", "k": "eval.ks", "topk": "eval.ks", "metrics_k": "eval.ks",
+              "model_name": "model.name"}
+
+
 def _unrecognized_hint(tokens: list[str]) -> str:
     at = next((i for i, t in enumerate(tokens) if t.startswith("--") and len(t) > 2), None)
     if at is not None:
@@ -45,8 +52,8 @@ def _unrecognized_hint(tokens: list[str]) -> str:
         key = key.replace("-", "_")
         if not eq:
             value = tokens[at + 1] if at + 1 < len(tokens) and not tokens[at + 1].startswith("-") else "VALUE"
-        return (f" (settings go through --set: --set {section_of(key)}.{key}={value}; "
-                "seqrec config MODEL lists them)")
+        dotted = _FLAG_KEYS.get(key, f"{section_of(key)}.{key}")
+        return f" (settings go through --set: --set {dotted}={value}; seqrec config MODEL lists them)"
     from seqrec.registry import model_names
 
     model = next((t for t in tokens if t in model_names()), None)

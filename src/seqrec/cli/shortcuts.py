@@ -24,14 +24,16 @@ def fold_shortcuts(args: argparse.Namespace) -> None:
     data, model = getattr(args, "data_shortcut", None), getattr(args, "model_shortcut", None)
     if data is None and model is None:
         return
-    from seqrec.registry import MODELS, get_model
+    from seqrec.registry import MODELS, canonical_model_name, get_model
 
     if data is not None and Path(data).suffix.lower() in (".toml", ".yaml", ".yml"):
         if args.config:
             raise ConfigError(f"two configs given: {data} and --config {args.config}; pass one")
         args.config, data = data, None
-    if data is not None and data in MODELS and not Path(data).exists():
-        raise ConfigError(f"{data!r} is a model, not a dataset: pass it as --model {data} "
+    if model is not None:
+        model = canonical_model_name(model)  # -m SASRec, as the papers spell it
+    if data is not None and canonical_model_name(data) in MODELS and not Path(data).exists():
+        raise ConfigError(f"{data!r} is a model, not a dataset: pass it as --model {canonical_model_name(data)} "
                           "(and DATA as a dataset name, e.g. ml-latest-small, or your own file)")
     shortcuts = {"data.name": data, "model.name": model}
     if model is not None and model not in MODELS:
