@@ -124,7 +124,7 @@ def test_data_and_model_shortcuts_fold_into_set_overrides(tmp_path, capsys):
     assert isinstance(folded("train"), argparse.Namespace)  # no shortcut: nothing changes
     for argv, fragment in [
         (("train", "sasrec"), "is a model, not a dataset: pass it as --model sasrec"),
-        (("train", "shop.csv", "-m", "SASRec"), "did you mean 'sasrec'"),
+        (("train", "shop.csv", "-m", "SASRek"), "did you mean 'sasrec'"),
         (("train", "shop.csv", "--set", "data.name=x"), "data.name given twice"),
         (("train", "a.toml", "-c", "b.toml"), "two configs given"),
     ]:

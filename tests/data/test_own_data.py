@@ -163,12 +163,37 @@ def test_a_file_too_small_to_split_is_refused_before_training_with_the_reason(tm
     assert record["metrics"]["test"]
 
 
-def test_a_semicolon_file_read_as_csv_names_the_separator_to_pass(tmp_path):
+def test_a_semicolon_csv_is_read_with_a_note_and_an_ambiguous_one_names_the_separator(tmp_path):
+    """Excel in European locales saves "CSV" with ';': read it when every line agrees."""
     path = tmp_path / "log.csv"
     path.write_text("user;item;timestamp\n1;2;10\n1;3;11\n2;3;12\n")
+    inter = load(str(path))
+    assert inter.item.tolist() == load(str(path), sep=";").item.tolist() == [2, 3, 3]
+    assert any("[semicolon-separated]" in n for n in inter.notes)
+    path.write_text("user;item;timestamp\n1;2;10\n1;3;11;x\n2;3;12\n")  # lines disagree: no guess
     with pytest.raises(DataError, match=r"looks ;-separated; pass sep=';' .*data\.sep=';'"):
         load(str(path))
-    assert len(load(str(path), sep=";").user) == 3
+
+
+def test_a_file_without_a_header_line_is_read_in_the_movielens_layout(tmp_path):
+    """First line all numbers / dates: data, read as user, item[, rating], time, with a note."""
+    path = tmp_path / "log.tsv"
+    path.write_text("7\t10\t1700000000\n7\t11\t1700000060\n8\t10\t1700000001\n")
+    inter = load(str(path))
+    assert (inter.user.tolist(), inter.item.tolist()) == ([7, 7, 8], [10, 11, 10])
+    assert inter.timestamp.tolist() == [1700000000, 1700000060, 1700000001]
+    assert any("no header line, columns taken as user,item,timestamp" in n for n in inter.notes)
+    path.write_text("7\t10\t4\t1700000000\n7\t11\t5\t1700000060\n")  # u.data: rating third
+    inter = load(str(path))
+    assert inter.rating.tolist() == [4, 5] and inter.timestamp.tolist() == [1700000000, 1700000060]
+    path.write_text("7,10,2024-01-02\n7,11,2024-01-03\n")
+    assert load(str(path), sep=",").timestamp.tolist()[1] - load(str(path), sep=",").timestamp.tolist()[0] == 86400
+    path.write_text("7\t10\t4\n7\t11\t5\n")  # a rating, not a time: no guess, the names hint
+    with pytest.raises(DataError, match="data.names=a,b,c"):
+        load(str(path))
+    path.write_text("u7\t10\t1700000000\n")  # letters: a header line, read as one
+    with pytest.raises(DataError, match="no user column"):
+        load(str(path))
 
 
 def test_utf16_spreadsheet_text_is_read_and_binary_files_are_named(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -96,8 +97,9 @@ def cmd_data(args: argparse.Namespace) -> int:
         section = experiment_from_tree(tree).data
         inter = sources.load(section.name, root=section.root, **section.read_options())
         # the columns a file was read with ("read shop.csv (user=..., item=...)"), named or guessed
-        read = next((n[n.index("(") + 1 : -1] for n in inter.notes
-                     if n.startswith("read ") and n.endswith(")") and "(" in n), None)
+        # and what was guessed of the file's layout ("[semicolon-separated]")
+        read = next((n[n.rindex("(") + 1 : -1] + "".join(f"; {g}" for g in re.findall(r"\[([^\]]+)\]", n))
+                     for n in inter.notes if n.startswith("read ") and n.endswith(")") and "(" in n), None)
         if args.filter != "none":
             cfg = PreprocessConfig(filter=args.filter, min_item=args.k, min_user=args.k)
             inter = preprocess(inter, cfg).interactions

@@ -3,7 +3,10 @@
 ``read_file("log.csv.gz", columns={"user": "userId", "item": "movieId", "timestamp": "ts"})``
 reads the file by its extension (``.csv``, ``.tsv``/``.tab``, ``.txt``/``.dat`` (tab unless
 ``sep`` is given), ``.parquet``/``.pq``; text files may be ``.xz``/``.gz``/``.bz2``
-compressed). Without a mapping, common names are recognised (``user_id``, ``userId``,
+compressed). Without ``sep``, a header that is one field at the extension's separator while
+every one of the first lines splits alike at ``;``, tab or ``|`` selects that separator; a first
+line of numbers and dates only is data, read as ``user, item[, rating], time`` (MovieLens'
+layout). Both guesses are among the notes. Without a mapping, common names are recognised (``user_id``, ``userId``,
 ``session_id``, ``reviewerID``, ... see :data:`ALIASES`), then names that contain a role's
 word when only one column does (``CustomerID``, ``StockCode``, ``InvoiceDate``: see
 :data:`KEYWORDS`; the mapping read is among the notes, and ``seqrec data describe`` shows it).
@@ -56,7 +59,9 @@ TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t"}
 PARQUET_EXT = (".parquet", ".pq")
 
 
-def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> pl.DataFrame:
+def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tuple[pl.DataFrame, bool, list[str]]:
+    """The table of ``path``, whether it had a header line, and what was guessed about its
+    layout (for the notes: a guess is always shown)."""
     plain, _ = _io.strip_compression(path)
     ext = Path(plain).suffix.lower()
     if ext in PARQUET_EXT:
@@ -66,7 +71,7 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> pl.
             raise DataError(f"cannot read parquet {path}: {_io._first_line(str(exc))}") from None
         if df.height == 0:
             raise DataError(f"file {path} has no rows")
-        return df
+        return df, has_header, []
     if ext not in TEXT_EXT and sep is None:
         spreadsheet = " (a spreadsheet: save it as CSV)" if ext in (".xlsx", ".xls", ".ods") else ""
         raise DataError(
@@ -74,7 +79,16 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> pl.
             "or .parquet (optionally .xz/.gz/.bz2), or pass sep="
         )
     data = _io.read_bytes(path)
-    sep = sep or TEXT_EXT[ext]
+    guessed = []
+    if sep is None:
+        sep = _sniff_separator(data, TEXT_EXT[ext])
+        if sep != TEXT_EXT[ext]:
+            guessed.append(f"{_SEP_NAMES.get(sep, sep)}-separated")
+    if has_header and names is None and not columns:
+        names = _headerless_names(_header(data, sep, str(path)))
+        if names is not None:
+            has_header = False
+            guessed.append("no header line, columns taken as " + ",".join(names))
     present = list(names) if names else _header(data, sep, str(path))
     try:
         roles = _resolve(columns, present, str(path))
@@ -85,7 +99,58 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> pl.
         raise
     # ids are read as text so that "0205616461" keeps its leading zero (see _io.ids)
     dtypes = {roles[r]: pl.String for r in ("user", "item")}
-    return _io.read_table(data, str(path), sep=sep, header=has_header, names=names, dtypes=dtypes)
+    df = _io.read_table(data, str(path), sep=sep, header=has_header, names=names, dtypes=dtypes)
+    return df, has_header, guessed
+
+
+_SEP_NAMES = {"\t": "tab", ";": "semicolon", "|": "pipe", ",": "comma"}
+
+
+def _sniff_separator(data: bytes, default: str) -> str:
+    """``default`` (the extension's separator), unless the header is one field at it and the
+    first lines all split into the same number (> 1) of fields at another common separator:
+    Excel in many European locales saves "CSV" with ``;``. Space is never guessed (a datetime
+    holds one); a file it separates gets a hint instead (see :func:`_separator_hint`)."""
+    lines = [ln.rstrip(b"\r").decode("utf-8", "replace") for ln in data.split(b"\n", 21)[:20]]
+    lines = [ln for ln in lines if ln.strip()]
+    if not lines or len(lines[0].split(default)) > 1:
+        return default
+    for other in (";", "\t", "|", ","):
+        counts = {len(ln.split(other)) for ln in lines}
+        if other != default and len(counts) == 1 and counts.pop() > 1:
+            return other
+    return default
+
+
+_DATA_CHARS = set("0123456789.-:+/ TZ")
+
+
+def _looks_like_time(value: str) -> bool:
+    """A Unix time (seconds or milliseconds after 1973) or a date / datetime."""
+    try:
+        return float(value) >= 1e8
+    except ValueError:
+        return any(c.isdigit() for c in value) and any(c in value for c in "-:/")
+
+
+def _headerless_names(first: list[str]) -> list[str] | None:
+    """Column names for a file whose first line is data, not names: every field a number or a
+    date (no letters), 2-4 fields, and one of the last two a time when there are 3 or 4. The
+    layouts are MovieLens' (``u.data``, ``ratings.dat``: user, item, rating, time) and the
+    common user, item[, time]; anything else stays an error with the ``names`` hint."""
+    fields = [f.strip().strip('"') for f in first]
+    if not 2 <= len(fields) <= 4 or not all(f and set(f) <= _DATA_CHARS and any(c.isdigit() for c in f)
+                                            for f in fields):
+        return None
+    if len(fields) == 2:
+        return ["user", "item"]
+    if len(fields) == 3:
+        return ["user", "item", "timestamp"] if _looks_like_time(fields[2]) else None
+    if _looks_like_time(fields[3]):
+        return ["user", "item", "rating", "timestamp"]
+    if _looks_like_time(fields[2]):
+        return ["user", "item", "timestamp", "rating"]
+    return None
 
 
 def _header(data: bytes, sep: str, source: str) -> list[str]:
@@ -232,8 +297,9 @@ def read_file(
         raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
     if not has_header and names is None:
         raise ConfigError("has_header=False needs names=[...] for the columns")
-    df = _frame(path, sep, has_header, names, columns)
-    return _interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
+    df, has_header, guessed = _frame(path, sep, has_header, names, columns)
+    note = f"read {path.name}" + "".join(f" [{g}]" for g in guessed)
+    return _interactions(df, str(path), name or path.name.split(".")[0], note,
                          columns, has_header, time_format, timestamp_unit, item_file, item_columns)
 
 
@@ -380,10 +446,10 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
         raise ConfigError(f"item column roles must be among {', '.join(ITEM_ROLES)}, got {sorted(unknown)}")
     plain, _ = _io.strip_compression(path)
     if Path(plain).suffix.lower() in PARQUET_EXT:
-        df = _frame(path, sep, True, None, {"timestamp": None})
+        df = _frame(path, sep, True, None, {"timestamp": None})[0]
     else:
         data = _io.read_bytes(path)
-        sep = sep or TEXT_EXT.get(Path(plain).suffix.lower(), ",")
+        sep = sep or _sniff_separator(data, TEXT_EXT.get(Path(plain).suffix.lower(), ","))
         df = _io.read_table(data, str(path), sep=sep, dtypes={c: pl.String for c in _header(data, sep, "")})
     roles = {}
     for role in ITEM_ROLES:
