@@ -52,6 +52,24 @@ def test_bad_request_is_rejected(artifact):
     assert empty["fallback"] == "popularity" and empty["items"][0] == 102
 
 
+def test_get_with_query_parameters_and_a_body_without_json_content_type(artifact):
+    """A browser's GET /recommend?history=..., and curl -d's form content type for a JSON body."""
+    client = TestClient(create_app(artifact))
+    post = client.post("/recommend", json={"history": [102, 999], "k": 2, "deny": [104]}).json()
+    got = client.get("/recommend", params={"history": "102,999", "k": "2", "deny": "104"}).json()
+    assert (got["items"], got["scores"], got["skipped_unknown"]) == (post["items"], post["scores"], 1)
+    assert got["items"] and got["skipped_ids"] == [{"id": "999", "reason": "never_seen"}]  # as sent
+    err = client.get("/recommend", params={"hist": "102"})
+    assert err.status_code == 422 and err.json()["detail"][0]["loc"] == ["query", "hist"]
+    assert client.get("/recommend", params={"k": "x"}).status_code == 422
+    for content_type in ("application/x-www-form-urlencoded", "text/plain", None):
+        headers = {"content-type": content_type} if content_type else {}
+        resp = client.post("/recommend", content=b'{"history": [102, 999], "k": 2, "deny": [104]}', headers=headers)
+        assert resp.status_code == 200 and resp.json() == post, content_type
+    bad = client.post("/recommend", content=b"user=7", headers={"content-type": "application/x-www-form-urlencoded"})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["type"] == "json_invalid"
+
+
 def test_unknown_fields_are_refused_with_the_valid_ones(artifact):
     """{"items": [...]} for {"history": [...]} was an empty history answered by popularity."""
     client = TestClient(create_app(artifact))

@@ -7,14 +7,16 @@ at runtime, and the model class is local to ``create_app``.)
 
 Endpoints: ``GET /health``, ``GET /info``, ``POST /recommend`` with
 ``{"history": [raw ids, oldest first], "k": 10, "exclude_seen": true}`` or ``{"user": id}``
-(the user's history stored in the artifact), and ``POST /recommend/batch`` with
+(the user's history stored in the artifact; ``GET /recommend?user=42&k=5`` or
+``?history=a,b,c`` takes the same fields as query parameters), and ``POST /recommend/batch`` with
 ``{"requests": [{"history": [...]} or {"user": id}, ...], "k": 10}`` (at most 1,000 requests,
 answered in one scoring pass). Both take ``"allow": [ids]`` (recommend only these) and
 ``"deny": [ids]`` (never these). Unknown user ids and allow/deny ids the model never saw are
 a 422 naming them (``"unknown_users": "empty"`` answers unknown users with the empty history's
 fallback ranking instead); unknown history ids are skipped and listed in ``skipped_ids``, each
 with ``removed`` (filtered out by preprocessing) or ``never_seen``. Unknown request fields are a
-422 naming the valid ones.
+422 naming the valid ones. A POST body without a JSON content type (``curl -d``'s default) is
+read as JSON.
 """
 
 
@@ -27,10 +29,10 @@ from seqrec.errors import SeqRecError
 
 def create_app(artifact: str | Path) -> Any:
     """A FastAPI app serving the recommender saved at ``artifact`` (loaded once)."""
-    from fastapi import FastAPI, HTTPException
+    from fastapi import FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
     from seqrec.models.base import Recommender
 
@@ -62,6 +64,7 @@ def create_app(artifact: str | Path) -> Any:
         requests: list[Query] = Field(min_length=1, max_length=1000)
 
     app = FastAPI(title="seqrec", description=f"{model.name} recommendations")
+    app.add_middleware(_JsonBody)
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
@@ -86,6 +89,8 @@ def create_app(artifact: str | Path) -> Any:
         return {"service": f"seqrec: {model.name} recommendations", "docs": "/docs",
                 "endpoints": {"POST /recommend": '{"history": [item ids, oldest first]} or '
                               '{"user": id}, optional "k", "exclude_seen", "allow", "deny", "unknown_users"',
+                              "GET /recommend": "?user=id or ?history=id,id,id (oldest first), &k=10, "
+                              "the other fields as for POST (lists comma-separated)",
                               "POST /recommend/batch": '{"requests": [...], "k": ...}',
                               "GET /info": "the model and its artifact", "GET /health": "liveness"}}
 
@@ -114,11 +119,48 @@ def create_app(artifact: str | Path) -> Any:
     def recommend(req: RecommendRequest) -> dict[str, Any]:
         return answer([req], req)[0]
 
+    @app.get("/recommend")
+    def recommend_get(request: Request) -> dict[str, Any]:
+        # a browser / `curl URL?user=42&k=5`: the POST body's fields as query parameters,
+        # lists comma-separated (history=a,b,c); validated by the same model
+        fields: dict[str, Any] = {}
+        for key, value in request.query_params.items():
+            fields[key] = [v for v in value.split(",") if v] if key in _LIST_FIELDS else value
+        try:
+            req = RecommendRequest.model_validate(fields)
+        except ValidationError as exc:
+            raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
+        return answer([req], req)[0]
+
     @app.post("/recommend/batch")
     def recommend_batch(req: BatchRequest) -> dict[str, Any]:
         return {"results": answer(req.requests, req)}
 
     return app
+
+
+_LIST_FIELDS = ("history", "allow", "deny")
+
+
+class _JsonBody:
+    """ASGI middleware: a POST body sent without a JSON content type is read as JSON.
+
+    ``curl -d '{"user": 42}' URL`` sends ``application/x-www-form-urlencoded``, and FastAPI then
+    answers "Input should be a valid dictionary" for a body that is valid JSON: the commonest
+    first request. A body that is not JSON still gets FastAPI's JSON decode error."""
+
+    _REPLACED = (b"application/x-www-form-urlencoded", b"text/plain")
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            headers = [(k, v) for k, v in scope["headers"]
+                       if k.lower() != b"content-type" or not v.lower().startswith(self._REPLACED)]
+            if not any(k.lower() == b"content-type" for k, _ in headers):
+                scope = dict(scope, headers=[*headers, (b"content-type", b"application/json")])
+        await self.app(scope, receive, send)
 
 
 def _body(model: Any, rec: Any) -> dict[str, Any]:
