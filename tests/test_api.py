@@ -23,6 +23,9 @@ def test_train_evaluates_recommends_and_saves(log, tmp_path):
     assert isinstance(run, seqrec.TrainedRun) and run.model.name == "sasrec"
     assert 0.0 <= run.metrics["NDCG@10"] <= 1.0 and "NDCG@10" in run.valid_metrics
     assert run.record["epochs"] == 2 and run.out is None
+    # a notebook shows a line, not the whole record
+    assert repr(run) == (f"TrainedRun(sasrec on shop, leave-last-out: test NDCG@10 {run.metrics['NDCG@10']:.4f}, "
+                         f"HR@10 {run.metrics['HR@10']:.4f}; 2 epoch(s), stopped by epochs)")
     user = str(run.model.user_histories.raw[0])
     rec = run.recommend(user=user, k=3)
     assert len(rec.items) == 3 and all(isinstance(i, str) for i in rec.items)

@@ -67,6 +67,17 @@ class TrainedRun:
         (rec,) = batch.recommend_requests(self.model, [request], k, exclude_seen, allow, deny)
         return rec
 
+    def __repr__(self) -> str:
+        # the default dataclass repr prints the whole record (hundreds of numbers) in a notebook
+        rec = self.record
+        test = rec.get("metrics", {}).get("test", {})
+        shown = ", ".join(f"{k} {test[k]:.4f}" for k in ("NDCG@10", "HR@10") if k in test)
+        trained = f"; {rec['epochs']} epoch(s), stopped by {rec.get('stopped')}" if rec.get("epochs") else ""
+        where = f"; out={str(self.out)!r}" if self.out is not None else ""
+        data = Path(str(rec.get('dataset', '?'))).name.split('.')[0]  # a file: its name
+        return (f"TrainedRun({rec.get('model', self.experiment.model)} on {data}, "
+                f"{rec.get('protocol', '?')}: test {shown or 'no metrics'}{trained}{where})")
+
     def save(self, path: str | Path) -> Path:
         """Write the artifact (``seqrec recommend / serve / export`` and :func:`load` read it)."""
         self.model.save(path)
