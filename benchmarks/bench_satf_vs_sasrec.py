@@ -42,7 +42,7 @@ import time  # noqa: E402
 from dataclasses import asdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import tomllib  # noqa: E402
+from seqrec.config import tomllib  # noqa: E402  (tomli on Python 3.10)
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

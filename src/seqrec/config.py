@@ -16,7 +16,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-import tomllib
+try:  # Python 3.11+; tomli is the same parser for 3.10 (a dependency only there)
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from seqrec.data.preprocess import PreprocessConfig
 from seqrec.errors import ConfigError, did_you_mean
