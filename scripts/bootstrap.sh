@@ -15,8 +15,17 @@ CPU_INDEX=https://download.pytorch.org/whl/cpu
 say() { echo "bootstrap: $*"; }
 
 if [ ! -x .venv/bin/python ]; then
+  if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+    say "seqrec needs Python >= 3.10; '$PY' is $("$PY" --version 2>/dev/null || echo 'not found'): set PYTHON=/path/to/python3.X"
+    exit 1
+  fi
   say "creating the virtual environment .venv with $("$PY" --version 2>&1)"
-  "$PY" -m venv .venv
+  if ! "$PY" -m venv .venv; then
+    rm -rf .venv  # a half-made environment would pass the check above on the next run
+    say "could not create .venv: on Debian / Ubuntu install the venv module first" \
+        "(sudo apt install python3-venv), or set PYTHON to another interpreter"
+    exit 1
+  fi
   say "upgrading pip"
   .venv/bin/python -m pip install --quiet --upgrade pip
 else

@@ -67,3 +67,26 @@ def test_bootstrap_chooses_the_torch_index(tmp_path, gpu, reachable, cpu_fails, 
         assert "cannot be reached: falling back to the default index" in out
     if cpu_fails:
         assert "failed: falling back" in out
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("version_ok, venv_ok, expect", [
+    (False, True, "needs Python >= 3.10; '{py}' is Python 3.8.10: set PYTHON="),
+    (True, False, "sudo apt install python3-venv"),
+])
+def test_bootstrap_names_an_old_python_or_a_missing_venv_module(tmp_path, version_ok, venv_ok, expect):
+    """The first two things that fail on a fresh machine, each in one line that says what to do."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "bootstrap.sh", tmp_path / "scripts" / "bootstrap.sh")
+    py = tmp_path / "python3"
+    py.write_text("#!/usr/bin/env bash\n"
+                  'case "$1" in --version) echo "Python 3.8.10" ;;\n'
+                  f'  -c) exit {0 if version_ok else 1} ;;\n'
+                  # Debian's python3 without python3-venv: "ensurepip is not available"
+                  f'  -m) mkdir -p .venv/bin; {"touch .venv/bin/python; chmod +x .venv/bin/python" if venv_ok else "exit 1"} ;;\n'
+                  "esac\n")
+    py.chmod(0o755)
+    res = subprocess.run(["bash", "scripts/bootstrap.sh"], cwd=tmp_path, env={**os.environ, "PYTHON": str(py)},
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1 and expect.format(py=py) in res.stdout, res.stdout + res.stderr
+    assert not (tmp_path / ".venv").exists()  # nothing half-made for the next run to trust
