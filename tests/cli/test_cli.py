@@ -55,7 +55,7 @@ def test_describe_counts_repeats_and_says_when_the_filter_keeps_nothing(tmp_path
         (["train", "--set", "data.filter=bogus"], "filter"),
         (["train", "--set", "model.nonsense=1"], "valid keys"),
         (["train", "--config", "missing.toml"], "does not exist"),
-        (["recommend", "no/such/artifact", "1"], "not a seqrec artifact"),
+        (["recommend", "no/such/artifact", "1"], "no/such/artifact does not exist: pass the run directory"),
         # no empty progress bar before the error (the bar starts on the first byte)
         (["data", "download", "no-such-dataset"], "no download for dataset"),
     ],

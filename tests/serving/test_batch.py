@@ -62,6 +62,8 @@ def test_the_run_directory_stands_for_its_artifact_and_a_user_id_as_history_is_n
     assert "'c5' is a user id: for that user's stored history pass --user c5" in capsys.readouterr().out
     assert main(["recommend", str(tmp), "--user", "c5"]) == 2  # no model here, nor in tmp/model
     assert "not a seqrec artifact" in capsys.readouterr().err
+    assert main(["recommend", str(artifact / "model.json"), "--user", "c5", "-k", "3"]) == 0  # a file of it
+    assert capsys.readouterr().out == by_run
     model = Recommender.load(artifact.parent)  # the Python API takes the run directory too
     assert model.recommend([["sku1"]], k=3)[0].items == Recommender.load(artifact).recommend(
         [["sku1"]], k=3)[0].items

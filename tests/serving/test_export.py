@@ -139,3 +139,7 @@ def test_cli_export_reports_parity(tmp_path, capsys):
     assert out.stat().st_size > 1000 and "wrote torchscript graph of sasrec" in text
     diff = float(re.search(r"max \|score difference\| = (\S+)", text).group(1))
     assert diff < TOL
+    # without --out: beside the artifact, named for the model
+    assert main(["export", str(tmp_path / "art"), "--format", "torchscript", "--no-check"]) == 0
+    assert (tmp_path / "sasrec.pt").stat().st_size > 1000
+    assert f"to {tmp_path / 'sasrec.pt'}" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from seqrec.cli.table import format_table
 from seqrec.errors import ConfigError
@@ -24,7 +25,8 @@ def add_recommend_args(r: argparse.ArgumentParser) -> None:
 def add_export_args(x: argparse.ArgumentParser) -> None:
     x.add_argument("artifact")
     x.add_argument("--format", default="onnx", choices=["onnx", "torchscript"])
-    x.add_argument("--out", required=True, help="file to write (e.g. model.onnx)")
+    x.add_argument("--out", help="file to write (default: beside the artifact, in its run "
+                                 "directory: MODEL.onnx, or MODEL.pt for torchscript)")
     x.add_argument("--no-check", action="store_true",
                    help="skip the parity check of the exported scores against PyTorch")
 
@@ -88,7 +90,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from seqrec.serving.export import export_model, parity
 
     model = Recommender.load(args.artifact)
-    out = export_model(model, args.out, args.format)
+    target = args.out or Path(args.artifact).resolve().parent / (
+        f"{model.name}.{'onnx' if args.format == 'onnx' else 'pt'}")
+    out = export_model(model, target, args.format)
     print(f"wrote {args.format} graph of {model.name} to {out} "
           f"({out.stat().st_size / 1e6:.1f} MB; inputs: items [B, {model.config.max_len}])")
     if args.no_check:

@@ -92,8 +92,11 @@ def write_npz(directory: Path, name: str, arrays: dict[str, np.ndarray],
 
 def artifact_dir(path: str | Path) -> Path:
     """``path`` itself, or ``path/model`` when ``path`` is a ``seqrec train`` run directory: the
-    run directory is the one people remember, and ``seqrec train`` prints both."""
+    run directory is the one people remember, and ``seqrec train`` prints both; a file of an
+    artifact (``model/model.json``) stands for its directory."""
     path = Path(path)
+    if path.is_file() and (path.parent / META).is_file():  # a file of it (model.json, ...)
+        return path.parent
     if not (path / META).is_file() and (path / "model" / META).is_file():
         return path / "model"
     return path
@@ -148,6 +151,9 @@ def load_recommender(path: Path) -> Any:
 def read_meta(path: Path) -> dict[str, Any]:
     """The validated content of ``path/model.json``."""
     meta_path = path / META
+    if not path.exists():
+        raise DataError(f"{path} does not exist: pass the run directory `seqrec train` printed "
+                        "(seqrec runs lists them)")
     if not path.is_dir() or not meta_path.is_file():
         raise DataError(f"{path} is not a seqrec artifact (no {META})")
     raw = meta_path.read_bytes()[: MAX_META_BYTES + 1]
