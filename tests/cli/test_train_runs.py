@@ -144,6 +144,26 @@ def test_progress_lines_when_not_a_terminal(csv_path, tmp_path):
     assert result["stopped"] == "epochs"
 
 
+def test_sigterm_stops_train_like_ctrl_c_and_keeps_the_checkpoint(csv_path, tmp_path):
+    """`kill`, a container stop or a preemption: the checkpoint stays and the message says how
+    to resume (SIGTERM's default action ended the process without a word)."""
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "seqrec.cli.main", *_train_args(csv_path, out, 500)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (out / "checkpoint" / "last.pt").exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    time.sleep(0.3)  # mid-epoch, past the first checkpoint
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted: checkpoint in" in err and "rerun the same command to resume" in err
+    assert (out / "checkpoint" / "last.pt").exists()  # test_interrupted_train_resumes_exactly resumes it
+
+
 def test_demo_interrupted_leaves_only_complete_model_folders(tmp_path, capsys, monkeypatch):
     import seqrec.experiment as experiment
 

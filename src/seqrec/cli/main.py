@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 
 from seqrec import __version__
 from seqrec.errors import SeqRecError
@@ -171,12 +173,33 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    code = _run(args)
+    previous = _sigterm_as_interrupt()
+    try:
+        code = _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     # under torchrun: end without the interpreter's finalization, where gloo aborts now and then
     dist = sys.modules.get("seqrec.training.distributed")
     if dist is not None:
         dist.exit_if_left_group(code)
     return code
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:  # noqa: ARG001 - handler signature
+    raise KeyboardInterrupt
+
+
+def _sigterm_as_interrupt() -> object | None:
+    """``kill``, a container's stop or a scheduler's preemption send SIGTERM: treat it as Ctrl-C
+    (``train`` keeps its last checkpoint and says how to resume) rather than dying without a
+    word. Only where SIGTERM has its default action (a caller's handler is left alone; the
+    harness and the server install their own). Returns the handler to put back."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+    return signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
 def _run(args) -> int:
