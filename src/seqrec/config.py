@@ -50,8 +50,8 @@ class DataSection:
     """Field separator of a text file ('' = from the extension; 'tab' or '\\t' for a tab, 'space' for a space)."""
     names: str = ""
     """Comma-separated column names of a file without a header line ('' = it has one)."""
-    time_unit: str = "s"
-    """Numeric timestamps in 's', 'ms' or 'us'; 'iso' for text dates ('s' reads dates too)."""
+    time_unit: str = "auto"
+    """Numeric timestamps in 's', 'ms', 'us' or 'ns'; 'auto' = seconds, or the unit their size implies (past the year 5000 as seconds), with a note; 'iso' for text dates (every unit reads dates too)."""
     time_format: str = ""
     """strftime format of text timestamps ('' = ISO dates and datetimes)."""
     item_file: str = ""
@@ -81,7 +81,7 @@ class DataSection:
         if self.names:
             opts["names"] = [n.strip() for n in self.names.split(",")]
             opts["has_header"] = False
-        if self.time_unit != "s":
+        if self.time_unit != "auto":
             opts["timestamp_unit"] = self.time_unit
         if self.time_format:
             opts["time_format"] = self.time_format
@@ -101,7 +101,7 @@ class DataSection:
         self.read_options()  # validates the mappings
 
 
-TIME_UNITS = ("s", "ms", "us", "iso")
+TIME_UNITS = ("auto", "s", "ms", "us", "ns", "iso")
 
 
 def _mapping(text: str, key: str, none_ok: bool = False) -> dict[str, str | None]:

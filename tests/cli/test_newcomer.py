@@ -26,8 +26,8 @@ def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsy
              "--set", "model.name=sasrec", "--set", "model.dim=16", "--set", "model.max_len=20",
              "--set", "train.epochs=3", "--set", "train.num_threads=1", "--out", str(tmp_path / "run")]
 
-    # 1. forgetting the unit: refused, with the key to set
-    assert main(train) == 2
+    # 1. the wrong unit: refused, with the key to set (left out, the unit follows from the size)
+    assert main(train[:3] + ["--set", "data.time_unit=s"] + train[3:]) == 2
     err = capsys.readouterr().err
     assert "milliseconds" in err and "data.time_unit=ms" in err
     assert not (tmp_path / "run" / "model").exists()
@@ -141,9 +141,9 @@ def test_a_closed_pipe_on_stdout_ends_quietly():
 def test_data_describe_reads_an_own_file_with_the_train_keys(tmp_path, capsys):
     csv = tmp_path / "shop.csv"
     write_log_csv(csv, n_users=12, n_items=10, columns=("customer", "sku", "ts"), time_unit="ms")
-    assert main(["data", "describe", str(csv)]) == 2  # columns guessed; the unit is not
+    assert main(["data", "describe", str(csv), "--set", "data.time_unit=s"]) == 2  # a wrong unit
     assert "looks like Unix millisecon" in capsys.readouterr().err
-    assert main(["data", "describe", str(csv), "--set", "data.time_unit=ms"]) == 0
+    assert main(["data", "describe", str(csv)]) == 0  # columns guessed, the unit from the size
     out = capsys.readouterr().out
     assert "columns         user=customer, item=sku, timestamp=ts" in out
     assert main(["data", "describe", str(csv), "--set", "data.columns=user=customer,item=sku,timestamp=ts",

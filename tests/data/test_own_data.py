@@ -37,15 +37,18 @@ def test_bad_data_keys_are_config_errors(bad):
     assert "\n" not in str(err.value)
 
 
-def test_milliseconds_read_as_seconds_are_refused_with_a_hint(tmp_path):
+def test_milliseconds_are_read_as_such_by_default_and_refused_as_explicit_seconds(tmp_path):
     write_log_csv(tmp_path / "log.csv", time_unit="ms")
     with pytest.raises(DataError) as err:
-        _load(DataSection(name=str(tmp_path / "log.csv"), columns=COLS))
+        _load(DataSection(name=str(tmp_path / "log.csv"), columns=COLS, time_unit="s"))
     msg = str(err.value)
     assert "milliseconds" in msg and "data.time_unit=ms" in msg and "event_ms" in msg
-    inter = _load(DataSection(name=str(tmp_path / "log.csv"), columns=COLS, time_unit="ms"))
-    # 2021-01-01 .. a few days later, in seconds
-    assert 1_609_459_200 <= inter.timestamp.min() and inter.timestamp.max() < 1_609_459_200 + 10 * 86400
+    for unit in ("auto", "ms"):
+        inter = _load(DataSection(name=str(tmp_path / "log.csv"), columns=COLS, time_unit=unit))
+        # 2021-01-01 .. a few days later, in seconds
+        assert 1_609_459_200 <= inter.timestamp.min() and inter.timestamp.max() < 1_609_459_200 + 10 * 86400
+        implied = " (their size: past the year 5000 as seconds)" if unit == "auto" else ""
+        assert f"timestamps read as milliseconds{implied}, stored as Unix seconds" in inter.notes
 
 
 def test_units_agree_seconds_milliseconds_iso(tmp_path):
@@ -62,12 +65,17 @@ def test_units_agree_seconds_milliseconds_iso(tmp_path):
         _load(DataSection(name=str(tmp_path / "s.csv"), columns=COLS, time_unit="iso"))
 
 
-def test_microseconds_are_named_too(tmp_path):
-    path = tmp_path / "us.csv"
-    path.write_text("user_id,item_id,timestamp\n1,2,1609459200000000\n1,3,1609459201000000\n")
-    with pytest.raises(DataError, match="microseconds.*time_unit=us"):
-        load(path)
-    assert load(path, timestamp_unit="us").timestamp.tolist() == [1609459200, 1609459201]
+def test_microseconds_and_nanoseconds_are_told_by_their_size(tmp_path):
+    for unit, scale in (("us", 10**6), ("ns", 10**9)):
+        path = tmp_path / f"{unit}.csv"
+        path.write_text(f"user_id,item_id,timestamp\n1,2,{1609459200 * scale}\n1,3,{1609459201 * scale}\n")
+        with pytest.raises(DataError, match=f"{'micro' if unit == 'us' else 'nano'}seconds.*time_unit={unit}"):
+            load(path, timestamp_unit="s")
+        assert load(path).timestamp.tolist() == load(path, timestamp_unit=unit).timestamp.tolist() == [1609459200, 1609459201]
+    seconds = tmp_path / "s.csv"  # plain seconds stay seconds
+    seconds.write_text("user_id,item_id,timestamp\n1,2,1609459200\n1,3,1609459201\n")
+    assert load(seconds).timestamp.tolist() == [1609459200, 1609459201]
+    assert not any("timestamps read as" in n for n in load(seconds).notes)
 
 
 def test_file_order_without_timestamps_and_headerless_tab_file(tmp_path):

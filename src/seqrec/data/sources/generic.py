@@ -12,9 +12,11 @@ word when only one column does (``CustomerID``, ``StockCode``, ``InvoiceDate``: 
 :data:`KEYWORDS`; the mapping read is among the notes, and ``seqrec data describe`` shows it).
 Integer ids are kept; string ids are
 factorized (item strings kept as ``items["raw_id"]``). Timestamps may be Unix seconds, floats
-(floored), dates or datetimes (``time_format`` for text); ``timestamp_unit="ms"`` / ``"us"``
-divide by 1000 / 10^6, ``"iso"`` requires text dates. Numeric values read as seconds that only
-make sense as milliseconds (past the year 5000) are refused with a hint. A file without a
+(floored), dates or datetimes (``time_format`` for text); ``timestamp_unit="ms"`` / ``"us"`` /
+``"ns"`` divide by 10^3 / 10^6 / 10^9, ``"iso"`` requires text dates. The default, ``"auto"``,
+reads numbers as seconds unless only a finer unit makes sense of them (past the year 5000 as
+seconds: milliseconds, microseconds or nanoseconds by their size; a note says so); an explicit
+``"s"`` refuses such numbers with a hint. A file without a
 timestamp column is refused unless ``columns={"timestamp": None}`` says that its row order is
 the time order (then ``has_time=False`` and timestamp = row number).
 
@@ -52,7 +54,8 @@ ITEM_ALIASES: dict[str, tuple[str, ...]] = {
     "title": ("title", "Title", "name", "item_name", "product_name", "movie_title"),
     "categories": ("categories", "category", "genres", "genre", "tags"),
 }
-TIME_UNITS = ("s", "ms", "us", "iso")
+TIME_UNITS = ("auto", "s", "ms", "us", "ns", "iso")
+_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 # 10^11 s is the year 5138, while every millisecond timestamp after March 1973 exceeds it.
 SECONDS_MAX = 10**11
 TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t"}
@@ -268,7 +271,7 @@ def read_file(
     has_header: bool = True,
     names: list[str] | None = None,
     time_format: str | None = None,
-    timestamp_unit: str = "s",
+    timestamp_unit: str = "auto",
     name: str | None = None,
     item_file: str | Path | None = None,
     item_columns: Mapping[str, str] | None = None,
@@ -284,8 +287,9 @@ def read_file(
         has_header: whether a text file has a header line; if not, give ``names``.
         names: column names for a file without a header.
         time_format: strftime format of a text timestamp column (default: ISO dates).
-        timestamp_unit: ``"s"``, ``"ms"`` or ``"us"`` for numeric timestamps, ``"iso"`` for
-            text dates only (``"s"`` also accepts dates).
+        timestamp_unit: ``"auto"`` (seconds unless their size implies a finer unit), ``"s"``,
+            ``"ms"``, ``"us"`` or ``"ns"`` for numeric timestamps, ``"iso"`` for text dates only
+            (the others accept dates too).
         name: dataset name (default: the file name without extensions).
         item_file: optional item-metadata file (see :func:`read_items`).
         item_columns: role -> column of ``item_file`` (``item``, ``title``, ``categories``).
@@ -307,7 +311,7 @@ def read_json(
     path: str | Path,
     columns: Mapping[str, str | None] | None = None,
     time_format: str | None = None,
-    timestamp_unit: str = "s",
+    timestamp_unit: str = "auto",
     name: str | None = None,
     item_file: str | Path | None = None,
     item_columns: Mapping[str, str] | None = None,
@@ -339,7 +343,7 @@ def read_frame(
     frame: Any,
     columns: Mapping[str, str | None] | None = None,
     time_format: str | None = None,
-    timestamp_unit: str = "s",
+    timestamp_unit: str = "auto",
     name: str = "frame",
     item_file: str | Path | None = None,
     item_columns: Mapping[str, str] | None = None,
@@ -376,16 +380,17 @@ def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, colu
     roles = _resolve(columns, df.columns, source)
     user, user_raw = _io.ids(df, roles["user"], source, has_header)
     item, raw = _io.ids(df, roles["item"], source, has_header)
-    ts = None
+    ts, used = None, "s"
     if "timestamp" in roles:
-        ts = _timestamps(df, roles["timestamp"], source, time_format, has_header, timestamp_unit)
+        ts, used = _timestamps(df, roles["timestamp"], source, time_format, has_header, timestamp_unit)
     rating = None
     if "rating" in roles:
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
     notes = [f"{read_note} ({mapping})"]
-    if timestamp_unit != "s" and ts is not None:
-        notes.append(f"timestamps read as {timestamp_unit}, stored as Unix seconds")
+    if ts is not None and used not in ("s", "iso"):
+        implied = " (their size: past the year 5000 as seconds)" if timestamp_unit == "auto" else ""
+        notes.append(f"timestamps read as {_UNIT_WORDS[used]}{implied}, stored as Unix seconds")
     items = None
     if item_file is not None:
         meta = read_items(item_file, item_columns)
@@ -398,29 +403,35 @@ def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, colu
                      items=items, item_raw=raw, notes=tuple(notes), user_raw=user_raw)
 
 
-def _timestamps(df, col, source, time_format, has_header, unit) -> np.ndarray:
-    """Unix seconds of ``col`` read in ``unit``; seconds that can only be milliseconds are
-    refused (a log read as seconds would put every event thousands of years ahead)."""
+def _timestamps(df, col, source, time_format, has_header, unit) -> tuple[np.ndarray, str]:
+    """Unix seconds of ``col`` read in ``unit``, and the unit used. ``"auto"``: seconds, or for
+    numbers that can only be a finer unit (seconds past the year 5000: 10^11, while every
+    millisecond time after March 1973 exceeds it) the unit their size implies. An explicit
+    ``"s"`` refuses such numbers (a log read as seconds would put every event thousands of
+    years ahead)."""
     numeric = df[col].dtype.is_numeric() or (
         df[col].dtype == pl.String and df[col].str.to_integer(strict=False).null_count() == 0)
     if unit == "iso" and numeric:
         raise DataError(f"{source}: column '{col}' holds numbers, not dates; set the time unit "
-                        "to 's', 'ms' or 'us' (data.time_unit)")
+                        "to 's', 'ms', 'us' or 'ns' (data.time_unit)")
     ts = _io.seconds(df, col, source, time_format, has_header)
     if not numeric:
-        return ts
-    if unit in ("ms", "us"):
-        return np.floor_divide(ts, 1000 if unit == "ms" else 1_000_000)
+        return ts, "s"
     top = int(ts.max())
-    if top >= SECONDS_MAX:
-        guess = "microseconds" if top >= SECONDS_MAX * 1000 else "milliseconds"
-        hint = "us" if guess == "microseconds" else "ms"
+    implied = next(u for u, limit in (("s", 1), ("ms", 1000), ("us", 10**6), ("ns", 10**9))
+                   if top < SECONDS_MAX * limit or u == "ns")
+    if unit == "auto":
+        unit = implied
+    elif unit == "s" and implied != "s":
         raise DataError(
-            f"{source}: column '{col}' looks like Unix {guess}, not seconds (largest value "
-            f"{top} would be past the year 5000 as seconds); set data.time_unit={hint} "
-            f"(read_file(..., timestamp_unit='{hint}'))"
+            f"{source}: column '{col}' looks like Unix {_UNIT_WORDS[implied]}, not seconds (largest "
+            f"value {top} would be past the year 5000 as seconds); set data.time_unit={implied} "
+            f"(read_file(..., timestamp_unit='{implied}'))"
         )
-    return ts
+    return (ts if unit in ("s", "iso") else np.floor_divide(ts, _PER_SECOND[unit])), unit
+
+
+_UNIT_WORDS = {"ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
 
 
 def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
