@@ -270,3 +270,19 @@ def test_slash_dates_are_read_in_the_order_the_values_allow_and_ambiguity_is_ref
         load(log("13/02/2020", "31/02/2020"))
     with pytest.raises(DataError, match="got '02/13/2020' at line 3"):  # orders mixed in one file
         load(log("13/02/2020", "02/13/2020"))
+
+
+def test_repeated_header_lines_of_joined_files_are_skipped_with_a_warning(tmp_path, caplog):
+    """`cat jan.csv feb.csv > log.csv` repeats the header; it is not a row ('timestamp' is no time)."""
+    part = "user,item,timestamp\r\n1,2,10\r\n1,3,11\r\n"
+    path = tmp_path / "log.csv"
+    path.write_text(part + part.replace("1,", "2,"), newline="")
+    with caplog.at_level("WARNING"):
+        inter = load(str(path))
+    assert inter.user.tolist() == [1, 1, 2, 2] and inter.item.tolist() == [2, 3, 2, 3]
+    assert "skipped 1 repeated header line(s), the first at line 4" in caplog.text
+    caplog.clear()
+    path.write_text(part)  # one header: nothing said, nothing copied
+    with caplog.at_level("WARNING"):
+        assert load(str(path)).item.tolist() == [2, 3]
+    assert "header" not in caplog.text

@@ -131,6 +131,24 @@ def _as_utf8(data: bytes, path: Path, encoding: str | None = None) -> bytes:
     return data
 
 
+def _drop_repeated_header(data: bytes, source: str) -> bytes:
+    """``data`` without later copies of its header line: files joined with ``cat a.csv b.csv``
+    repeat it, and the copy read as a row stopped the load at 'timestamp' is not a time. The
+    file is copied only when it holds such a line."""
+    head = data.split(b"\n", 1)[0].rstrip(b"\r")
+    if not head.strip() or b"\n" + head not in data:
+        return data
+    lines = data.split(b"\n")
+    kept = [lines[0]] + [ln for ln in lines[1:] if ln.rstrip(b"\r") != head]
+    dropped = len(lines) - len(kept)
+    if dropped:
+        first = next(i for i, ln in enumerate(lines[1:], 2) if ln.rstrip(b"\r") == head)
+        log.warning("%s: skipped %d repeated header line(s), the first at line %d (files joined "
+                    "with their headers?); line numbers after it count without them",
+                    source, dropped, first)
+    return b"\n".join(kept)
+
+
 def _first_line(msg: str) -> str:
     return next((ln.strip() for ln in str(msg).splitlines() if ln.strip()), str(msg))
 
@@ -181,6 +199,8 @@ def read_table(
         data = data.replace(sep.encode(), _UNIT_SEP.encode())
         sep, quote = _UNIT_SEP, None
     data = drop_blank_tail(data, sep)
+    if header:
+        data = _drop_repeated_header(data, source)
     dtypes = dict(dtypes or {})
     kwargs: dict = dict(separator=sep, has_header=header, quote_char=quote, infer_schema_length=10000)
     if not header:
