@@ -286,3 +286,18 @@ def test_repeated_header_lines_of_joined_files_are_skipped_with_a_warning(tmp_pa
     with caplog.at_level("WARNING"):
         assert load(str(path)).item.tolist() == [2, 3]
     assert "header" not in caplog.text
+
+
+def test_rows_with_an_empty_user_item_or_time_are_skipped_with_a_warning(tmp_path, caplog):
+    """An export's guest checkouts (no customer) or deleted products: skipped and counted, not
+    a stop; when half the rows or more are empty the column is suspect and the error stays."""
+    path = tmp_path / "orders.csv"
+    path.write_text("customer,sku,ts\n1,a,10\n,b,11\n1,c,12\n2,a,13\n2,,14\n2,c,\n3,a,16\n")
+    with caplog.at_level("WARNING"):
+        inter = load(str(path))
+    assert inter.user.tolist() == [1, 1, 2, 3] and inter.timestamp.tolist() == [10, 12, 13, 16]
+    note = "3 of 7 rows skipped: an empty user, item or time (customer 1, sku 1, ts 1; the first at line 3)"
+    assert note in inter.notes and note in caplog.text
+    path.write_text("customer,sku,ts\n1,a,10\n,b,11\n,c,12\n2,a,13\n")
+    with pytest.raises(DataError, match="column 'customer' is empty at line 3 \\(2 empty values\\)"):
+        load(str(path))

@@ -27,6 +27,7 @@ of a trained model and are shown by ``seqrec recommend`` and the HTTP service.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ import polars as pl
 from seqrec.data.interactions import Interactions
 from seqrec.data.sources import _io
 from seqrec.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
 
 ROLES = ("user", "item", "timestamp", "rating")
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -378,6 +381,7 @@ def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, colu
                   time_format, timestamp_unit, item_file, item_columns) -> Interactions:
     """The roles of ``df`` as :class:`Interactions` (shared by files and in-memory tables)."""
     roles = _resolve(columns, df.columns, source)
+    df, skipped = _without_incomplete_rows(df, roles, source, has_header)
     user, user_raw = _io.ids(df, roles["user"], source, has_header)
     item, raw = _io.ids(df, roles["item"], source, has_header)
     ts, used = None, "s"
@@ -387,7 +391,7 @@ def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, colu
     if "rating" in roles:
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
-    notes = [f"{read_note} ({mapping})"]
+    notes = [f"{read_note} ({mapping})", *skipped]
     if ts is not None and used not in ("s", "iso"):
         implied = " (their size: past the year 5000 as seconds)" if timestamp_unit == "auto" else ""
         notes.append(f"timestamps read as {_UNIT_WORDS[used]}{implied}, stored as Unix seconds")
@@ -401,6 +405,24 @@ def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, colu
                      f"{len(np.unique(item))} items described")
     return _io.build(name, user, item, ts, rating=rating,
                      items=items, item_raw=raw, notes=tuple(notes), user_raw=user_raw)
+
+
+def _without_incomplete_rows(df: pl.DataFrame, roles: dict[str, str], source: str,
+                             has_header: bool) -> tuple[pl.DataFrame, list[str]]:
+    """``df`` without the rows whose user, item or time is empty (an export's guest checkouts,
+    a product since deleted), with a warning and a note; when they are half the rows or more the
+    column is more likely the wrong one, and the error naming the first empty value stays."""
+    cols = [roles[r] for r in ("user", "item", "timestamp") if r in roles]
+    empty = df.select(pl.any_horizontal([pl.col(c).is_null() for c in cols])).to_series()
+    n = int(empty.sum())
+    if n == 0 or 2 * n >= df.height:
+        return df, []
+    first = int(empty.arg_max()) + 1 + int(has_header)
+    by_col = ", ".join(f"{c} {df[c].null_count()}" for c in cols if df[c].null_count())
+    note = (f"{n} of {df.height} rows skipped: an empty user, item or time ({by_col}; the first at "
+            f"line {first})")
+    log.warning("%s: %s; line numbers after it count without them", source, note)
+    return df.filter(~empty), [note]
 
 
 def _timestamps(df, col, source, time_format, has_header, unit) -> tuple[np.ndarray, str]:
