@@ -267,6 +267,12 @@ def test_generic_tsv_aliases_no_time_and_parquet(tmp_path):
     pl.DataFrame({"userId": [1, 2], "movieId": [5, 6], "ts": [1000_000, 2000_000]}).write_parquet(pq)
     inter = load(pq, columns={"timestamp": "ts"}, timestamp_unit="ms")
     assert inter.timestamp.tolist() == [1000, 2000] and inter.has_time
+    # pandas' "category" columns arrive as Categorical / Enum: ids like strings
+    cat = tmp_path / "cat.parquet"
+    pl.DataFrame({"user": ["b", "a", "b"], "item": ["x", "y", "x"], "ts": [1, 2, 3]}).with_columns(
+        pl.col("user").cast(pl.Categorical), pl.col("item").cast(pl.Enum(["y", "x"]))).write_parquet(cat)
+    inter = load(cat)
+    assert inter.user.tolist() == [1, 0, 1] and inter.items["raw_id"].tolist() == ["x", "y"]
 
 
 def test_generic_bom_and_latin1(tmp_path):

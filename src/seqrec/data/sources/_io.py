@@ -290,6 +290,8 @@ def ids(df: pl.DataFrame, col: str, source: str, header: bool = True) -> tuple[n
     leading zeros such as Amazon ASINs keep their exact spelling)."""
     no_nulls(df, col, source, header)
     s = df[col]
+    if isinstance(s.dtype, (pl.Categorical, pl.Enum)):  # pandas' "category" in a parquet file
+        s = s.cast(pl.String)
     if s.dtype.is_integer():
         return s.cast(pl.Int64).to_numpy(), None
     if s.dtype.is_float():
@@ -330,6 +332,8 @@ def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, hea
     format for text; None tries ISO dates/datetimes)."""
     no_nulls(df, col, source, header)
     s = df[col]
+    if isinstance(s.dtype, (pl.Categorical, pl.Enum)):  # pandas' "category" in a parquet file
+        s = s.cast(pl.String)
     if s.dtype.is_integer():
         return s.cast(pl.Int64).to_numpy()
     if s.dtype.is_float():
