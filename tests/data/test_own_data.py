@@ -2,6 +2,7 @@
 file order without timestamps, item metadata, and milliseconds refused as seconds."""
 
 import numpy as np
+import polars as pl
 import pytest
 
 from seqrec.config import DataSection, load_experiment
@@ -301,3 +302,46 @@ def test_rows_with_an_empty_user_item_or_time_are_skipped_with_a_warning(tmp_pat
     path.write_text("customer,sku,ts\n1,a,10\n,b,11\n,c,12\n2,a,13\n")
     with pytest.raises(DataError, match="column 'customer' is empty at line 3 \\(2 empty values\\)"):
         load(str(path))
+
+
+def test_a_folder_of_part_files_reads_as_one_log(tmp_path):
+    """Spark / Hive output (part-*.parquet, _SUCCESS) or monthly CSV exports: one log, in name
+    order; a bad value is named by its part and that part's line."""
+    whole = "user,item,timestamp\nu1,a,1\nu1,b,2\nu2,a,3\nu2,c,4\nu3,b,5\n"
+    expected = load(write_text(tmp_path / "whole.csv", whole))
+    parts = tmp_path / "export"
+    parts.mkdir()
+    lines = whole.splitlines()
+    write_text(parts / "part-0.csv", "\n".join(lines[:3]) + "\n")
+    write_text(parts / "part-1.csv.gz", None, gzip_text="\n".join([lines[0], *lines[3:]]) + "\n")
+    write_text(parts / "_SUCCESS", "")
+    inter = load(str(parts))
+    assert (inter.user.tolist(), inter.item.tolist(), inter.timestamp.tolist()) == (
+        expected.user.tolist(), expected.item.tolist(), expected.timestamp.tolist())
+    assert any(n.startswith("read 2 part files of export/ (part-0.csv .. part-1.csv.gz)") for n in inter.notes)
+    pq = tmp_path / "pq"
+    pq.mkdir()
+    frame = pl.read_csv(tmp_path / "whole.csv")
+    frame[:2].write_parquet(pq / "part-00000.parquet")
+    frame[2:].write_parquet(pq / "part-00001.parquet")
+    assert load(str(pq)).timestamp.tolist() == expected.timestamp.tolist()
+    write_text(parts / "part-2.csv", "user,item,timestamp\nu4,a,6\nu4,b,later\n")
+    with pytest.raises(DataError, match="got 'later' at line 3 of part-2.csv"):
+        load(str(parts))
+    write_text(parts / "part-2.csv", "customer,sku\n1,2\n")
+    with pytest.raises(DataError, match="part-2.csv"):
+        load(str(parts))
+    (parts / "part-2.csv").unlink()
+    write_text(parts / "notes.md", "x")
+    with pytest.raises(DataError, match="not a folder of part files of one log.*notes.md"):
+        load(str(parts))
+
+
+def write_text(path, text, gzip_text=None):
+    import gzip
+
+    if gzip_text is not None:
+        path.write_bytes(gzip.compress(gzip_text.encode()))
+    else:
+        path.write_text(text)
+    return path

@@ -272,8 +272,10 @@ def _load_path(path: Path, options: dict[str, Any]) -> Interactions:
     from seqrec.data.sources import _io, generic, movielens
 
     if path.is_dir():
-        _no_options(options, path.name)
-        return movielens.read_movielens_dir(path)
+        if any((path / f).is_file() for f in ("u.data", "ratings.dat", "ratings.csv")):
+            _no_options(options, path.name)
+            return movielens.read_movielens_dir(path)
+        return generic.read_parts(path, **options)  # a folder of part files of one log
     plain, _ = _io.strip_compression(path)
     if plain == "u.data" or plain == "ratings.dat":
         _no_options(options, plain)
@@ -311,7 +313,8 @@ def load(
     """Load a named dataset, a file, or an in-memory table.
 
     Args:
-        name_or_path: a name from :func:`dataset_names`, a path (file or GroupLens folder), or
+        name_or_path: a name from :func:`dataset_names`, a path (a file, a GroupLens folder or
+            a folder of part files of one log, :func:`.generic.read_parts`), or
             a Polars / pandas DataFrame or dict of columns (read by :func:`.generic.read_frame`
             with the file options that apply: ``columns``, ``timestamp_unit``, ...).
         root: shared data folder for names (default: see the module docstring).

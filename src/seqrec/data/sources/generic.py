@@ -310,6 +310,72 @@ def read_file(
                          columns, has_header, time_format, timestamp_unit, item_file, item_columns)
 
 
+def read_parts(
+    folder: str | Path,
+    columns: Mapping[str, str | None] | None = None,
+    sep: str | None = None,
+    has_header: bool = True,
+    names: list[str] | None = None,
+    time_format: str | None = None,
+    timestamp_unit: str = "auto",
+    name: str | None = None,
+    item_file: str | Path | None = None,
+    item_columns: Mapping[str, str] | None = None,
+) -> Interactions:
+    """A folder of part files of one log (Spark / Hive / Dask output: ``part-00000.parquet``,
+    monthly ``.csv`` exports), read as one file in name order: every part of one format
+    (``.csv`` / ``.tsv`` / ``.txt`` / ``.dat`` / ``.parquet``, optionally compressed) and the
+    same columns; hidden files and ``_SUCCESS``-style markers are ignored. The options are
+    :func:`read_file`'s, applied to each part. A bad value is named by its part and line."""
+    folder = Path(folder)
+    parts = [p for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith((".", "_"))]
+    kinds = {_part_kind(p) for p in parts}
+    if not parts or None in kinds:
+        other = sorted(p.name for p in parts if _part_kind(p) is None)[:3]
+        raise DataError(f"{folder} holds no MovieLens ratings file (u.data, ratings.dat, ratings.csv) "
+                        "and is not a folder of part files of one log (.csv, .tsv, .parquet, ...)"
+                        + (f": it also holds {', '.join(other)}" if other else ": it is empty"))
+    if len(kinds) > 1:
+        raise DataError(f"{folder} mixes part formats ({', '.join(sorted(kinds))}): keep one")
+    frames, guessed, ends = [], set(), []
+    for part in parts:
+        df, has_header_part, g = _frame(part, sep, has_header, names, columns)
+        frames.append(df)
+        guessed.update(g)
+        ends.append((ends[-1] if ends else 0) + df.height)
+    try:
+        df = pl.concat(frames, how="vertical_relaxed")
+    except pl.exceptions.PolarsError:
+        differ = next(p.name for p, f in zip(parts, frames, strict=True) if f.columns != frames[0].columns)
+        raise DataError(f"{folder}: {differ} has other columns than {parts[0].name} "
+                        f"({', '.join(frames[0].columns)}): the parts of one log share them") from None
+    note = (f"read {len(parts)} part files of {folder.name}/ ({parts[0].name} .. {parts[-1].name})"
+            + "".join(f" [{g}]" for g in sorted(guessed)))
+    try:
+        return _interactions(df, str(folder), name or folder.name, note, columns, has_header_part,
+                             time_format, timestamp_unit, item_file, item_columns)
+    except DataError as exc:  # "line N" of the joined table -> the part and its own line
+        raise DataError(_part_line(str(exc), parts, ends, has_header_part)) from None
+
+
+def _part_kind(path: Path) -> str | None:
+    plain, _ = _io.strip_compression(path)
+    ext = Path(plain).suffix.lower()
+    return ("parquet" if ext in PARQUET_EXT else ext) if ext in TEXT_EXT or ext in PARQUET_EXT else None
+
+
+def _part_line(message: str, parts: list[Path], ends: list[int], has_header: bool) -> str:
+    import re
+
+    match = re.search(r"\bline (\d+)", message)
+    if match is None:
+        return message
+    row = int(match.group(1)) - 1 - int(has_header)  # 0-based row of the joined table
+    i = next((j for j, end in enumerate(ends) if row < end), len(ends) - 1)
+    local = row - (ends[i - 1] if i else 0) + 1 + int(has_header)
+    return message[: match.start()] + f"line {local} of {parts[i].name}" + message[match.end():]
+
+
 def read_json(
     path: str | Path,
     columns: Mapping[str, str | None] | None = None,
