@@ -10,9 +10,9 @@ training + validation items, same model). After every epoch a Lightning callback
 validation lists too (its time is excluded from the training clock), so that the harness draws
 the validation curve with seqrec's evaluator; past ``args["deadline"]`` (Unix seconds) it stops
 training after the current epoch (``stopped = "deadline"``; ``"interrupted"`` when the harness
-was asked to stop or the worker got a signal, ``peer_stop``), saving that epoch as a Lightning
-checkpoint (``ckpt/last.pth``: weights, Adam state, epoch and step counters) and its clock and
-curve (``worker_state.json``). The next call in the same directory resumes from it: RecTools
+was asked to stop or the worker got a signal, ``peer_stop``). Every epoch is saved as a Lightning
+checkpoint (``ckpt/last.pth``: weights, Adam state, epoch and step counters) with its clock and
+curve (``worker_state.json``), so a worker killed outright loses at most one epoch. The next call in the same directory resumes from it: RecTools
 builds its model and trainer as usual, and the trainer's ``fit`` is handed the checkpoint
 (``ckpt_path``), which is Lightning's own resume; the module is marked fitted so that RecTools'
 start-of-training initialization keeps the restored weights. Not bit-exact: RNG states are not saved, so the
@@ -23,6 +23,7 @@ than a replay of epoch 1's).
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import time
@@ -113,9 +114,22 @@ def main(work: Path, out: Path, args: dict) -> None:
             if why and clock["epoch"] < args["epochs"]:
                 clock["stopped"] = why
                 trainer.should_stop = True
-                trainer.save_checkpoint(last_ckpt)
-                saved.write_text(json.dumps({"clock": {k: v for k, v in clock.items() if k != "start"},
-                                             "curve": curve}))
+            if clock["epoch"] < args["epochs"]:
+                # every epoch, not only at a stop: a worker killed outright (SIGKILL, the machine
+                # lost) resumes from its last epoch instead of the last clean stop (hours earlier
+                # on ML-1M); 3.4 MB per 137 s epoch there, outside the training clock
+                save_state(trainer)
+
+    def save_state(trainer) -> None:
+        """The checkpoint and the clock / curve, each written whole then renamed into place (a
+        kill mid-write leaves the previous epoch's pair); the checkpoint goes first, and the two
+        renames are adjacent."""
+        tmp_ckpt, tmp_state = last_ckpt.with_suffix(".tmp"), saved.with_suffix(".tmp")
+        trainer.save_checkpoint(tmp_ckpt)
+        tmp_state.write_text(json.dumps({"clock": {k: v for k, v in clock.items() if k != "start"},
+                                         "curve": curve}))
+        os.replace(tmp_ckpt, last_ckpt)
+        os.replace(tmp_state, saved)
 
     class ResumingTrainer(Trainer):
         """RecTools calls ``fit(module, train_loader, val_loader)``: resume from the checkpoint."""
