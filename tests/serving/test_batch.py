@@ -183,3 +183,17 @@ def test_a_request_file_without_a_user_column_lists_the_file_own_header(tmp_path
     path.write_text("CustomerID,product_sku,ts\nc1,a,1\nc1,b,2\n")  # names a log reader guesses
     (req,) = read_requests(path)
     assert req.key == "c1" and req.history == ["a", "b"]
+
+
+def test_the_example_query_of_serve_is_a_stored_user(run):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from seqrec.serving.service import create_app
+
+    _, artifact, _ = run
+    app = create_app(artifact)
+    user = str(Recommender.load(artifact).user_histories.raw[0])
+    assert app.state.example_query == f"user={user}&k=5"
+    body = TestClient(app).get(f"/recommend?{app.state.example_query}").json()
+    assert len(body["items"]) == 5 and body["fallback"] is None

@@ -59,6 +59,9 @@ def test_get_with_query_parameters_and_a_body_without_json_content_type(artifact
     got = client.get("/recommend", params={"history": "102,999", "k": "2", "deny": "104"}).json()
     assert (got["items"], got["scores"], got["skipped_unknown"]) == (post["items"], post["scores"], 1)
     assert got["items"] and got["skipped_ids"] == [{"id": "999", "reason": "never_seen"}]  # as sent
+    app = create_app(artifact)  # the example `seqrec serve` prints works on this artifact
+    assert app.state.example_query == "history=102&k=5"  # no stored users: the most popular item
+    assert TestClient(app).get(f"/recommend?{app.state.example_query}").status_code == 200
     err = client.get("/recommend", params={"hist": "102"})
     assert err.status_code == 422 and err.json()["detail"][0]["loc"] == ["query", "hist"]
     assert client.get("/recommend", params={"k": "x"}).status_code == 422

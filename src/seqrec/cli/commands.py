@@ -391,6 +391,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     _check_listen(args.host, args.port)
     app = create_app(args.artifact)  # a damaged artifact fails here, before the server starts
+    shown = "localhost" if args.host in ("0.0.0.0", "::", "127.0.0.1") else args.host
+    url = f"http://{shown}:{args.port}"
+    print(f"serving {args.artifact} on {url} (API docs: {url}/docs); try:\n"
+          f"  curl '{url}/recommend?{app.state.example_query}'", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port)
     return 0
 

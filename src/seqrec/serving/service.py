@@ -65,6 +65,7 @@ def create_app(artifact: str | Path) -> Any:
 
     app = FastAPI(title="seqrec", description=f"{model.name} recommendations")
     app.add_middleware(_JsonBody)
+    app.state.example_query = _example_query(model)
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
@@ -140,6 +141,21 @@ def create_app(artifact: str | Path) -> Any:
 
 
 _LIST_FIELDS = ("history", "allow", "deny")
+
+
+def _example_query(model: Any) -> str:
+    """A query string that works on this artifact (for the start-up line of ``seqrec serve``):
+    a stored user, else the most popular item as a one-item history."""
+    from urllib.parse import quote
+
+    users = getattr(model, "user_histories", None)
+    if users is not None and len(users):
+        return f"user={quote(str(users.raw[0]))}&k=5"
+    vocab, popularity = getattr(model, "vocab", None), getattr(model, "popularity", None)
+    if vocab is not None and popularity is not None and len(popularity) > 1:
+        top = int(popularity[1:].argmax()) + 1
+        return f"history={quote(str(vocab.decode([top])[0]))}&k=5"
+    return "k=5"
 
 
 class _JsonBody:
