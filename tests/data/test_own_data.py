@@ -345,3 +345,25 @@ def write_text(path, text, gzip_text=None):
     else:
         path.write_text(text)
     return path
+
+
+@pytest.mark.parametrize("without_pyarrow", [False, True])
+def test_a_pandas_frame_with_category_nullable_and_tz_columns(without_pyarrow, monkeypatch):
+    """A notebook's pandas frame (H&M's customer_id / article_id / t_dat): category ids, a
+    nullable Int64 column with a gap, tz-aware dates; pyarrow (not a dependency) or not."""
+    pd = pytest.importorskip("pandas")
+    from seqrec.data.sources import generic
+
+    if without_pyarrow:  # what pl.from_pandas raises for such columns when pyarrow is missing
+        def no_pyarrow(frame):
+            raise ImportError("pyarrow is required for converting a pandas dataframe to Polars")
+
+        monkeypatch.setattr(generic.pl, "from_pandas", no_pyarrow)
+    frame = pd.DataFrame({"customer_id": pd.Series(["a", "a", "b", "b", "b"], dtype="category"),
+                          "article_id": pd.Series([10, 11, None, 10, 12], dtype="Int64"),
+                          "t_dat": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-01",
+                                                   "2024-01-03", "2024-01-04"]).tz_localize("UTC")})
+    inter = load(frame)
+    assert inter.item.tolist() == [10, 11, 10, 12] and inter.user.tolist() == [0, 0, 1, 1]
+    assert inter.timestamp.tolist() == [1704067200, 1704153600, 1704240000, 1704326400]
+    assert "read the frame table (user=customer_id, item=article_id, timestamp=t_dat)" in inter.notes

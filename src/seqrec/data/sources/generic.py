@@ -48,7 +48,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "item": ("item_id", "itemId", "item", "itemID", "movieId", "MovieID", "movie_id", "iid",
              "asin", "product_id", "productId", "business_id", "track_id", "artist_id", "sku"),
     "timestamp": ("timestamp", "Timestamp", "time", "ts", "unixReviewTime", "datetime", "date",
-                  "event_time"),
+                  "event_time", "t_dat", "ds"),
     "rating": ("rating", "Rating", "overall", "stars", "score"),
 }
 ITEM_ROLES = ("item", "title", "categories")
@@ -427,7 +427,7 @@ def read_frame(
     if isinstance(frame, pl.DataFrame):
         df = frame
     elif type(frame).__module__.split(".")[0] == "pandas":
-        df = pl.from_pandas(frame)  # needs pyarrow only for pandas' arrow-backed columns
+        df = _from_pandas(frame)
     elif isinstance(frame, Mapping):
         try:
             df = pl.DataFrame(dict(frame))
@@ -441,6 +441,25 @@ def read_frame(
     # has_header=False: a bad value is named by its row (1-based), there is no header line
     return _interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
                          time_format, timestamp_unit, item_file, item_columns)
+
+
+def _from_pandas(frame: Any) -> pl.DataFrame:
+    """A pandas DataFrame as Polars. ``pl.from_pandas`` needs pyarrow (not a dependency) for
+    any column that is not plain numpy: ``category`` (common for ids), nullable ``Int64``,
+    pandas 3's ``str``, tz-aware datetimes; such columns go through Python objects instead."""
+    try:
+        return pl.from_pandas(frame)
+    except ImportError:
+        cols = {}
+        for name in frame.columns:
+            col = frame[name]
+            if isinstance(col.dtype, np.dtype) and col.dtype != object:
+                cols[str(name)] = pl.Series(str(name), col.to_numpy())
+            else:
+                values = col.astype(object)
+                cols[str(name)] = pl.Series(str(name), values.where(values.notna(), None).tolist(),
+                                            strict=False)
+        return pl.DataFrame(cols)
 
 
 def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, columns, has_header,
