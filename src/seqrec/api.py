@@ -5,7 +5,7 @@ artifact are from the command line.
 
     import seqrec
 
-    run = seqrec.train("shop.csv", "sasrec", epochs=20)   # a file, a dataset name or a DataFrame
+    run = seqrec.train("shop.csv", "sasrec", epochs=20)   # a file, a dataset name, a DataFrame or a list of rows
     run.metrics["NDCG@10"]                               # test metrics (run.valid_metrics too)
     run.recommend(user="c42", k=10).items                # raw ids in, raw ids out
     run.recommend(history=["sku1", "sku7"], k=5)

@@ -367,3 +367,18 @@ def test_a_pandas_frame_with_category_nullable_and_tz_columns(without_pyarrow, m
     assert inter.item.tolist() == [10, 11, 10, 12] and inter.user.tolist() == [0, 0, 1, 1]
     assert inter.timestamp.tolist() == [1704067200, 1704153600, 1704240000, 1704326400]
     assert "read the frame table (user=customer_id, item=article_id, timestamp=t_dat)" in inter.notes
+
+
+def test_lists_of_records_or_tuples_and_lazy_frames_read_like_a_table():
+    rows = [("a", "x", 3), ("a", "y", 4), ("b", "x", 5)]
+    expected = load({"user": ["a", "a", "b"], "item": ["x", "y", "x"], "timestamp": [3, 4, 5]})
+    records = [{"customer": u, "sku": i, "ts": t} for u, i, t in rows]
+    for given in (rows, records, pl.DataFrame(records).lazy()):
+        inter = load(given)
+        assert (inter.user.tolist(), inter.item.tolist(), inter.timestamp.tolist()) == (
+            expected.user.tolist(), expected.item.tolist(), expected.timestamp.tolist()), type(given)
+    assert load([(1, 2, 5, 100), (1, 3, 4, 101)]).rating.tolist() == [5, 4]  # user, item, rating, time
+    with pytest.raises(DataError, match="rows as tuples must all be"):
+        load([(1, 2, 3), (1, 2)])
+    with pytest.raises(DataError, match="a list of records"):
+        load([1, 2, 3])

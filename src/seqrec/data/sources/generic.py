@@ -417,7 +417,9 @@ def read_frame(
     item_file: str | Path | None = None,
     item_columns: Mapping[str, str] | None = None,
 ) -> Interactions:
-    """Interactions from an in-memory table: a Polars or pandas DataFrame, or a dict of columns.
+    """Interactions from an in-memory table: a Polars (also lazy) or pandas DataFrame, a dict of
+    columns, a list of records (dicts), or a list of ``(user, item, time)`` tuples (also
+    ``(user, item)`` and ``(user, item, rating, time)``).
 
     The same roles, aliases, time units and checks as :func:`read_file` (``columns``,
     ``timestamp_unit``, ...), so a log held in a notebook needs no round trip through a file.
@@ -429,18 +431,38 @@ def read_frame(
     elif type(frame).__module__.split(".")[0] == "pandas":
         df = _from_pandas(frame)
     elif isinstance(frame, Mapping):
-        try:
-            df = pl.DataFrame(dict(frame))
-        except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
-            raise DataError(f"cannot build a table from the dict: {_io._first_line(str(exc))}") from None
+        df = _table(lambda: pl.DataFrame(dict(frame)), "the dict")
+    elif isinstance(frame, pl.LazyFrame):
+        df = frame.collect()
+    elif isinstance(frame, (list, tuple)) and frame and all(isinstance(r, Mapping) for r in frame):
+        df = _table(lambda: pl.DataFrame(list(frame)), "the records")  # [{"user": .., "item": ..}]
+    elif isinstance(frame, (list, tuple)) and frame and all(isinstance(r, (list, tuple)) for r in frame):
+        # [(user, item, time), ...]: the headerless layout (user, item[, rating], time)
+        width = {len(r) for r in frame}
+        names = _ROW_LAYOUTS.get(width.pop()) if len(width) == 1 else None
+        if names is None:
+            raise DataError("rows as tuples must all be (user, item), (user, item, time) or (user, "
+                            "item, rating, time); pass dicts or a DataFrame for other layouts")
+        df = _table(lambda: pl.DataFrame(list(frame), schema=names, orient="row"), "the rows")
     else:
-        raise DataError(f"expected a Polars or pandas DataFrame or a dict of columns, got "
-                        f"{type(frame).__name__}")
+        raise DataError(f"expected a Polars or pandas DataFrame, a dict of columns, or a list of "
+                        f"records (dicts) or (user, item, time) tuples, got {type(frame).__name__}")
     if df.height == 0:
         raise DataError(f"the {name} table has no rows")
     # has_header=False: a bad value is named by its row (1-based), there is no header line
     return _interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
                          time_format, timestamp_unit, item_file, item_columns)
+
+
+_ROW_LAYOUTS = {2: ["user", "item"], 3: ["user", "item", "timestamp"],
+                4: ["user", "item", "rating", "timestamp"]}
+
+
+def _table(build: Any, what: str) -> pl.DataFrame:
+    try:
+        return build()
+    except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+        raise DataError(f"cannot build a table from {what}: {_io._first_line(str(exc))}") from None
 
 
 def _from_pandas(frame: Any) -> pl.DataFrame:
