@@ -150,3 +150,25 @@ def test_tune_without_a_space_file_uses_and_writes_the_built_in_one(tmp_path, ca
     assert set(load_space(tmp_path / "space.toml")) == {"model.rank", "model.scaling"}
     best = load_experiment(out)
     assert best.model == "puresvd" and 16 <= best.model_params["rank"] <= 512
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
+def test_a_trial_whose_process_died_is_failed_and_retried_once(tmp_path):
+    """A killed tune left its trial RUNNING forever (shown in every later table); with the
+    heartbeat, the next process marks it failed and re-runs its parameters once."""
+    import time
+
+    from seqrec.tuning import open_study
+
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    study = open_study(url, "s", seed=0, heartbeat=1, stale_after=1)
+    dead = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    study._storage.record_heartbeat(dead._trial_id)  # what the optimize loop of the dead process did
+    time.sleep(2.5)
+    again = open_study(url, "s", seed=0, heartbeat=1, stale_after=1)
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):  # what the next optimize() does first
+        optuna.storages.fail_stale_trials(again)
+    states = [t.state for t in again.trials]
+    assert states[0] == optuna.trial.TrialState.FAIL
+    assert states[1:] == [optuna.trial.TrialState.WAITING]  # queued again with its parameters
+    assert again.trials[1].params == dead.params

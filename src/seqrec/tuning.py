@@ -33,6 +33,7 @@ import logging
 import math
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -191,11 +192,29 @@ def config_tree(config: str | Path | None, overrides: list[str]) -> dict[str, An
 
 
 # --- the study --------------------------------------------------------------------------------
-def open_study(storage: str, name: str, seed: int | None = None, startup_trials: int = 5):
+# A trial whose process was killed (Ctrl-C twice, a lost machine) stays RUNNING in the database
+# forever; with a heartbeat, the next process to run a trial marks it failed once its heartbeat
+# is this old and re-runs its parameters once (RetryFailedTrialCallback).
+HEARTBEAT_SECONDS = 60
+STALE_AFTER_SECONDS = 180
+
+
+def _retry_stale_trials(optuna: Any) -> dict[str, Any]:
+    """The storage argument that re-runs a stale trial once (renamed in Optuna 4.9)."""
+    import inspect
+
+    if "heartbeat_stale_trial_callback" in inspect.signature(optuna.storages.RDBStorage).parameters:
+        return {"heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)}
+    return {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=1)}
+
+
+def open_study(storage: str, name: str, seed: int | None = None, startup_trials: int = 5,
+               heartbeat: int = HEARTBEAT_SECONDS, stale_after: int = STALE_AFTER_SECONDS):
     """Create or join the study ``name`` in ``storage`` (TPE sampler, median pruner).
 
     Several processes may call this at once on a fresh SQLite file: table creation and study
-    creation races are retried."""
+    creation races are retried. Trials send a heartbeat every ``heartbeat`` seconds; one silent
+    for ``stale_after`` seconds (its process died) is marked failed and retried once."""
     import optuna
 
     if "://" not in storage:
@@ -208,7 +227,11 @@ def open_study(storage: str, name: str, seed: int | None = None, startup_trials:
     last: Exception | None = None
     for attempt in range(8):
         try:
-            rdb = optuna.storages.RDBStorage(storage, engine_kwargs=kwargs)
+            with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's terms
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                rdb = optuna.storages.RDBStorage(storage, engine_kwargs=kwargs,
+                                                 heartbeat_interval=heartbeat, grace_period=stale_after,
+                                                 **_retry_stale_trials(optuna))
             return optuna.create_study(storage=rdb, study_name=name, direction="maximize",
                                        sampler=sampler, pruner=pruner, load_if_exists=True)
         except Exception as exc:  # noqa: BLE001 - concurrent creation: table/study exists
