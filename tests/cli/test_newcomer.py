@@ -187,3 +187,17 @@ def test_model_names_as_the_papers_write_them(capsys):
     assert load_experiment(None, ["model.name=BERT4Rec"]).model == "bert4rec"
     assert main(["train", "SASRec"]) == 2
     assert "'SASRec' is a model, not a dataset: pass it as --model sasrec" in capsys.readouterr().err
+
+
+def test_data_describe_shows_what_was_guessed_of_a_file_layout(tmp_path, capsys):
+    (tmp_path / "eu.csv").write_text("user;item;timestamp\n1;2;10\n1;3;11\n2;3;12\n")
+    (tmp_path / "nohead.tsv").write_text("1\t2\t1700000000\n1\t3\t1700000001\n")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i in range(2):
+        (parts / f"part-{i}.csv").write_text(f"user,item,timestamp\n{i},5,1\n{i},6,2\n")
+    for path, line in (("eu.csv", "user=user, item=item, timestamp=timestamp; semicolon-separated"),
+                       ("nohead.tsv", "timestamp=timestamp; no header line, columns taken as user,item,timestamp"),
+                       ("parts", "timestamp=timestamp; read 2 part files of parts/")):
+        assert main(["data", "describe", str(tmp_path / path)]) == 0
+        assert line in capsys.readouterr().out, path

@@ -96,10 +96,8 @@ def cmd_data(args: argparse.Namespace) -> int:
             apply_override(tree, assignment)
         section = experiment_from_tree(tree).data
         inter = sources.load(section.name, root=section.root, **section.read_options())
-        # the columns a file was read with ("read shop.csv (user=..., item=...)"), named or guessed
-        # and what was guessed of the file's layout ("[semicolon-separated]")
-        read = next((n[n.rindex("(") + 1 : -1] + "".join(f"; {g}" for g in re.findall(r"\[([^\]]+)\]", n))
-                     for n in inter.notes if n.startswith("read ") and n.endswith(")") and "(" in n), None)
+        read = next((_columns_read(n) for n in inter.notes
+                     if n.startswith("read ") and n.endswith(")") and "(" in n), None)
         if args.filter != "none":
             cfg = PreprocessConfig(filter=args.filter, min_item=args.k, min_user=args.k)
             inter = preprocess(inter, cfg).interactions
@@ -382,6 +380,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"\nstudy {study!r} in {storage}: best trial {result.best_trial.number} "
           f"({args.metric} {result.best_value:.4f}); best config: {out}")
     return 0
+
+
+def _columns_read(note: str) -> str:
+    """The "columns" line of ``data describe`` from a reader's note, ``read shop.csv
+    [semicolon-separated] (user=customer, item=sku, ...)`` or ``read 2 part files of export/
+    (a.csv .. b.csv) (user=...)``: the columns a file was read with, named or guessed, then what
+    was guessed of its layout, then the parts read."""
+    line = note[note.rindex("(") + 1 : -1] + "".join(f"; {g}" for g in re.findall(r"\[([^\]]+)\]", note))
+    return line + ("; " + note.split(" (")[0] if " part files " in note else "")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
