@@ -325,6 +325,8 @@ def test_a_folder_of_part_files_reads_as_one_log(tmp_path):
     frame[:2].write_parquet(pq / "part-00000.parquet")
     frame[2:].write_parquet(pq / "part-00001.parquet")
     assert load(str(pq)).timestamp.tolist() == expected.timestamp.tolist()
+    write_text(parts / "part-2.csv", "timestamp,user,item\n6,u4,a\n7,u4,b\n")  # same columns, reordered
+    assert load(str(parts)).timestamp.tolist()[-2:] == [6, 7]
     write_text(parts / "part-2.csv", "user,item,timestamp\nu4,a,6\nu4,b,later\n")
     with pytest.raises(DataError, match="got 'later' at line 3 of part-2.csv"):
         load(str(parts))

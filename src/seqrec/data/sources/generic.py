@@ -28,6 +28,7 @@ of a trained model and are shown by ``seqrec recommend`` and the HTTP service.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -343,6 +344,8 @@ def read_parts(
         frames.append(df)
         guessed.update(g)
         ends.append((ends[-1] if ends else 0) + df.height)
+    if all(set(f.columns) == set(frames[0].columns) for f in frames):  # same columns, any order
+        frames = [f.select(frames[0].columns) for f in frames]
     try:
         df = pl.concat(frames, how="vertical_relaxed")
     except pl.exceptions.PolarsError:
@@ -365,8 +368,6 @@ def _part_kind(path: Path) -> str | None:
 
 
 def _part_line(message: str, parts: list[Path], ends: list[int], has_header: bool) -> str:
-    import re
-
     match = re.search(r"\bline (\d+)", message)
     if match is None:
         return message
