@@ -75,6 +75,6 @@ if .venv/bin/python -c "import seqrec, hypothesis, fastapi, matplotlib, onnxrunt
   say "seqrec and its extras already installed"
 else
   say "installing seqrec (editable) with the test, serve, plot, export and tune extras"
-  "${PIP[@]}" -e ".[test,serve,plot,export,tune]"
+  "${PIP[@]}" -e ".[test,serve,plot,export,tune,excel]"
 fi
 say "done: .venv/bin/seqrec demo runs the quickstart, .venv/bin/python -m pytest the tests"

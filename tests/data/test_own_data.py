@@ -218,9 +218,39 @@ def test_utf16_spreadsheet_text_is_read_and_binary_files_are_named(tmp_path):
         z.writestr("sheet.xml", "x" * 100)
     with pytest.raises(DataError, match="not a text table .*binary"):
         load(str(tmp_path / "book.csv"))
-    (tmp_path / "book.xlsx").write_bytes((tmp_path / "book.csv").read_bytes())
+    (tmp_path / "book.xls").write_bytes((tmp_path / "book.csv").read_bytes())  # old Excel: not read
     with pytest.raises(DataError, match="a spreadsheet: save it as CSV"):
+        load(str(tmp_path / "book.xls"))
+    (tmp_path / "book.xlsx").write_bytes((tmp_path / "book.csv").read_bytes())  # a damaged workbook
+    with pytest.raises(DataError, match="book.xlsx"):
         load(str(tmp_path / "book.xlsx"))
+
+
+def test_an_xlsx_workbook_reads_its_first_sheet(tmp_path, monkeypatch):
+    """UCI Online Retail's layout (CustomerID, StockCode with letters, InvoiceDate) in a workbook
+    with a second sheet; without openpyxl the answer says what to do."""
+    import datetime as dt
+    import sys
+
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Orders"
+    sheet.append(["CustomerID", "StockCode", "InvoiceDate"])
+    rows = [(12346, 85123, dt.datetime(2024, 1, 1, 10)), (12346, "85123A", dt.datetime(2024, 1, 2, 9)),
+            (12347, 85123, dt.datetime(2024, 1, 1, 11))]
+    for row in rows:
+        sheet.append(list(row))
+    book.create_sheet("Notes").append(["not data"])
+    book.save(tmp_path / "retail.xlsx")
+    inter = load(str(tmp_path / "retail.xlsx"))
+    assert inter.user.tolist() == [12346, 12346, 12347]  # integer ids kept
+    assert inter.items["raw_id"].tolist() == ["85123", "85123A"]
+    assert inter.timestamp.tolist() == [1704103200, 1704186000, 1704106800]
+    assert any("[sheet 'Orders', the first of 2]" in n for n in inter.notes)
+    monkeypatch.setitem(sys.modules, "openpyxl", None)  # not installed
+    with pytest.raises(DataError, match="save it as CSV, or install openpyxl"):
+        load(str(tmp_path / "retail.xlsx"))
 
 
 def test_an_in_memory_table_reads_like_the_same_file(tmp_path):

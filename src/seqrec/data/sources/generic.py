@@ -64,6 +64,7 @@ _PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 SECONDS_MAX = 10**11
 TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t"}
 PARQUET_EXT = (".parquet", ".pq")
+EXCEL_EXT = (".xlsx", ".xlsm")
 
 
 def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tuple[pl.DataFrame, bool, list[str]]:
@@ -79,6 +80,12 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
         if df.height == 0:
             raise DataError(f"file {path} has no rows")
         return df, has_header, []
+    if ext in EXCEL_EXT and sep is None:
+        df, sheet = _excel(path)
+        if not has_header:
+            raise DataError(f"{path.name}: a spreadsheet is read with its first row as the column "
+                            "names; add a header row")
+        return df, True, [sheet] if sheet else []
     if ext not in TEXT_EXT and sep is None:
         spreadsheet = " (a spreadsheet: save it as CSV)" if ext in (".xlsx", ".xls", ".ods") else ""
         raise DataError(
@@ -111,6 +118,29 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
 
 
 _SEP_NAMES = {"\t": "tab", ";": "semicolon", "|": "pipe", ",": "comma"}
+
+
+def _excel(path: Path) -> tuple[pl.DataFrame, str]:
+    """The first sheet of an ``.xlsx`` workbook (its first row the column names) with openpyxl,
+    an optional dependency (the ``excel`` extra); and a note naming the sheet when there are
+    several. Excel keeps numbers as floats: whole-number ids read as integers (``_io.ids``)."""
+    try:
+        import openpyxl
+    except ImportError:
+        raise DataError(f"{path.name} is a spreadsheet: save it as CSV, or install openpyxl "
+                        "(pip install openpyxl, or seqrec's 'excel' extra) to read .xlsx directly") from None
+    try:
+        book = openpyxl.load_workbook(path, read_only=True)
+        sheets = list(book.sheetnames)
+        book.close()
+        df = pl.read_excel(path, engine="openpyxl", sheet_id=1)
+    except pl.exceptions.NoDataError:
+        raise DataError(f"{path.name}: its first sheet is empty") from None
+    except Exception as exc:  # noqa: BLE001 - openpyxl raises many types for a damaged file
+        raise DataError(f"cannot read {path.name} as an Excel workbook: {type(exc).__name__}: "
+                        f"{_io._first_line(str(exc))}") from None
+    note = f"sheet '{sheets[0]}', the first of {len(sheets)}" if len(sheets) > 1 else ""
+    return df, note
 
 
 def _sniff_separator(data: bytes, default: str) -> str:
