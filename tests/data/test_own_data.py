@@ -274,7 +274,7 @@ def test_an_in_memory_table_reads_like_the_same_file(tmp_path):
     with pytest.raises(DataError, match="no timestamp column"):
         load({"user": [1], "item": [2]})
     with pytest.raises(DataError, match="expected a Polars or pandas DataFrame"):
-        load([(1, 2, 3)])
+        load(42)
 
 
 def test_slash_dates_are_read_in_the_order_the_values_allow_and_ambiguity_is_refused(tmp_path):
