@@ -139,7 +139,7 @@ def test_long_format_requests_group_by_user_in_time_order(tmp_path):
 
 def test_bad_combinations_are_one_line_errors(run, capsys):
     tmp, artifact, info = run
-    for argv in (["sku1", "--user", "c1"], ["--input", str(tmp / "users.csv")],
+    for argv in (["sku1", "--user", "c1"], ["--input", str(tmp / "users.csv"), "--user", "c1"],
                  ["--output", str(tmp / "o.csv")], ["sku1", "--allow", "sku1,never-heard"]):
         assert main(["recommend", str(artifact), *argv]) == 2
         err = capsys.readouterr().err
@@ -197,3 +197,28 @@ def test_the_example_query_of_serve_is_a_stored_user(run):
     assert app.state.example_query == f"user={user}&k=5"
     body = TestClient(app).get(f"/recommend?{app.state.example_query}").json()
     assert len(body["items"]) == 5 and body["fallback"] is None
+
+
+def test_batch_without_output_is_csv_on_stdout_and_reads_semicolons_and_xlsx(run, capsys):
+    """`seqrec recommend RUN --input users.csv` (no --output): CSV on stdout, notes on stderr,
+    the same rows as the file; a Excel-style ';' file and an .xlsx read alike."""
+    import io
+
+    tmp, artifact, _ = run
+    (tmp / "eu.csv").write_text("customer;segment\nc1;a\nc2;b\nnobody;c\n")
+    assert main(["recommend", str(artifact), "--input", str(tmp / "eu.csv"), "-k", "3"]) == 0
+    out, err = capsys.readouterr()
+    streamed = pl.read_csv(io.StringIO(out))
+    assert streamed.columns[:4] == ["user", "rank", "item", "score"] and streamed.height == 9
+    assert "'nobody' (never seen)" in err and "note" not in out
+    assert main(["recommend", str(artifact), "--input", str(tmp / "eu.csv"), "-k", "3",
+                 "--output", str(tmp / "eu-top.csv")]) == 0
+    assert pl.read_csv(tmp / "eu-top.csv").equals(streamed)
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    for row in (["customer"], ["c1"], ["c2"], ["nobody"]):
+        book.active.append(row)
+    book.save(tmp / "users.xlsx")
+    capsys.readouterr()
+    assert main(["recommend", str(artifact), "--input", str(tmp / "users.xlsx"), "-k", "3"]) == 0
+    assert pl.read_csv(io.StringIO(capsys.readouterr().out)).equals(streamed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from seqrec.cli.table import format_table
@@ -14,8 +15,8 @@ def add_recommend_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("history", nargs="*", help="raw item ids, oldest first (or --history)")
     r.add_argument("--history", dest="history_csv", help="comma-separated raw item ids")
     r.add_argument("--user", help="a known user id: recommend from their stored history")
-    r.add_argument("--input", help="batch: .csv/.tsv/.parquet of user ids or histories")
-    r.add_argument("--output", help="batch: where the top-k lists go (.csv/.tsv/.parquet)")
+    r.add_argument("--input", help="batch: .csv/.tsv/.parquet/.xlsx of user ids or histories")
+    r.add_argument("--output", help="batch: where the top-k lists go (.csv/.tsv/.parquet; default: CSV on standard output)")
     r.add_argument("--allow", help="only these item ids: a comma list or a file (one per line)")
     r.add_argument("--deny", help="never these item ids: a comma list or a file")
     r.add_argument("-k", type=int, default=10)
@@ -41,8 +42,6 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     modes = [bool(history), args.user is not None, args.input is not None]
     if sum(modes) > 1:
         raise ConfigError("give one of: a history, --user ID, or --input FILE")
-    if args.input and not args.output:
-        raise ConfigError("--input needs --output FILE (.csv, .tsv or .parquet)")
     if args.output and not args.input:
         raise ConfigError("--output goes with --input FILE (a batch of users or histories)")
     allow = batch.read_id_list(args.allow) if args.allow else None
@@ -53,10 +52,15 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         # one new user must not stop a nightly batch: it gets the fallback ranking, and a note
         recs = batch.recommend_requests(model, requests, args.k, not args.include_seen, allow, deny,
                                         unknown_users="empty")
+        # without --output the table is CSV on stdout: notes go to stderr, so a pipe gets data only
+        notes_to = sys.stdout if args.output else sys.stderr
         for note in (batch.unknown_user_summary(model, requests), batch.skipped_summary(model, recs)):
             if note:
-                print(f"note: {note}")
+                print(f"note: {note}", file=notes_to)
         table = batch.to_frame(model, requests, recs)
+        if not args.output:
+            sys.stdout.write(table.write_csv())
+            return 0
         batch.write_table(table, args.output)
         print(f"wrote {table.height} rows ({len(requests)} requests, top-{args.k}) to {args.output}")
         return 0

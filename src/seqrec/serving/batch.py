@@ -1,7 +1,7 @@
 """Batch recommendation: a file of histories or user ids in, a file of top-k lists out.
 
-Request files (``.csv``, ``.tsv``, ``.parquet``; ids are read as text and matched to the
-artifact's raw ids by their text) take one of three layouts, told apart by their columns:
+Request files (``.csv``, ``.tsv``, ``.parquet``, ``.xlsx``; ids are read as text and matched to
+the artifact's raw ids by their text) take one of three layouts, told apart by their columns:
 
 * ``user`` only: one known user id per row, answered from the history stored in the
   artifact (``users.npz``);
@@ -20,7 +20,8 @@ does unless the request says ``"unknown_users": "empty"``.
 
 The answer is one row per recommended item: ``user`` (or the request's row number), ``rank``,
 ``item``, ``score`` and, when the artifact has them, ``title`` and ``categories``; CSV / TSV
-or Parquet by the output's extension. Allow and deny lists are a comma list or a file of
+or Parquet by the output's extension (``seqrec recommend --input`` without ``--output``: CSV on
+standard output). Allow and deny lists are a comma list or a file of
 ids, one per line.
 """
 
@@ -57,7 +58,7 @@ def read_id_list(spec: str) -> list[str]:
         if not ids:
             raise ConfigError(f"expected a comma list of item ids or a file, got {spec!r}")
         return ids
-    if path.suffix.lower() in (".csv", ".tsv", ".parquet", ".pq"):
+    if path.suffix.lower() in (".csv", ".tsv", ".parquet", ".pq", ".xlsx"):
         df = _read_table(path)
         col = "item" if "item" in df.columns else df.columns[0]
         return [str(v) for v in df[col].drop_nulls().to_list()]
@@ -66,17 +67,25 @@ def read_id_list(spec: str) -> list[str]:
 
 
 def _read_table(path: Path) -> pl.DataFrame:
+    """A request or id file as text columns, read like a log (``seqrec.data.sources``): text
+    compressed or not, any encoding the log readers take, the separator sniffed (a ``;`` CSV);
+    Parquet; the first sheet of an ``.xlsx``."""
+    from seqrec.data.sources import _io, generic
+
     if not path.is_file():
         raise DataError(f"file not found: {path}")
-    ext = path.suffix.lower()
+    plain, _ = _io.strip_compression(path)
+    ext = Path(plain).suffix.lower()
     try:
-        if ext in (".parquet", ".pq"):
-            df = pl.read_parquet(path)
+        if ext in generic.PARQUET_EXT or ext in generic.EXCEL_EXT:
+            df = pl.read_parquet(path) if ext in generic.PARQUET_EXT else generic._excel(path)[0]
             return df.with_columns(pl.col(c).cast(pl.String) for c in df.columns)
         if ext not in (".csv", ".tsv", ".txt"):
-            raise DataError(f"cannot tell the format of {path.name}: expected .csv, .tsv or .parquet")
-        return pl.read_csv(path, separator="\t" if ext in (".tsv", ".txt") else ",",
-                           infer_schema=False)
+            raise DataError(f"cannot tell the format of {path.name}: expected .csv, .tsv, .parquet "
+                            "or .xlsx (text optionally .gz / .xz / .bz2)")
+        data = _io.read_bytes(path)
+        sep = generic._sniff_separator(data, "\t" if ext in (".tsv", ".txt") else ",")
+        return pl.read_csv(data, separator=sep, infer_schema=False)
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"cannot read {path}: {first}") from None
