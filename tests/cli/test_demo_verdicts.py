@@ -26,8 +26,12 @@ def test_the_remedy_follows_what_stopped_the_model(stopped, remedy):
     lines = demo_verdicts([_rec("puresvd", 0.03), _rec("hstu", 0.02, 40, stopped)])
     notes = [line for line in lines if line.startswith("note:")]
     assert len(notes) == 1
-    assert remedy in notes[0] and "model.name=hstu" in notes[0] and "40 epoch(s)" in notes[0]
+    assert remedy in notes[0] and "seqrec train -m hstu " in notes[0] and "40 epoch(s)" in notes[0]
     assert "max-seconds" not in notes[0]
+    # on the user's data the command names it, with the demo's --set
+    (note,) = [ln for ln in demo_verdicts([_rec("puresvd", 0.03), _rec("hstu", 0.02, 40, stopped)],
+                                          data_args="shop.csv --set data.sep=;") if ln.startswith("note:")]
+    assert "seqrec train shop.csv --set data.sep=; -m hstu " in note
 
 
 def test_all_winning_says_so():

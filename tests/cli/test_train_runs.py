@@ -186,6 +186,33 @@ def test_demo_interrupted_leaves_only_complete_model_folders(tmp_path, capsys, m
     assert (tmp_path / "pop" / "result.json").exists() and (tmp_path / "pop" / "model.json").exists()
 
 
+def test_demo_on_your_own_file_compares_the_models_there(csv_path, tmp_path, capsys, monkeypatch):
+    """`seqrec demo shop.csv`: the demo's table on the user's data, a model the data cannot
+    train skipped with its reason, the hint naming a stored user; model settings refused."""
+    import seqrec.experiment as experiment
+    from seqrec.errors import DataError
+
+    real = experiment.run_experiment
+
+    def lrurec_cannot(exp, *args, **kwargs):
+        if exp.model == "lrurec":
+            raise DataError("no training sequence is long enough")
+        return real(exp, *args, **kwargs)
+
+    monkeypatch.setattr(experiment, "run_experiment", lrurec_cannot)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, ["demo", str(csv_path), "--quick", "--models", "pop,LRURec,sasrec",
+                                   "--set", "data.filter=none"])
+    assert code == 0, err
+    assert out.startswith("log.csv: 40 users") and "skipped lrurec: no training sequence" in out
+    table = out.split("test metrics", 1)[1]
+    assert "pop " in table and "sasrec (ce)" in table and "lrurec" not in table
+    assert "try: seqrec recommend runs/demo-log/sasrec --user 0" in out
+    assert (tmp_path / "runs" / "demo-log" / "sasrec" / "model.json").exists()
+    code, _, err = _run(capsys, ["demo", str(csv_path), "--set", "train.epochs=3"])
+    assert code == 2 and "not a demo setting" in err
+
+
 @pytest.mark.parametrize("name", model_names())
 def test_config_command_prints_loadable_defaults(name, tmp_path, capsys):
     code, text, err = _run(capsys, ["config", name])

@@ -17,7 +17,7 @@ import numpy as np
 
 from seqrec.cli.table import format_mapping, format_table
 from seqrec.config import Experiment, apply_override, experiment_from_tree, load_experiment
-from seqrec.errors import ConfigError, DataError
+from seqrec.errors import ConfigError, DataError, SeqRecError
 
 TABLE_METRICS = ("HR@10", "NDCG@10", "HR@20", "NDCG@20", "MRR", "COV@10")
 
@@ -441,19 +441,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from seqrec.cli import runs
     from seqrec.evaluation.results import write_result
     from seqrec.experiment import prepare_data, run_experiment
-    from seqrec.registry import MODELS
+    from seqrec.registry import MODELS, canonical_model_name, get_model
 
     max_seconds = getattr(args, "max_seconds", 0.0) or 0.0
     if max_seconds < 0:
         raise ConfigError(f"--max-seconds must be >= 0 (0 = no time cap), got {max_seconds!r}")
-    wanted = args.models.split(",") if args.models else [m for m in DEMO_MODELS if m in MODELS]
-    out = Path(args.out)
-    base = load_experiment(None, ["data.name=ml-latest-small"])
+    wanted = [canonical_model_name(m.strip()) for m in args.models.split(",")] if args.models else \
+        [m for m in DEMO_MODELS if m in MODELS]
+    for name in wanted:
+        get_model(name)  # an unknown name fails before any training, naming the closest
+    overrides = list(getattr(args, "overrides", []) or [])
+    models_set = [o for o in overrides if _override_section(o) in ("model", "train")]
+    if models_set:
+        raise ConfigError(f"the demo trains each model with its own recipe: {models_set[0]!r} is "
+                          "not a demo setting (--models picks the models; seqrec train sets them)")
+    data_name = getattr(args, "data_shortcut", None) or "ml-latest-small"
+    out = Path(args.out or ("runs/demo" if data_name == "ml-latest-small" else f"runs/demo-{_slug(data_name)}"))
+    base = load_experiment(None, [f"data.name={data_name}", *overrides])
     t0 = time.perf_counter()
     data = prepare_data(base)
-    print(f"ml-latest-small: {data.prepared.n_users} users, {data.prepared.n_items} items, "
-          f"{len(data.prepared.interactions):,} interactions; leave-last-out, full ranking, "
+    print(f"{Path(data_name).name}: {data.prepared.n_users} users, {data.prepared.n_items} items, "
+          f"{len(data.prepared.interactions):,} interactions; {base.split.protocol}, full ranking, "
           f"seen items filtered ({time.perf_counter() - t0:.1f}s to load)")
+    own_data = data_name != "ml-latest-small"
     records = []
     for name in wanted:
         params = demo_params(name, quick=args.quick, max_seconds=max_seconds)
@@ -465,19 +475,41 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # demo leaves finished models and no half-written folder)
         staging = out / f".{name}.partial"
         shutil.rmtree(staging, ignore_errors=True)
-        _, record = run_experiment(exp, data=data, progress=sys.stderr.isatty(), save_dir=staging,
-                                   fit_options={"on_epoch": runs.EpochPrinter(name)})
+        try:
+            _, record = run_experiment(exp, data=data, progress=sys.stderr.isatty(), save_dir=staging,
+                                       fit_options={"on_epoch": runs.EpochPrinter(name)})
+        except SeqRecError as exc:  # your data may not suit a model (too short histories...)
+            if not own_data:
+                raise
+            print(f"skipped {name}: {exc}", flush=True)
+            shutil.rmtree(staging, ignore_errors=True)
+            continue
         write_result(record, staging, "result")
         runs.publish_dir(staging, out / name)
         records.append(record)
+    if not records:
+        raise DataError(f"no model of the demo could train on {data_name} (see the lines above)")
     _write(records, out, "demo")
     print()
     print(_header(records[0]))
     print(_results_table(records))
-    for line in demo_verdicts(records):
+    data_args = "" if not own_data else shlex.join(
+        [data_name, *[a for o in overrides for a in ("--set", o)]])
+    for line in demo_verdicts(records, data_args=data_args):
         print(line)
-    print(f"\nartifacts and results in {out}/; try: seqrec recommend {out}/{wanted[-1]} 1 2 3")
+    last = records[-1]["model"]
+    users = data.prepared.user_raw
+    query = "1 2 3" if not own_data else f"--user {users[0]}" if len(users) else "ITEM_ID"
+    print(f"\nartifacts and results in {out}/; try: seqrec recommend {out}/{last} {query}")
     return 0
+
+
+def _override_section(assignment: str) -> str:
+    """The section a ``--set`` assignment goes to (``data.sep=;`` -> data, ``epochs=3`` -> train)."""
+    from seqrec.config import section_of
+
+    key = assignment.split("=", 1)[0].strip()
+    return key.split(".", 1)[0] if "." in key else section_of(key)
 
 
 def demo_params(name: str, quick: bool = False, max_seconds: float = 0.0) -> dict[str, Any]:
@@ -497,7 +529,7 @@ def demo_params(name: str, quick: bool = False, max_seconds: float = 0.0) -> dic
 
 
 # How to give a losing model more, by what stopped it (only --max-seconds sets a time budget).
-_TRAIN = "seqrec train --set model.name={model} --set train.max_len=50"
+_TRAIN = "seqrec train {data}-m {model} --set train.max_len=50"
 _REMEDY = {
     "time_budget": "Rerun the demo without --max-seconds (its epoch budget alone does not "
                    "depend on the machine's load)",
@@ -506,11 +538,12 @@ _REMEDY = {
 }
 
 
-def demo_verdicts(records: list[dict[str, Any]], metric: str = "NDCG@10") -> list[str]:
+def demo_verdicts(records: list[dict[str, Any]], metric: str = "NDCG@10", data_args: str = "") -> list[str]:
     """One line per neural model of the demo that does NOT beat the best baseline (Pop,
     PureSVD) on test ``metric``, saying why as far as the record tells (its training budget,
-    whether validation was still improving) and how to give it more; a line saying they all
-    win otherwise."""
+    whether validation was still improving) and how to give it more (``data_args``: the DATA
+    and ``--set`` of the demo, for a command on the same data); a line saying they all win
+    otherwise."""
     from seqrec.cli import runs
 
     base = [r for r in records if r["model"] in ("pop", "puresvd")]
@@ -531,7 +564,7 @@ def demo_verdicts(records: list[dict[str, Any]], metric: str = "NDCG@10") -> lis
             why += ("; the --max-seconds cap is too short for this model to get past the popularity "
                     "ranking on this machine")
         lines.append(f"note: {r['model']} ({value:.4f}) does not beat {best['model']} ({bar:.4f}) on test "
-                     f"{metric}: {why}. {_REMEDY.get(stopped, _REMEDY['patience']).format(model=r['model'])}")
+                     f"{metric}: {why}. {_REMEDY.get(stopped, _REMEDY['patience']).format(model=r['model'], data=data_args + ' ' if data_args else '')}")
     if not losers:
         lines.append(f"every neural model beats the best baseline ({best['model']}, {bar:.4f}) on test {metric}")
     return ["", *lines]

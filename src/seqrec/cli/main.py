@@ -155,9 +155,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "checkpoint when the budget stops them, to resume on another checkout "
                     "(default reproduce-state; 'none' disables)")
 
-    demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset")
+    demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset "
+                                       "(or on your own file) in one table")
+    demo.add_argument("data_shortcut", nargs="?", metavar="DATA",
+                      help="a dataset name or your own file / folder (default: ml-latest-small, "
+                           "shipped with seqrec): which of the models suits your data")
+    demo.add_argument("--set", dest="overrides", action="append", default=[],
+                      metavar="data.KEY=VALUE",
+                      help="how to read the data and split it, as for train (data.*, split.*, "
+                           "eval.*; e.g. data.columns=user=customer,item=sku); repeatable")
     demo.add_argument("--models", default=None, help="comma-separated model names")
-    demo.add_argument("--out", default="runs/demo", help="where artifacts and results go")
+    demo.add_argument("--out", default=None,
+                      help="where artifacts and results go (default: runs/demo, or "
+                           "runs/demo-<data> for other data)")
     demo.add_argument("--quick", action="store_true", help="tiny training budgets (for tests)")
     demo.add_argument("--max-seconds", type=float, default=0.0, metavar="N",
                       help="escape hatch for slow machines: also stop each neural model after N "
