@@ -195,6 +195,9 @@ def test_a_file_without_a_header_line_is_read_in_the_movielens_layout(tmp_path):
     path.write_text("7\t10\t4\t1700000000\n7\t11\t5\t1700000060\n")  # u.data: rating third
     inter = load(str(path))
     assert inter.rating.tolist() == [4, 5] and inter.timestamp.tolist() == [1700000000, 1700000060]
+    renamed = tmp_path / "ml-100k.u.data"  # u.data renamed: '.data' is tab-separated text
+    renamed.write_text(path.read_text())
+    assert load(str(renamed)).rating.tolist() == [4, 5]
     path.write_text("7,10,2024-01-02\n7,11,2024-01-03\n")
     assert load(str(path), sep=",").timestamp.tolist()[1] - load(str(path), sep=",").timestamp.tolist()[0] == 86400
     path.write_text("7\t10\t4\n7\t11\t5\n")  # a rating, not a time: no guess, the names hint

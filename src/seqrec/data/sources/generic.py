@@ -62,7 +62,7 @@ TIME_UNITS = ("auto", "s", "ms", "us", "ns", "iso")
 _PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 # 10^11 s is the year 5138, while every millisecond timestamp after March 1973 exceeds it.
 SECONDS_MAX = 10**11
-TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t"}
+TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t", ".data": "\t"}
 PARQUET_EXT = (".parquet", ".pq")
 EXCEL_EXT = (".xlsx", ".xlsm")
 
