@@ -120,6 +120,13 @@ def test_integer_ids_match_metadata_by_text(tmp_path):
     prepared = preprocess(load(tmp_path / "r.csv", item_file=tmp_path / "m.csv"))
     ten, twenty = prepared.vocab.encode([10, 20])
     assert prepared.vocab.title(ten) == "Ten" and prepared.vocab.title(twenty) is None
+    openpyxl = pytest.importorskip("openpyxl")  # the same item table as a workbook
+    book = openpyxl.Workbook()
+    for row in (["item_id", "title"], [10, "Ten"], [30, "Thirty"]):
+        book.active.append(row)
+    book.save(tmp_path / "m.xlsx")
+    prepared = preprocess(load(tmp_path / "r.csv", item_file=tmp_path / "m.xlsx"))
+    assert prepared.vocab.title(prepared.vocab.encode([10])[0]) == "Ten"
 
 
 def test_preprocessing_records_removed_items_and_users(tmp_path):

@@ -603,7 +603,7 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
     attribute-aware models such as LSAN read.
 
     Args:
-        path: a CSV/TSV/Parquet file with one row per item (later duplicates are ignored).
+        path: a CSV/TSV/Parquet/.xlsx file with one row per item (later duplicates are ignored).
         columns: role -> column name for ``item``, ``title``, ``categories``; missing roles are
             looked up among :data:`ITEM_ALIASES` (``movieId``, ``title``, ``genres``, ...).
         sep: field separator (default from the extension).
@@ -618,6 +618,9 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
     plain, _ = _io.strip_compression(path)
     if Path(plain).suffix.lower() in PARQUET_EXT:
         df = _frame(path, sep, True, None, {"timestamp": None})[0]
+    elif Path(plain).suffix.lower() in EXCEL_EXT:
+        df = _excel(path)[0]
+        df = df.with_columns(pl.col(c).cast(pl.String) for c in df.columns)
     else:
         data = _io.read_bytes(path)
         sep = sep or _sniff_separator(data, TEXT_EXT.get(Path(plain).suffix.lower(), ","))
