@@ -35,20 +35,30 @@ class PreparedSplit:
 def prepare_data(exp: Experiment, interactions: Any = None) -> PreparedSplit:
     """Load ``exp.data`` (or take ``interactions`` already read, e.g. from a DataFrame by
     :func:`seqrec.train`), preprocess it and split it by ``exp.split``."""
-    from seqrec.data.parquet import is_parquet, prepare_parquet
+    from seqrec.data.parquet import LAZY_UNITS, NeedsEagerRead, is_parquet, prepare_parquet
     from seqrec.data.sources import load
 
     t0 = time.perf_counter()
     if interactions is not None:
         t1 = time.perf_counter()
         prepared = preprocess(interactions, exp.data.preprocess_config())
-    elif is_parquet(exp.data.name):  # read and preprocessed lazily, never loaded whole
-        prepared = prepare_parquet(exp.data.name, exp.data.preprocess_config())
-        t1 = time.perf_counter()
     else:
-        inter = load(exp.data.name, root=exp.data.root, **exp.data.read_options())
+        options = exp.data.read_options()
+        prepared = None
+        # Parquet is read and preprocessed lazily, never loaded whole, with the column mapping
+        # and time unit asked; what the lazy path cannot follow (text times, an item file)
+        # goes through the eager reader
+        if (is_parquet(exp.data.name) and set(options) <= {"columns", "timestamp_unit"}
+                and options.get("timestamp_unit", "auto") in LAZY_UNITS):
+            try:
+                prepared = prepare_parquet(exp.data.name, exp.data.preprocess_config(), **options)
+            except NeedsEagerRead:
+                prepared = None
         t1 = time.perf_counter()
-        prepared = preprocess(inter, exp.data.preprocess_config())
+        if prepared is None:
+            inter = load(exp.data.name, root=exp.data.root, **options)
+            t1 = time.perf_counter()
+            prepared = preprocess(inter, exp.data.preprocess_config())
     seqs = prepared.sequences()
     t2 = time.perf_counter()
     if exp.split.protocol == "temporal":

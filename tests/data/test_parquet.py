@@ -102,9 +102,16 @@ def test_string_ids_and_datetimes(tmp_path):
 
 def test_bad_data_is_refused(tmp_path):
     path = tmp_path / "nulls.parquet"
-    pl.DataFrame({"user_id": [1, None, 2], "item_id": [1, 2, 3], "ts": [1, 2, 3]}).write_parquet(path)
-    with pytest.raises(DataError, match="null"):
+    pl.DataFrame({"user_id": [1, None, None], "item_id": [1, 2, 3], "ts": [1, 2, 3]}).write_parquet(path)
+    with pytest.raises(DataError, match="null"):  # most rows empty: the column is suspect
         prepare_parquet(path, PreprocessConfig(filter="none"))
+    pl.DataFrame({"user_id": [1, None, 2, 2, 2], "item_id": [1, 2, 3, 4, 5],
+                  "ts": [1, 2, 3, None, 5]}).write_parquet(path)
+    prepared = prepare_parquet(path, PreprocessConfig(filter="none"))  # a few: skipped, as eagerly
+    assert prepared.interactions.timestamp.tolist() == [1, 3, 5]
+    assert "2 of 5 rows skipped: an empty user, item or time (user 1, timestamp 1)" in prepared.interactions.notes
+    eager = preprocess(read_file(path), PreprocessConfig(filter="none"))
+    assert eager.interactions.timestamp.tolist() == prepared.interactions.timestamp.tolist()
     path = tmp_path / "notime.parquet"
     pl.DataFrame({"user_id": [1, 2], "item_id": [1, 2]}).write_parquet(path)
     with pytest.raises(DataError, match="timestamp"):
@@ -124,3 +131,23 @@ def test_experiment_reads_a_parquet_dataset_lazily(tmp_path, no_eager_read):
     data = prepare_data(exp)
     assert data.prepared.n_items > 10 and len(data.split.valid) == data.prepared.n_users
     assert Path(exp.data.name) == root
+
+
+def test_train_reads_a_parquet_file_with_its_column_mapping_unit_and_text_times(tmp_path):
+    """`seqrec train x.parquet --set data.columns=...` used to ignore the mapping on the lazy
+    path; milliseconds follow from their size there too; text times go to the eager reader."""
+    base = pl.DataFrame({"a": [1, 1, 1, 2, 2, 2], "b": [5, 6, 7, 5, 7, 6],
+                         "c": [1_700_000_000_000 + i * 1000 for i in range(6)]})
+    base.write_parquet(tmp_path / "renamed.parquet")
+    exp = load_experiment(None, [f"data.name={tmp_path / 'renamed.parquet'}", "data.filter=none",
+                                 "data.columns=user=a,item=b,timestamp=c"])
+    lazy = prepare_data(exp).prepared
+    assert lazy.interactions.timestamp.tolist() == [1_700_000_000 + i for i in range(6)]
+    assert any("lazily" in n for n in lazy.interactions.notes)
+    base.with_columns(pl.from_epoch("c", time_unit="ms").dt.strftime("%Y-%m-%d %H:%M:%S")) \
+        .write_parquet(tmp_path / "text.parquet")
+    exp = load_experiment(None, [f"data.name={tmp_path / 'text.parquet'}", "data.filter=none",
+                                 "data.columns=user=a,item=b,timestamp=c"])
+    eager = prepare_data(exp).prepared
+    assert eager.interactions.timestamp.tolist() == lazy.interactions.timestamp.tolist()
+    assert not any("lazily" in n for n in eager.interactions.notes)

@@ -47,8 +47,13 @@ def is_parquet(path: str | Path) -> bool:
     return False
 
 
+class NeedsEagerRead(DataError):
+    """The lazy path cannot read this dataset as asked (a text time column): the eager reader
+    (:func:`seqrec.data.sources.load`), which parses dates, can."""
+
+
 def scan(path: str | Path, columns: dict[str, str | None] | None = None,
-         timestamp_unit: str = "s") -> pl.LazyFrame:
+         timestamp_unit: str = "auto") -> pl.LazyFrame:
     """Lazy ``user, item, timestamp[, rating], _row`` frame over a Parquet file or dataset.
 
     Args:
@@ -56,15 +61,17 @@ def scan(path: str | Path, columns: dict[str, str | None] | None = None,
         columns: role -> column name (roles ``user``, ``item``, ``timestamp``, ``rating``);
             missing roles are looked up among the common names of
             :data:`seqrec.data.sources.generic.ALIASES`.
-        timestamp_unit: ``"s"`` or ``"ms"`` for numeric time columns.
+        timestamp_unit: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"`` for numeric time columns;
+            ``"auto"`` (default) reads seconds unless the largest value only makes sense in a
+            finer unit (one streaming pass over that column; as the eager reader does).
     """
     from seqrec.data.sources.generic import _resolve
 
     p = Path(path).expanduser()
     if not is_parquet(p):
         raise DataError(f"{path} is neither a .parquet file nor a directory of Parquet files")
-    if timestamp_unit not in ("s", "ms"):
-        raise ConfigError(f"timestamp_unit must be 's' or 'ms', got {timestamp_unit!r}")
+    if timestamp_unit not in LAZY_UNITS:
+        raise ConfigError(f"timestamp_unit must be one of {', '.join(LAZY_UNITS)}, got {timestamp_unit!r}")
     source = str(p)
     if p.is_dir():
         lf = pl.scan_parquet(p, hive_partitioning=True)
@@ -75,8 +82,13 @@ def scan(path: str | Path, columns: dict[str, str | None] | None = None,
     if "timestamp" not in roles:
         raise DataError(f"{source}: a Parquet dataset needs a timestamp column (its row order "
                         "across files is not a time order)")
+    time_col = roles["timestamp"]
+    if schema[time_col] == pl.String:
+        raise NeedsEagerRead(f"{source}: column '{time_col}' holds text times")
+    if timestamp_unit == "auto":
+        timestamp_unit = _implied_unit(lf, schema, time_col)
     exprs = [_id(schema, roles["user"], "user", source), _id(schema, roles["item"], "item", source),
-             _seconds(schema, roles["timestamp"], source, timestamp_unit)]
+             _seconds(schema, time_col, source, timestamp_unit)]
     if "rating" in roles:
         exprs.append(pl.col(roles["rating"]).cast(pl.Float32).alias("rating"))
     return lf.with_row_index("_row").select(pl.col("_row").cast(pl.Int64), *exprs)
@@ -86,19 +98,38 @@ def _id(schema, col: str, role: str, source: str) -> pl.Expr:
     dtype = schema[col]
     if dtype.is_integer():
         return pl.col(col).cast(pl.Int64).alias(role)
-    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Categorical):
+    if dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum)):
         return pl.col(col).cast(pl.String).alias(role)
     raise DataError(f"{source}: column '{col}' ({role}) must hold integer or string ids, got {dtype}")
+
+
+LAZY_UNITS = ("auto", "s", "ms", "us", "ns")
+_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _implied_unit(lf: pl.LazyFrame, schema, col: str) -> str:
+    """The unit of a numeric time column by its largest value, as the eager reader decides it
+    (:func:`seqrec.data.sources.generic._timestamps`: seconds unless past the year 5000)."""
+    from seqrec.data.sources.generic import SECONDS_MAX
+
+    if not (schema[col].is_integer() or schema[col].is_float()):
+        return "s"
+    top = lf.select(pl.col(col).max()).collect(engine=ENGINE).item()
+    if top is None:
+        return "s"
+    return next(u for u, limit in (("s", 1), ("ms", 1000), ("us", 10**6))
+                if top < SECONDS_MAX * limit) if top < SECONDS_MAX * 10**9 else "ns"
 
 
 def _seconds(schema, col: str, source: str, unit: str) -> pl.Expr:
     dtype = schema[col]
     c = pl.col(col)
+    per = _PER_SECOND[unit]
     if dtype.is_integer():
         expr = c.cast(pl.Int64)
-        expr = expr.floordiv(1000) if unit == "ms" else expr
+        expr = expr.floordiv(per) if per > 1 else expr
     elif dtype.is_float():
-        expr = (c.floordiv(1000) if unit == "ms" else c.floor()).cast(pl.Int64)
+        expr = (c.floordiv(per) if per > 1 else c.floor()).cast(pl.Int64)
     elif dtype == pl.Date:
         expr = c.cast(pl.Datetime("ms")).dt.epoch("s")
     elif isinstance(dtype, pl.Datetime):
@@ -109,20 +140,32 @@ def _seconds(schema, col: str, source: str, unit: str) -> pl.Expr:
     return expr.alias("timestamp")
 
 
-def _check(lf: pl.LazyFrame, source: str) -> int:
-    """One streaming pass: row count, nulls, negative times."""
+def _check(lf: pl.LazyFrame, source: str) -> tuple[pl.LazyFrame, int, list[str]]:
+    """One streaming pass: row count, nulls, negative times. Rows with an empty user, item or
+    time are skipped with a warning and a note when they are fewer than half (as the eager
+    reader does: an export's guest checkouts); more, or an empty rating, is an error."""
     cols = lf.collect_schema().names()
+    key = ("user", "item", "timestamp")
     stats = lf.select(pl.len().alias("_n"), *[pl.col(c).null_count().alias(c) for c in cols],
+                      pl.any_horizontal([pl.col(c).is_null() for c in key]).sum().alias("_rows"),
                       (pl.col("timestamp") < 0).sum().alias("_neg")).collect(engine=ENGINE)
     n = int(stats["_n"][0])
     if n == 0:
         raise DataError(f"dataset '{source}' is empty: no interactions")
     nulls = [c for c in cols if int(stats[c][0])]
-    if nulls:
+    empty_rows = int(stats["_rows"][0])
+    notes = []
+    if nulls and (2 * empty_rows >= n or any(c not in key for c in nulls)):
         raise DataError(f"{source}: null values in column(s) {', '.join(nulls)}")
+    if empty_rows:
+        by_col = ", ".join(f"{c} {int(stats[c][0])}" for c in key if int(stats[c][0]))
+        notes.append(f"{empty_rows:,} of {n:,} rows skipped: an empty user, item or time ({by_col})")
+        log.warning("%s: %s", source, notes[-1])
+        lf = lf.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in key]))
+        n -= empty_rows
     if int(stats["_neg"][0]):
         raise DataError(f"{source}: column 'timestamp' has {int(stats['_neg'][0])} negative values")
-    return n
+    return lf, n, notes
 
 
 def _counts(lf: pl.LazyFrame, col: str) -> pl.LazyFrame:
@@ -136,8 +179,8 @@ def _kept(lf: pl.LazyFrame, users: pl.DataFrame, items: pl.DataFrame) -> pl.Lazy
 def preprocess_lazy(lf: pl.LazyFrame, config: PreprocessConfig = PreprocessConfig(),
                     name: str = "parquet") -> Prepared:
     """:func:`seqrec.data.preprocess.preprocess` over a lazy frame from :func:`scan`."""
-    n_rows = _check(lf, name)
-    notes = [f"scanned {n_rows:,} rows lazily (Polars streaming engine)"]
+    lf, n_rows, skipped = _check(lf, name)
+    notes = [f"scanned {n_rows:,} rows lazily (Polars streaming engine)", *skipped]
     if config.min_rating is not None:
         if "rating" not in lf.collect_schema().names():
             raise DataError(f"min_rating={config.min_rating} needs a rating column, the data has none")
@@ -197,7 +240,7 @@ def preprocess_lazy(lf: pl.LazyFrame, config: PreprocessConfig = PreprocessConfi
 
 
 def prepare_parquet(path: str | Path, config: PreprocessConfig = PreprocessConfig(),
-                    columns: dict[str, str | None] | None = None, timestamp_unit: str = "s") -> Prepared:
+                    columns: dict[str, str | None] | None = None, timestamp_unit: str = "auto") -> Prepared:
     """``preprocess_lazy(scan(path))``: read and preprocess without loading the log whole."""
     name = Path(path).name.split(".")[0] or "parquet"
     return preprocess_lazy(scan(path, columns, timestamp_unit), config, name)
