@@ -201,3 +201,15 @@ def test_data_describe_shows_what_was_guessed_of_a_file_layout(tmp_path, capsys)
                        ("parts", "timestamp=timestamp; read 2 part files of parts/")):
         assert main(["data", "describe", str(tmp_path / path)]) == 0
         assert line in capsys.readouterr().out, path
+
+
+def test_train_says_how_your_file_was_read_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_log_csv(tmp_path / "shop.csv", n_users=30, n_items=20, columns=("customer", "sku", "ts"), time_unit="ms")
+    assert main(["train", str(tmp_path / "shop.csv"), "-m", "pop", "--set", "data.filter=none"]) == 0
+    err = capsys.readouterr().err
+    assert "data: read shop.csv (user=customer, item=sku, timestamp=ts)" in err
+    assert "  timestamps read as milliseconds (their size: past the year 5000 as seconds)" in err
+    assert "  kept 30 users, " in err and " interactions after preprocessing" in err
+    assert main(["train", "-m", "pop", "--out", str(tmp_path / "named")]) == 0  # a named dataset: quiet
+    assert "data: read" not in capsys.readouterr().err

@@ -209,7 +209,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from seqrec.cli import runs
     from seqrec.evaluation.results import write_result
-    from seqrec.experiment import run_experiment
+    from seqrec.experiment import prepare_data, run_experiment
 
     exp = load_experiment(args.config, args.overrides)
     out = Path(args.out) if args.out else Path(exp.output) / f"{_slug(exp.data.name)}-{exp.model}"
@@ -228,8 +228,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     options = {"checkpoint_dir": checkpoint, "checkpoint_every": runs.CHECKPOINT_EVERY,
                "on_epoch": runs.EpochPrinter(exp.model) if rank0 else None, "progress": True}
     try:
-        model, record = run_experiment(exp, progress=sys.stderr.isatty(), save_dir=out / "model",
-                                       fit_options=options)
+        data = prepare_data(exp)
+        if rank0 and Path(exp.data.name).exists():  # your own file: say how it was read, first
+            for line in data_lines(data):
+                print(line, file=sys.stderr, flush=True)
+        model, record = run_experiment(exp, data=data, progress=sys.stderr.isatty(),
+                                       save_dir=out / "model", fit_options=options)
     except KeyboardInterrupt:
         where = f"checkpoint in {checkpoint}; " if (checkpoint / "last.pt").exists() else ""
         print(f"interrupted: {where}rerun the same command to resume, or add --fresh to start over",
@@ -380,6 +384,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"\nstudy {study!r} in {storage}: best trial {result.best_trial.number} "
           f"({args.metric} {result.best_value:.4f}); best config: {out}")
     return 0
+
+
+def data_lines(data: Any) -> list[str]:
+    """What ``seqrec train`` says about a user's file before training: how it was read (the
+    columns, named or guessed, and any guess of its layout), what was skipped, and what
+    preprocessing and the split kept."""
+    inter, prepared = data.prepared.interactions, data.prepared
+    read = [n for n in inter.notes if n.startswith("read ")]
+    said = [n for n in inter.notes if n.startswith("timestamps read as")]  # skipped rows: warned
+    lines = [f"data: {read[0]}" if read else "data:"]
+    lines += [f"  {n}" for n in said]
+    lines.append(f"  kept {prepared.n_users:,} users, {prepared.n_items:,} items, {len(inter):,} "
+                 f"interactions after preprocessing")
+    return lines
 
 
 def _columns_read(note: str) -> str:

@@ -54,7 +54,15 @@ class NeedsEagerRead(DataError):
 
 def scan(path: str | Path, columns: dict[str, str | None] | None = None,
          timestamp_unit: str = "auto") -> pl.LazyFrame:
-    """Lazy ``user, item, timestamp[, rating], _row`` frame over a Parquet file or dataset.
+    """Lazy ``user, item, timestamp[, rating], _row`` frame over a Parquet file or dataset
+    (:func:`scan_roles` without the columns read)."""
+    return scan_roles(path, columns, timestamp_unit)[0]
+
+
+def scan_roles(path: str | Path, columns: dict[str, str | None] | None = None,
+               timestamp_unit: str = "auto") -> tuple[pl.LazyFrame, dict[str, str], str]:
+    """Lazy ``user, item, timestamp[, rating], _row`` frame over a Parquet file or dataset,
+    the column read for each role, and the time unit used.
 
     Args:
         path: a Parquet file, or a directory of them (``key=value`` folders become columns).
@@ -91,7 +99,7 @@ def scan(path: str | Path, columns: dict[str, str | None] | None = None,
              _seconds(schema, time_col, source, timestamp_unit)]
     if "rating" in roles:
         exprs.append(pl.col(roles["rating"]).cast(pl.Float32).alias("rating"))
-    return lf.with_row_index("_row").select(pl.col("_row").cast(pl.Int64), *exprs)
+    return lf.with_row_index("_row").select(pl.col("_row").cast(pl.Int64), *exprs), roles, timestamp_unit
 
 
 def _id(schema, col: str, role: str, source: str) -> pl.Expr:
@@ -177,10 +185,11 @@ def _kept(lf: pl.LazyFrame, users: pl.DataFrame, items: pl.DataFrame) -> pl.Lazy
 
 
 def preprocess_lazy(lf: pl.LazyFrame, config: PreprocessConfig = PreprocessConfig(),
-                    name: str = "parquet") -> Prepared:
-    """:func:`seqrec.data.preprocess.preprocess` over a lazy frame from :func:`scan`."""
+                    name: str = "parquet", read_notes: tuple[str, ...] = ()) -> Prepared:
+    """:func:`seqrec.data.preprocess.preprocess` over a lazy frame from :func:`scan`
+    (``read_notes``: how it was read, first among the notes)."""
     lf, n_rows, skipped = _check(lf, name)
-    notes = [f"scanned {n_rows:,} rows lazily (Polars streaming engine)", *skipped]
+    notes = [*read_notes, f"scanned {n_rows:,} rows lazily (Polars streaming engine)", *skipped]
     if config.min_rating is not None:
         if "rating" not in lf.collect_schema().names():
             raise DataError(f"min_rating={config.min_rating} needs a rating column, the data has none")
@@ -243,4 +252,9 @@ def prepare_parquet(path: str | Path, config: PreprocessConfig = PreprocessConfi
                     columns: dict[str, str | None] | None = None, timestamp_unit: str = "auto") -> Prepared:
     """``preprocess_lazy(scan(path))``: read and preprocess without loading the log whole."""
     name = Path(path).name.split(".")[0] or "parquet"
-    return preprocess_lazy(scan(path, columns, timestamp_unit), config, name)
+    lf, roles, unit = scan_roles(path, columns, timestamp_unit)
+    notes = [f"read {Path(path).name} ({', '.join(f'{r}={c}' for r, c in roles.items())})"]
+    if unit != "s":
+        words = {"ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}[unit]
+        notes.append(f"timestamps read as {words}, stored as Unix seconds")
+    return preprocess_lazy(lf, config, name, tuple(notes))
