@@ -145,3 +145,10 @@ def test_train_takes_an_own_file_positionally(tmp_path, capsys):
     assert "no model named" not in err
     code, _, err = _run(capsys, "train", str(log), "--set", "data.filter=none", "--out", str(out))
     assert code == 0 and "note: no model named, so this trains 'pop'" in err  # said, not silent
+
+
+def test_bare_seqrec_prints_the_help_with_first_steps(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: seqrec") and "first steps:" in out and "seqrec demo shop.csv" in out
+    assert "owns the terminal" not in out  # the module docstring is for developers

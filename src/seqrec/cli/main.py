@@ -64,8 +64,20 @@ def _unrecognized_hint(tokens: list[str]) -> str:
     return ""
 
 
+_DESCRIPTION = ("Sequential (next-item) recommendation: train SASRec, LRURec, HSTU, LSAN and more "
+                "on a log of interactions, evaluate them under recorded protocols, and serve them.")
+_EXAMPLES = """first steps:
+  seqrec demo                                  the models on the shipped MovieLens sample, one table
+  seqrec demo shop.csv                         the same on your own log (.csv/.tsv/.parquet/.xlsx/.jsonl)
+  seqrec train shop.csv -m sasrec              train one model; Ctrl-C, then the same command resumes
+  seqrec recommend runs/shop-sasrec --user 42  top-10 for a user; --input users.csv for a batch
+  seqrec serve runs/shop-sasrec                an HTTP service: GET /recommend?user=42
+settings go through --set (seqrec config sasrec lists them); each command has --help"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="seqrec", description=__doc__)
+    parser = _Parser(prog="seqrec", description=_DESCRIPTION, epilog=_EXAMPLES,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"seqrec {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -178,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # bare `seqrec`: the help, not an error
+        parser.print_help()
+        return 0
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
