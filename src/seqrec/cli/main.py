@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--metric", default="NDCG@10", help="the metric to rank by (default NDCG@10)")
 
     e = sub.add_parser("evaluate", help="evaluate a saved artifact on the configured split")
-    e.add_argument("artifact")
+    e.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
     _add_experiment_args(e)
 
     from seqrec.cli.recommend import add_export_args, add_recommend_args
@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_args(sub.add_parser("export", help="export a neural model to ONNX / TorchScript"))
 
     s = sub.add_parser("serve", help="HTTP service over a saved artifact (FastAPI + uvicorn)")
-    s.add_argument("artifact")
+    s.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
 

@@ -11,7 +11,7 @@ from seqrec.errors import ConfigError
 
 
 def add_recommend_args(r: argparse.ArgumentParser) -> None:
-    r.add_argument("artifact")
+    r.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
     r.add_argument("history", nargs="*", help="raw item ids, oldest first (or --history)")
     r.add_argument("--history", dest="history_csv", help="comma-separated raw item ids")
     r.add_argument("--user", help="a known user id: recommend from their stored history")
@@ -19,12 +19,12 @@ def add_recommend_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--output", help="batch: where the top-k lists go (.csv/.tsv/.parquet; default: CSV on standard output)")
     r.add_argument("--allow", help="only these item ids: a comma list or a file (one per line)")
     r.add_argument("--deny", help="never these item ids: a comma list or a file")
-    r.add_argument("-k", type=int, default=10)
+    r.add_argument("-k", type=int, default=10, help="how many items to recommend (default 10)")
     r.add_argument("--include-seen", action="store_true", help="do not exclude history items")
 
 
 def add_export_args(x: argparse.ArgumentParser) -> None:
-    x.add_argument("artifact")
+    x.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
     x.add_argument("--format", default="onnx", choices=["onnx", "torchscript"])
     x.add_argument("--out", help="file to write (default: beside the artifact, in its run "
                                  "directory: MODEL.onnx, or MODEL.pt for torchscript)")
