@@ -661,3 +661,9 @@ def test_an_8_bit_file_is_read_as_windows_1252_and_damaged_utf8_is_named(tmp_pat
     damaged.write_bytes(text.encode("utf-8") + b"u3,caf\xe9,4\n")  # UTF-8 first, then one bad byte
     with pytest.raises(DataError, match="invalid UTF-8 at line 5"):
         load(damaged)
+
+
+def test_head_lines_reads_the_first_lines_only():
+    assert _io.head_lines(b"user,item\r\n1,2\n3,4\n", 2) == [b"user,item", b"1,2"]
+    assert _io.head_lines(b"one line, no newline", 3) == [b"one line, no newline"]
+    assert _io.head_lines(b"a\nb\n", 1) == [b"a"]

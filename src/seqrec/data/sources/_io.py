@@ -131,11 +131,23 @@ def _as_utf8(data: bytes, path: Path, encoding: str | None = None) -> bytes:
     return data
 
 
+def head_lines(data: bytes, n: int = 1) -> list[bytes]:
+    """The first ``n`` lines of ``data`` (without their ``\r``), without copying the rest of a
+    large file (``data.split(b"\n", n)`` copies everything after the last cut)."""
+    end = -1
+    for _ in range(n):
+        end = data.find(b"\n", end + 1)
+        if end < 0:
+            break
+    head = data if end < 0 else data[:end]
+    return [ln.rstrip(b"\r") for ln in head.split(b"\n")][:n]
+
+
 def _drop_repeated_header(data: bytes, source: str) -> bytes:
     """``data`` without later copies of its header line: files joined with ``cat a.csv b.csv``
     repeat it, and the copy read as a row stopped the load at 'timestamp' is not a time. The
     file is copied only when it holds such a line."""
-    head = data.split(b"\n", 1)[0].rstrip(b"\r")
+    head = head_lines(data)[0]
     if not head.strip() or b"\n" + head not in data:
         return data
     lines = data.split(b"\n")

@@ -148,7 +148,7 @@ def _sniff_separator(data: bytes, default: str) -> str:
     first lines all split into the same number (> 1) of fields at another common separator:
     Excel in many European locales saves "CSV" with ``;``. Space is never guessed (a datetime
     holds one); a file it separates gets a hint instead (see :func:`_separator_hint`)."""
-    lines = [ln.rstrip(b"\r").decode("utf-8", "replace") for ln in data.split(b"\n", 21)[:20]]
+    lines = [ln.decode("utf-8", "replace") for ln in _io.head_lines(data, 20)]
     lines = [ln for ln in lines if ln.strip()]
     if not lines or len(lines[0].split(default)) > 1:
         return default
@@ -191,7 +191,7 @@ def _headerless_names(first: list[str]) -> list[str] | None:
 
 
 def _header(data: bytes, sep: str, source: str) -> list[str]:
-    first = data.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
+    first = _io.head_lines(data)[0].decode("utf-8", "replace")
     return [c.strip('"') for c in first.split(sep)] if first.strip() else []
 
 
