@@ -424,3 +424,15 @@ def test_lists_of_records_or_tuples_and_lazy_frames_read_like_a_table():
         load([(1, 2, 3), (1, 2)])
     with pytest.raises(DataError, match="a list of records"):
         load([1, 2, 3])
+
+
+def test_whole_numbers_written_as_decimals_are_integer_ids(tmp_path, caplog):
+    """pandas writes an integer column with a gap as floats: 12346.0 is user 12346 (else
+    `seqrec recommend --user 12346` would not find it); 1.5 stays a text id."""
+    path = tmp_path / "export.csv"
+    path.write_text("CustomerID,StockCode,InvoiceDate\n12346.0,85123A,1\n12347.0,71053,2\n12346.0,71053,3\n")
+    with caplog.at_level("WARNING"):
+        inter = load(str(path))
+    assert inter.user.tolist() == [12346, 12347, 12346]
+    assert "whole numbers written as decimals (12346.0)" in caplog.text
+    assert load({"user": ["1.5", "2.0"], "item": [1, 2], "timestamp": [1, 2]}).user.tolist() == [0, 1]

@@ -317,6 +317,12 @@ def ids(df: pl.DataFrame, col: str, source: str, header: bool = True) -> tuple[n
             )
         return ints.to_numpy(), None
     if s.dtype == pl.String:
+        # whole numbers written as decimals ("12346.0": pandas writes an integer column with a
+        # gap as floats) are the integers they spell, or `--user 12346` would not find them
+        if s.str.ends_with(".0").any() and s.str.contains(r"^-?\d+\.0+$|^-?\d+$").all():
+            log.warning("%s: column '%s' holds whole numbers written as decimals (%s): read as "
+                        "integers", source, col, s.filter(s.str.ends_with(".0"))[0])
+            s = s.str.replace(r"\.0+$", "")
         # canonical integers ("725280", not "0205616461") stay integers; anything else is text
         as_int = s.str.to_integer(strict=False)
         if as_int.null_count() == 0 and (as_int.cast(pl.String) == s).all():
