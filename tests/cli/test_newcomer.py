@@ -145,7 +145,7 @@ def test_data_describe_reads_an_own_file_with_the_train_keys(tmp_path, capsys):
     assert "looks like Unix millisecon" in capsys.readouterr().err
     assert main(["data", "describe", str(csv)]) == 0  # columns guessed, the unit from the size
     out = capsys.readouterr().out
-    assert "columns         user=customer, item=sku, timestamp=ts" in out
+    assert "columns         user=customer, item=sku, timestamp=ts; times in milliseconds" in out
     assert main(["data", "describe", str(csv), "--set", "data.columns=user=customer,item=sku,timestamp=ts",
                  "--set", "data.time_unit=ms"]) == 0
     out = capsys.readouterr().out

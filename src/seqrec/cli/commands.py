@@ -98,6 +98,10 @@ def cmd_data(args: argparse.Namespace) -> int:
         inter = sources.load(section.name, root=section.root, **section.read_options())
         read = next((_columns_read(n) for n in inter.notes
                      if n.startswith("read ") and n.endswith(")") and "(" in n), None)
+        unit = next((n.removeprefix("timestamps read as ").split(", stored")[0]
+                     for n in inter.notes if n.startswith("timestamps read as ")), None)
+        if read is not None and unit is not None:
+            read += f"; times in {unit}"
         if args.filter != "none":
             cfg = PreprocessConfig(filter=args.filter, min_item=args.k, min_user=args.k)
             inter = preprocess(inter, cfg).interactions
