@@ -50,3 +50,18 @@ def test_pop_bad_config_and_unfitted():
         PopConfig(recent=-1)
     with pytest.raises(NotFittedError):
         Pop().score(Sequences.from_lists([[1]], n_items=5))
+
+
+def test_recommend_refuses_a_flat_list_of_ids():
+    """recommend(["sku1", "sku2"]) read each id as a history of its characters (or failed on
+    ints); a list of histories and a generator of them work."""
+    from seqrec.data.preprocess import ItemVocab
+    from seqrec.errors import DataError
+
+    vocab = ItemVocab(np.array(["a", "b", "c", "d", "e"], dtype=object))
+    model = Pop().fit(Sequences.from_lists([[3, 1, 5], [3, 1]], n_items=5, vocab=vocab))
+    for flat in (["a", "b"], "a", [1, 2]):
+        with pytest.raises(DataError, match="a list of histories"):
+            model.recommend(flat, k=2)
+    (one,) = model.recommend([["a", "b"]], k=2)
+    assert one.items == model.recommend(h for h in [["a", "b"]])[0].items[:2]

@@ -153,6 +153,11 @@ class Recommender(ABC):
             raise DataError(f"k must be >= 1, got {k}")
         if self.vocab is None:
             raise NotFittedError("this model has no item vocabulary: fit it on prepared data")
+        histories = [histories] if isinstance(histories, (str, bytes)) else list(histories)
+        if any(isinstance(h, (str, bytes)) or not hasattr(h, "__iter__") for h in histories):
+            # recommend(["sku1", "sku2"]) read each id as a history of its characters, or failed
+            raise DataError("recommend takes a list of histories, each a list of item ids: "
+                            "recommend([[\"sku1\", \"sku2\"]]) for one history")
         rows, skipped = [], []
         for hist in histories:
             hist = list(hist)
