@@ -521,7 +521,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(line)
     last = records[-1]["model"]
     users = data.prepared.user_raw
-    query = "1 2 3" if not own_data else f"--user {users[0]}" if len(users) else "ITEM_ID"
+    query = "1 2 3" if not own_data else f"--user {shlex.quote(str(users[0]))}" if len(users) else "ITEM_ID"
     print(f"\nartifacts and results in {out}/; try: seqrec recommend {out}/{last} {query}")
     return 0
 
