@@ -436,3 +436,31 @@ def test_whole_numbers_written_as_decimals_are_integer_ids(tmp_path, caplog):
     assert inter.user.tolist() == [12346, 12347, 12346]
     assert "whole numbers written as decimals (12346.0)" in caplog.text
     assert load({"user": ["1.5", "2.0"], "item": [1, 2], "timestamp": [1, 2]}).user.tolist() == [0, 1]
+
+
+def test_a_zip_archive_as_downloaded_is_read(tmp_path):
+    """Kaggle / GroupLens downloads: the one log inside (README and macOS metadata ignored), a
+    folder of parts, or a MovieLens folder; several unrelated logs are named; errors name the
+    archive's member, not a temporary folder."""
+    import zipfile
+
+    log = "user,item,timestamp\nu1,a,1\nu1,b,2\nu2,a,3\n"
+    with zipfile.ZipFile(tmp_path / "kaggle.zip", "w") as z:
+        z.writestr("data/events.csv", log)
+        z.writestr("README.txt", "about the data")
+        z.writestr("__MACOSX/data/._events.csv", "x")
+    inter = load(str(tmp_path / "kaggle.zip"))
+    assert inter.name == "kaggle" and inter.item.tolist() == [0, 1, 0]
+    with zipfile.ZipFile(tmp_path / "ml.zip", "w") as z:
+        z.writestr("ml-mini/ratings.csv", "userId,movieId,rating,timestamp\n1,1,4.0,9\n1,3,4.0,10\n2,1,3.0,11\n")
+    assert load(str(tmp_path / "ml.zip")).item.tolist() == [1, 3, 1]
+    with zipfile.ZipFile(tmp_path / "two.zip", "w") as z:
+        z.writestr("a/x.csv", log)
+        z.writestr("b/y.csv", log)
+    with pytest.raises(DataError, match="two.zip: expected one log file .* found a/x.csv, b/y.csv"):
+        load(str(tmp_path / "two.zip"))
+    with zipfile.ZipFile(tmp_path / "bad.zip", "w") as z:
+        z.writestr("log.csv", "user,item,timestamp\nu1,a,soon\n")
+    with pytest.raises(DataError, match=r"^.*bad.zip: log.csv: column 'timestamp'") as err:
+        load(str(tmp_path / "bad.zip"))
+    assert "seqrec-zip-" not in str(err.value)

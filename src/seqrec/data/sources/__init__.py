@@ -271,6 +271,8 @@ def _sniff_json(path: Path) -> str | None:
 def _load_path(path: Path, options: dict[str, Any]) -> Interactions:
     from seqrec.data.sources import _io, generic, movielens
 
+    if path.suffix.lower() == ".zip":
+        return _load_zip(path, options)
     if path.is_dir():
         if any((path / f).is_file() for f in ("u.data", "ratings.dat", "ratings.csv")):
             _no_options(options, path.name)
@@ -297,6 +299,50 @@ def _load_path(path: Path, options: dict[str, Any]) -> Interactions:
     if unknown:
         raise ConfigError(f"unknown option(s) {sorted(unknown)} for a file; allowed: {sorted(allowed)}")
     return generic.read_file(path, **options)
+
+
+_MOVIELENS_FILES = ("u.data", "ratings.dat", "ratings.csv")
+
+
+def _load_zip(path: Path, options: dict[str, Any]) -> Interactions:
+    """A ``.zip`` archive as downloaded (Kaggle, GroupLens): a MovieLens folder, the one log
+    file inside, or one folder of part files; extracted to a temporary folder, read as such,
+    and named after the archive. Several candidate logs are an error listing them."""
+    import dataclasses
+    import tempfile
+    import zipfile
+
+    from seqrec.data.sources import _io, generic
+
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DataError(f"cannot read {path} as a zip archive: {exc}") from None
+    with archive, tempfile.TemporaryDirectory(prefix="seqrec-zip-") as tmp:
+        members = [m for m in archive.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX/")
+                   and not Path(m.filename).name.startswith((".", "_"))]
+        archive.extractall(tmp, members)  # zipfile drops absolute paths and '..' parts
+        root = Path(tmp)
+        files = [root / m.filename for m in members]
+        lens = [f.parent for f in files if f.name in _MOVIELENS_FILES]
+        logs = [f for f in files if (generic._part_kind(f) is not None or Path(_io.strip_compression(
+                f)[0]).suffix.lower() in (".json", ".jsonl", *generic.EXCEL_EXT))
+                and not f.name.lower().startswith(("readme", "license", "licence", "notice"))]
+        try:
+            if lens:
+                inter = _load_path(lens[0], {})
+            elif len(logs) == 1:
+                inter = _load_path(logs[0], options)
+            elif logs and len({f.parent for f in logs}) == 1:
+                inter = generic.read_parts(logs[0].parent, **options)
+            else:
+                names = ", ".join(sorted(m.filename for m in members)[:6]) or "nothing readable"
+                raise DataError(f"expected one log file (or one folder of parts) inside, found "
+                                f"{names}; unzip it and pass the file to read")
+        except DataError as exc:  # name the archive and its member, not the temporary folder
+            message = str(exc).replace(f"{root}/", "").replace(str(root), "")
+            raise DataError(f"{path}: {message}") from None
+    return dataclasses.replace(inter, name=path.name.split(".")[0])
 
 
 def _no_options(options: dict[str, Any], what: str) -> None:
