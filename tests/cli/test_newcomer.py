@@ -213,3 +213,9 @@ def test_train_says_how_your_file_was_read_before_training(tmp_path, capsys, mon
     assert "  kept 30 users, " in err and " interactions after preprocessing" in err
     assert main(["train", "-m", "pop", "--out", str(tmp_path / "named")]) == 0  # a named dataset: quiet
     assert "data: read" not in capsys.readouterr().err
+
+
+def test_two_models_for_train_point_to_the_demo(capsys):
+    for argv in (["train", "shop.csv", "-m", "sasrec", "-m", "lrurec"], ["train", "shop.csv", "-m", "sasrec,lrurec"]):
+        assert main(argv) == 2
+        assert "seqrec demo shop.csv --models sasrec,lrurec" in capsys.readouterr().err

@@ -24,7 +24,7 @@ def _add_shortcut_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("data_shortcut", nargs="?", metavar="DATA",
                    help="a dataset name (seqrec data list) or your own file / directory: the same "
                         "as --set data.name=DATA (a .toml / .yaml file here is read as --config)")
-    p.add_argument("--model", "-m", dest="model_shortcut",
+    p.add_argument("--model", "-m", dest="model_shortcut", action="append",
                    help="a model name (seqrec models): the same as --set model.name=...")
 
 

@@ -21,7 +21,12 @@ def resolve_artifact(args: argparse.Namespace) -> None:
 def fold_shortcuts(args: argparse.Namespace) -> None:
     """Turn the DATA / --model shortcuts into leading ``--set`` overrides (an explicit --set of the
     same key is a conflict, not a silent winner)."""
-    data, model = getattr(args, "data_shortcut", None), getattr(args, "model_shortcut", None)
+    data, models = getattr(args, "data_shortcut", None), getattr(args, "model_shortcut", None)
+    models = [m for given in (models or []) for m in given.split(",") if m.strip()]
+    if len(models) > 1:  # -m sasrec -m lrurec, or -m sasrec,lrurec: a comparison
+        raise ConfigError(f"{args.command} takes one model, got {', '.join(models)}; to compare "
+                          f"several on the same data: seqrec demo {data or 'DATA'} --models {','.join(models)}")
+    model = models[0] if models else None
     if data is None and model is None:
         return
     from seqrec.registry import MODELS, canonical_model_name, get_model
