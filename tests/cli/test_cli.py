@@ -152,3 +152,11 @@ def test_bare_seqrec_prints_the_help_with_first_steps(capsys):
     out = capsys.readouterr().out
     assert out.startswith("usage: seqrec") and "first steps:" in out and "seqrec demo shop.csv" in out
     assert "owns the terminal" not in out  # the module docstring is for developers
+
+
+def test_mappings_print_lists_one_per_line_and_dicts_as_pairs():
+    from seqrec.cli.table import format_mapping
+
+    text = format_mapping({"n_users": 1200, "notes": ["read x.csv", "5-core"], "seconds": {"load": 0.5}})
+    assert text.splitlines() == ["n_users  1,200", "notes    read x.csv", "         5-core",
+                                 "seconds  load 0.5000"]

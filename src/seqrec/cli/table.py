@@ -28,5 +28,16 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def format_mapping(mapping: dict[str, Any]) -> str:
+    """``key  value`` lines; a list value takes one line per element (aligned under the first),
+    a dict value reads ``key value, key value`` (not Python's repr)."""
     width = max(len(k) for k in mapping)
-    return "\n".join(f"{k.ljust(width)}  {_fmt(v)}" for k, v in mapping.items())
+    lines = []
+    for k, v in mapping.items():
+        if isinstance(v, dict):
+            v = ", ".join(f"{kk} {_fmt(vv)}" for kk, vv in v.items())
+        if isinstance(v, (list, tuple)) and v:
+            lines.append(f"{k.ljust(width)}  {_fmt(v[0])}")
+            lines += [f"{'':{width}}  {_fmt(x)}" for x in v[1:]]
+        else:
+            lines.append(f"{k.ljust(width)}  {_fmt(v)}")
+    return "\n".join(lines)
