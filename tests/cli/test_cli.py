@@ -160,3 +160,14 @@ def test_mappings_print_lists_one_per_line_and_dicts_as_pairs():
     text = format_mapping({"n_users": 1200, "notes": ["read x.csv", "5-core"], "seconds": {"load": 0.5}})
     assert text.splitlines() == ["n_users  1,200", "notes    read x.csv", "         5-core",
                                  "seconds  load 0.5000"]
+
+
+def test_doctor_reports_the_installation_and_names_missing_extras(capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openpyxl", None)  # as if the excel extra were not installed
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "torch " in out and "shipped data    ml-latest-small loads (100,836 interactions)" in out
+    assert "extra excel     no: pip install 'seqrec[excel]'" in out
+    assert "extra tune" in out and "data dir" in out

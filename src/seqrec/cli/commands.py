@@ -67,8 +67,15 @@ def dispatch(args: argparse.Namespace) -> int:
         "config": cmd_config,
         "tune": cmd_tune,
         "runs": cmd_runs,
+        "doctor": cmd_doctor,
     }[args.command]
     return handler(args)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from seqrec.cli.doctor import cmd_doctor as run
+
+    return run(args)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -72,7 +72,8 @@ _EXAMPLES = """first steps:
   seqrec train shop.csv -m sasrec              train one model; Ctrl-C, then the same command resumes
   seqrec recommend runs/shop-sasrec --user 42  top-10 for a user; --input users.csv for a batch
   seqrec serve runs/shop-sasrec                an HTTP service: GET /recommend?user=42
-settings go through --set (seqrec config sasrec lists them); each command has --help"""
+settings go through --set (seqrec config sasrec lists them); each command has --help;
+seqrec doctor says what this installation can do (versions, GPU, extras, data folders)"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "checkpoint when the budget stops them, to resume on another checkout "
                     "(default reproduce-state; 'none' disables)")
 
+    sub.add_parser("doctor", help="what this installation can do: versions, PyTorch build and "
+                                  "devices, extras, data folders (paste it into a bug report)")
     demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset "
                                        "(or on your own file) in one table")
     demo.add_argument("data_shortcut", nargs="?", metavar="DATA",
