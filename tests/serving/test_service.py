@@ -159,3 +159,17 @@ def test_allow_deny_and_unknown_ids_over_http(trained):
     assert client.post("/recommend/batch", json={"requests": []}).status_code == 422
     both = client.post("/recommend", json={"user": "c1", "history": ["sku1"]})
     assert both.status_code == 422
+
+
+def test_cors_lets_a_named_origin_call_from_a_browser(artifact):
+    shop = "https://shop.example"
+    client = TestClient(create_app(artifact, [shop]))
+    pre = client.options("/recommend", headers={"Origin": shop, "Access-Control-Request-Method": "POST",
+                                                "Access-Control-Request-Headers": "content-type"})
+    assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == shop
+    got = client.get("/recommend?history=102", headers={"Origin": shop})
+    assert got.headers["access-control-allow-origin"] == shop
+    other = client.get("/recommend?history=102", headers={"Origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in other.headers
+    plain = TestClient(create_app(artifact)).get("/recommend?history=102", headers={"Origin": shop})
+    assert "access-control-allow-origin" not in plain.headers  # off unless asked

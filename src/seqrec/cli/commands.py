@@ -426,7 +426,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from seqrec.serving.service import create_app
 
     _check_listen(args.host, args.port)
-    app = create_app(args.artifact)  # a damaged artifact fails here, before the server starts
+    app = create_app(args.artifact, getattr(args, "cors", None))  # a damaged artifact fails here
     shown = "localhost" if args.host in ("0.0.0.0", "::", "127.0.0.1") else args.host
     url = f"http://{shown}:{args.port}"
     print(f"serving {args.artifact} on {url} (API docs: {url}/docs); try:\n"

@@ -143,8 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="HTTP service over a saved artifact (FastAPI + uvicorn)")
     s.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
-    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
     s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
+                   help="let a web page from ORIGIN (https://shop.example) call the service from a "
+                        "browser; '*' allows any; repeatable (default: none, same-origin only)")
 
     rp = sub.add_parser("reproduce", help="run a paper's table (configs/reproduce/NAME.toml) and "
                         "write its report (docs/reproduce/NAME.md/.html)")

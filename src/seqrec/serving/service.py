@@ -4,6 +4,7 @@
 at runtime, and the model class is local to ``create_app``.)
 
     uvicorn "seqrec.serving.service:app_from_env" --factory   # SEQREC_ARTIFACT=runs/.../model
+                                                              # (SEQREC_CORS=origin,origin)
 
 Endpoints: ``GET /health``, ``GET /info``, ``POST /recommend`` with
 ``{"history": [raw ids, oldest first], "k": 10, "exclude_seen": true}`` or ``{"user": id}``
@@ -27,8 +28,9 @@ from typing import Any, Literal
 from seqrec.errors import SeqRecError
 
 
-def create_app(artifact: str | Path) -> Any:
-    """A FastAPI app serving the recommender saved at ``artifact`` (loaded once)."""
+def create_app(artifact: str | Path, cors_origins: list[str] | None = None) -> Any:
+    """A FastAPI app serving the recommender saved at ``artifact`` (loaded once);
+    ``cors_origins``: web origins whose pages may call it from a browser (``["*"]``: any)."""
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -65,6 +67,11 @@ def create_app(artifact: str | Path) -> Any:
 
     app = FastAPI(title="seqrec", description=f"{model.name} recommendations")
     app.add_middleware(_JsonBody)
+    if cors_origins:  # a shop's front end on another origin calls the API from the browser
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["content-type"])
     app.state.example_query = _example_query(model)
 
     @app.exception_handler(RequestValidationError)
@@ -200,4 +207,5 @@ def app_from_env() -> Any:
     path = os.environ.get("SEQREC_ARTIFACT")
     if not path:
         raise SeqRecError("set SEQREC_ARTIFACT to the directory of a saved model")
-    return create_app(path)
+    cors = [o.strip() for o in os.environ.get("SEQREC_CORS", "").split(",") if o.strip()]
+    return create_app(path, cors)
