@@ -173,3 +173,16 @@ def test_cors_lets_a_named_origin_call_from_a_browser(artifact):
     assert "access-control-allow-origin" not in other.headers
     plain = TestClient(create_app(artifact)).get("/recommend?history=102", headers={"Origin": shop})
     assert "access-control-allow-origin" not in plain.headers  # off unless asked
+
+
+def test_an_api_key_guards_every_endpoint_but_health(artifact):
+    client = TestClient(create_app(artifact, api_key="s3cret"))
+    for open_path in ("/health", "/", "/openapi.json"):  # a probe, the endpoint list, the docs
+        assert client.get(open_path).status_code == 200, open_path
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"X-API-Key": "s3cre"}):
+        resp = client.get("/recommend?history=102", headers=headers)
+        assert resp.status_code == 401 and "API key" in resp.json()["detail"]
+    assert client.post("/recommend", json={"history": [102]}).status_code == 401
+    for headers in ({"Authorization": "Bearer s3cret"}, {"X-API-Key": "s3cret"}):
+        assert client.get("/recommend?history=102", headers=headers).status_code == 200
+        assert client.get("/info", headers=headers).json()["n_items"] == 4

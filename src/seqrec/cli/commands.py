@@ -426,11 +426,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from seqrec.serving.service import create_app
 
     _check_listen(args.host, args.port)
-    app = create_app(args.artifact, getattr(args, "cors", None))  # a damaged artifact fails here
+    key = getattr(args, "api_key", None) or os.environ.get("SEQREC_API_KEY") or None
+    app = create_app(args.artifact, getattr(args, "cors", None), key)  # a damaged artifact fails here
     shown = "localhost" if args.host in ("0.0.0.0", "::", "127.0.0.1") else args.host
     url = f"http://{shown}:{args.port}"
-    print(f"serving {args.artifact} on {url} (API docs: {url}/docs); try:\n"
-          f"  curl '{url}/recommend?{app.state.example_query}'", file=sys.stderr, flush=True)
+    auth = ' -H "Authorization: Bearer $KEY"' if key else ""
+    print(f"serving {args.artifact} on {url} (API docs: {url}/docs){'; API key required' if key else ''}; "
+          f"try:\n  curl{auth} '{url}/recommend?{app.state.example_query}'", file=sys.stderr, flush=True)
+    if not key and args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"note: listening on {args.host} without --api-key: anyone who can reach this port "
+              "can query the model", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port)
     return 0
 

@@ -149,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                    help="let a web page from ORIGIN (https://shop.example) call the service from a "
                         "browser; '*' allows any; repeatable (default: none, same-origin only)")
+    s.add_argument("--api-key", default=None, metavar="KEY",
+                   help="require 'Authorization: Bearer KEY' (or 'X-API-Key: KEY') on the "
+                        "endpoints that answer from the model (not /health, /, /docs); default: "
+                        "$SEQREC_API_KEY, else open")
 
     rp = sub.add_parser("reproduce", help="run a paper's table (configs/reproduce/NAME.toml) and "
                         "write its report (docs/reproduce/NAME.md/.html)")

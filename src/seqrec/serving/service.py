@@ -4,7 +4,8 @@
 at runtime, and the model class is local to ``create_app``.)
 
     uvicorn "seqrec.serving.service:app_from_env" --factory   # SEQREC_ARTIFACT=runs/.../model
-                                                              # (SEQREC_CORS=origin,origin)
+                                                              # (SEQREC_CORS=origin,origin,
+                                                              #  SEQREC_API_KEY=key)
 
 Endpoints: ``GET /health``, ``GET /info``, ``POST /recommend`` with
 ``{"history": [raw ids, oldest first], "k": 10, "exclude_seen": true}`` or ``{"user": id}``
@@ -28,9 +29,12 @@ from typing import Any, Literal
 from seqrec.errors import SeqRecError
 
 
-def create_app(artifact: str | Path, cors_origins: list[str] | None = None) -> Any:
+def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
+               api_key: str | None = None) -> Any:
     """A FastAPI app serving the recommender saved at ``artifact`` (loaded once);
-    ``cors_origins``: web origins whose pages may call it from a browser (``["*"]``: any)."""
+    ``cors_origins``: web origins whose pages may call it from a browser (``["*"]``: any);
+    ``api_key``: every endpoint that answers from the model then needs ``Authorization: Bearer KEY`` or
+    ``X-API-Key: KEY`` (a 401 otherwise)."""
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -67,6 +71,8 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None) -> A
 
     app = FastAPI(title="seqrec", description=f"{model.name} recommendations")
     app.add_middleware(_JsonBody)
+    if api_key:
+        app.add_middleware(_ApiKey, key=api_key)
     if cors_origins:  # a shop's front end on another origin calls the API from the browser
         from fastapi.middleware.cors import CORSMiddleware
 
@@ -165,6 +171,33 @@ def _example_query(model: Any) -> str:
     return "k=5"
 
 
+class _ApiKey:
+    """ASGI middleware: requests other than ``/health`` (a load balancer's probe), the endpoint
+    list and the API docs, and CORS preflights, must carry the key, as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``;
+    compared in constant time."""
+
+    # no model answer behind these: liveness, the endpoint list and the API docs
+    OPEN = ("/health", "/", "/docs", "/docs/oauth2-redirect", "/openapi.json")
+
+    def __init__(self, app: Any, key: str) -> None:
+        self.app, self.key = app, key.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import hmac
+
+        if scope["type"] == "http" and scope["path"] not in self.OPEN and scope["method"] != "OPTIONS":
+            headers = dict(scope["headers"])
+            given = headers.get(b"x-api-key") or headers.get(b"authorization", b"").removeprefix(b"Bearer ")
+            if not hmac.compare_digest(given, self.key):
+                from fastapi.responses import JSONResponse
+
+                response = JSONResponse(status_code=401, content={
+                    "detail": "missing or wrong API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class _JsonBody:
     """ASGI middleware: a POST body sent without a JSON content type is read as JSON.
 
@@ -208,4 +241,4 @@ def app_from_env() -> Any:
     if not path:
         raise SeqRecError("set SEQREC_ARTIFACT to the directory of a saved model")
     cors = [o.strip() for o in os.environ.get("SEQREC_CORS", "").split(",") if o.strip()]
-    return create_app(path, cors)
+    return create_app(path, cors, os.environ.get("SEQREC_API_KEY") or None)
