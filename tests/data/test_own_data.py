@@ -464,3 +464,12 @@ def test_a_zip_archive_as_downloaded_is_read(tmp_path):
     with pytest.raises(DataError, match=r"^.*bad.zip: log.csv: column 'timestamp'") as err:
         load(str(tmp_path / "bad.zip"))
     assert "seqrec-zip-" not in str(err.value)
+
+
+def test_spaces_around_header_names_are_not_part_of_them(tmp_path):
+    path = tmp_path / "hand.csv"
+    path.write_text(" customer , sku ,ts \r\nc1,a,1\r\nc1,b,2\r\n")
+    for columns in (None, {"user": "customer", "item": "sku", "timestamp": "ts"}):
+        inter = load(str(path), columns=columns)
+        assert inter.timestamp.tolist() == [1, 2]
+        assert "read hand.csv (user=customer, item=sku, timestamp=ts)" in inter.notes

@@ -98,6 +98,8 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
         sep = _sniff_separator(data, TEXT_EXT[ext])
         if sep != TEXT_EXT[ext]:
             guessed.append(f"{_SEP_NAMES.get(sep, sep)}-separated")
+    if has_header and names is None:
+        data = _strip_header(data, sep)
     if has_header and names is None and not columns:
         names = _headerless_names(_header(data, sep, str(path)))
         if names is not None:
@@ -188,6 +190,19 @@ def _headerless_names(first: list[str]) -> list[str] | None:
     if _looks_like_time(fields[2]):
         return ["user", "item", "timestamp", "rating"]
     return None
+
+
+def _strip_header(data: bytes, sep: str) -> bytes:
+    """``data`` with the spaces around its header's names removed (`` user_id , item_id``, as
+    hand-made or exported files have): a mapping names the columns without them. The file is
+    copied only when its header has such spaces."""
+    first = _io.head_lines(data)[0]
+    if len(sep) != 1 or b'"' in first:  # quoted or multi-character: left to the CSV parser
+        return data
+    fields = first.split(sep.encode())
+    if all(f == f.strip() for f in fields):
+        return data
+    return sep.encode().join(f.strip() for f in fields) + data[len(first):]
 
 
 def _header(data: bytes, sep: str, source: str) -> list[str]:
