@@ -632,6 +632,12 @@ def test_generic_json_lines_and_arrays_read_like_a_csv(tmp_path):
     assert ms.timestamp.tolist() == [0, 0, 0]
     with pytest.raises(ConfigError, match="unknown option.*sep"):
         load(lines, sep=";")
+    # an analytics export (Segment-style): nested objects become dotted columns
+    segment = [{"userId": "u1", "properties": {"product_id": "p9", "price": 3.5}, "timestamp": 10},
+               {"userId": "u1", "properties": {"product_id": "p4", "price": 1.0}, "timestamp": 11}]
+    nested = load(write(tmp_path / "segment.jsonl", "".join(json.dumps(r) + "\n" for r in segment)))
+    assert nested.items["raw_id"][nested.item].tolist() == ["p9", "p4"]
+    assert "(user=userId, item=properties.product_id, timestamp=timestamp)" in nested.notes[0]
     bad = write(tmp_path / "bad.jsonl", '{"user": "a", "item": 1, "ts": 1}\n{"user": "a" "item": 2}\n')
     with pytest.raises(DataError, match="line 2 is not valid JSON"):
         load(bad)

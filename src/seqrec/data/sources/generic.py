@@ -433,8 +433,8 @@ def read_json(
 ) -> Interactions:
     """A JSON file of flat records, one per interaction: JSON lines (``.jsonl``, one object a
     line) or one array of objects (``.json``); optionally compressed. Keys play the columns'
-    part, with the same roles, aliases and options as :func:`read_file` (nested values are
-    kept as they are and cannot be ids)."""
+    part, with the same roles, aliases and options as :func:`read_file`; nested objects become
+    dotted columns (``properties.product_id``), lists stay values and cannot be ids)."""
     path = Path(path)
     if timestamp_unit not in TIME_UNITS:
         raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
@@ -449,9 +449,23 @@ def read_json(
                         f"{_io._first_line(str(exc))}") from None
     if df.height == 0:
         raise DataError(f"file {path} has no records")
+    df = _flatten(df)
     # has_header=False: a bad value is named by its record (1-based: the line of JSON lines)
     return _interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
                          columns, False, time_format, timestamp_unit, item_file, item_columns)
+
+
+def _flatten(df: pl.DataFrame) -> pl.DataFrame:
+    """Nested records as dotted columns: ``{"user": {"id": 7}, "properties": {"sku": "a"}}``
+    (an analytics export) gives ``user.id`` and ``properties.sku``, which a mapping can name
+    and the column guesses can find."""
+    while any(isinstance(dtype, pl.Struct) for dtype in df.dtypes):
+        for name, dtype in zip(df.columns, df.dtypes, strict=True):
+            if isinstance(dtype, pl.Struct):
+                fields = [f.name for f in dtype.fields]
+                df = df.with_columns(pl.col(name).struct.rename_fields([f"{name}.{f}" for f in fields])).unnest(name)
+                break
+    return df
 
 
 def read_frame(
