@@ -84,7 +84,10 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         internal = int(model.vocab.encode([item])[0])
         row = [rank, item, score, model.vocab.title(internal) or ""]
         rows.append(row + ([model.vocab.category(internal) or ""] if cats else []))
-    print(format_table(["rank", "item", "score", "title"] + (["categories"] if cats else []), rows))
+    headers = ["rank", "item", "score", "title"] + (["categories"] if cats else [])
+    # a log without an item file has no titles: no empty column
+    keep = [i for i, h in enumerate(headers) if h not in ("title", "categories") or any(r[i] for r in rows)]
+    print(format_table([headers[i] for i in keep], [[r[i] for i in keep] for r in rows]))
     return 0
 
 
