@@ -219,3 +219,22 @@ def test_two_models_for_train_point_to_the_demo(capsys):
     for argv in (["train", "shop.csv", "-m", "sasrec", "-m", "lrurec"], ["train", "shop.csv", "-m", "sasrec,lrurec"]):
         assert main(argv) == 2
         assert "seqrec demo shop.csv --models sasrec,lrurec" in capsys.readouterr().err
+
+
+def test_a_log_that_grew_since_the_run_is_not_resumed_into_its_checkpoint(tmp_path, capsys, monkeypatch):
+    """The same command on a file that gained items used to resume and fail deep in the trainer
+    ("another model/config/data"); now it says the data changed and how to retrain."""
+    monkeypatch.chdir(tmp_path)
+    csv = tmp_path / "shop.csv"
+    write_log_csv(csv, n_users=30, n_items=20, columns=("user", "item", "timestamp"), time_unit="s")
+    argv = ["train", str(csv), "-m", "sasrec", "--set", "data.filter=none", "--set", "train.epochs=1",
+            "--set", "model.dim=8", "--set", "train.num_threads=1"]
+    assert main(argv) == 0
+    with open(csv, "a") as fh:
+        fh.write("".join(f"u{i},new{i},1900000000\n" for i in range(3)))
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "shop.csv changed since the run in runs/shop-sasrec started" in err and "--fresh" in err
+    assert "resuming the run" not in err
+    assert main([*argv, "--fresh"]) == 0

@@ -231,11 +231,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"note: no model named, so this trains {exp.model!r}, the baseline; pass -m NAME "
               "(seqrec models lists them; -m sasrec is the usual first neural model)",
               file=sys.stderr, flush=True)
+    resumable = False
     if rank0:
         resumable, _lock = runs.prepare_run_dir(out, exp, args.fresh)  # held until we return
-        if resumable:
-            print(f"resuming the run in {out} from {checkpoint / 'last.pt'} (--fresh starts over)",
-                  file=sys.stderr, flush=True)
     options = {"checkpoint_dir": checkpoint, "checkpoint_every": runs.CHECKPOINT_EVERY,
                "on_epoch": runs.EpochPrinter(exp.model) if rank0 else None, "progress": True}
     try:
@@ -243,6 +241,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         if rank0 and Path(exp.data.name).exists():  # your own file: say how it was read, first
             for line in data_lines(data):
                 print(line, file=sys.stderr, flush=True)
+        if rank0:
+            runs.check_same_data(out, exp.data.name, data.prepared.fingerprint(), data.prepared.n_users,
+                                 data.prepared.n_items, resumable)
+        if resumable:
+            print(f"resuming the run in {out} from {checkpoint / 'last.pt'} (--fresh starts over)",
+                  file=sys.stderr, flush=True)
         model, record = run_experiment(exp, data=data, progress=sys.stderr.isatty(),
                                        save_dir=out / "model", fit_options=options)
     except KeyboardInterrupt:

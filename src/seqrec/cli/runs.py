@@ -34,7 +34,8 @@ TRAIN_CURVE = "train-curve.png"
 LOCK = ".lock"  # flock of the process training the run (seqrec.locks)
 TRAIN_LOG = "train-log.jsonl"
 #: files and folders ``--fresh`` removes (nothing else in the directory is touched)
-RUN_FILES = (EXPERIMENT, CHECKPOINT, "model", TRAIN_LOG, TRAIN_CURVE, "result.json", "result.md")
+DATA = "data.json"  # the fingerprint of the data the run trains on (a changed file is a new run)
+RUN_FILES = (EXPERIMENT, CHECKPOINT, "model", TRAIN_LOG, TRAIN_CURVE, "result.json", "result.md", DATA)
 #: steps between mid-epoch checkpoints (also saved at every epoch end and validation)
 CHECKPOINT_EVERY = 200
 
@@ -83,6 +84,25 @@ def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> tuple[bool, IO[s
     record = {"identity": identity, "command": " ".join(sys.argv)}
     atomic_write(out / EXPERIMENT, lambda fh: fh.write(json.dumps(record, indent=2).encode()))
     return (out / CHECKPOINT / "last.pt").exists(), lock
+
+
+def check_same_data(out: Path, name: str, fingerprint: str, n_users: int, n_items: int,
+                    resumable: bool) -> None:
+    """Record the data a run trains on; on a resume, refuse data that changed since (a log
+    that grew: its checkpoint has another item count), naming the ways out."""
+    path = out / DATA
+    if resumable and path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            old = None
+        if old is not None and old.get("fingerprint") != fingerprint:
+            raise ConfigError(
+                f"{name} changed since the run in {out} started ({old.get('n_users')} users and "
+                f"{old.get('n_items')} items then, {n_users} and {n_items} now): --fresh retrains "
+                "this run on it, --out DIR keeps the old run beside a new one")
+    record = {"name": name, "fingerprint": fingerprint, "n_users": n_users, "n_items": n_items}
+    atomic_write(path, lambda fh: fh.write(json.dumps(record, indent=2).encode()))
 
 
 def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
