@@ -127,6 +127,12 @@ def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | No
     if out is not None:
         out = Path(out)
         resumable, lock = runs.prepare_run_dir(out, exp, fresh)
+        try:  # a log that changed since the run started is a new run (fresh=True), not a resume
+            runs.check_same_data(out, str(exp.data.name), prepared.prepared.fingerprint(),
+                                 prepared.prepared.n_users, prepared.prepared.n_items, resumable)
+        except ConfigError:
+            lock.close()
+            raise
         if resumable and progress:
             print(f"resuming the run in {out} (fresh=True starts over)", file=sys.stderr, flush=True)
         fit_options |= {"checkpoint_dir": out / runs.CHECKPOINT,
