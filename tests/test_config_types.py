@@ -52,6 +52,10 @@ def test_yaml_and_toml_syntax_errors(tmp_path):
     bad_toml.write_text("[data\nname = 1\n")
     with pytest.raises(ConfigError, match="cannot parse"):
         load_experiment(bad_toml)
+    bare = tmp_path / "bare.toml"  # YAML habits in TOML: an unquoted string
+    bare.write_text("[model]\nname = sasrec\n")
+    with pytest.raises(ConfigError, match='text values need quotes in TOML: name = "sasrec"'):
+        load_experiment(bare)
     not_utf8 = tmp_path / "bin.toml"
     not_utf8.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ConfigError, match="UTF-8"):

@@ -373,7 +373,10 @@ def parse_text(text: str, fmt: str, where: str = "config") -> dict[str, Any]:
         else:
             loaded = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError) as exc:
-        raise ConfigError(f"cannot parse {where}: {_one_line(exc)}") from None
+        hint = ""
+        if isinstance(exc, tomllib.TOMLDecodeError) and "Invalid value" in str(exc):
+            hint = ' (text values need quotes in TOML: name = "sasrec")'  # the usual cause
+        raise ConfigError(f"cannot parse {where}: {_one_line(exc)}{hint}") from None
     except Exception as exc:  # yaml.YAMLError and the odd RecursionError of deep nesting
         if type(exc).__module__.startswith("yaml") or isinstance(exc, RecursionError):
             raise ConfigError(f"cannot parse {where}: {_one_line(exc)}") from None
