@@ -50,6 +50,11 @@ def test_recommend_for_a_known_user(run, capsys):
     assert "user c5:" in out
     for item in direct.items:
         assert item in out
+    # several users: one table each, in the order given (a comma list or a repeated --user)
+    for argv in (["--user", "c5,c7"], ["--user", "c5", "--user", "c7"]):
+        assert main(["recommend", str(artifact), *argv, "-k", "3"]) == 0
+        both = capsys.readouterr().out
+        assert both.index("user c5:") < both.index("user c7:") and both.startswith(out)
 
 
 def test_the_run_directory_stands_for_its_artifact_and_a_user_id_as_history_is_named(run, capsys):

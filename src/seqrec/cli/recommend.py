@@ -14,7 +14,9 @@ def add_recommend_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
     r.add_argument("history", nargs="*", help="raw item ids, oldest first (or --history)")
     r.add_argument("--history", dest="history_csv", help="comma-separated raw item ids")
-    r.add_argument("--user", help="a known user id: recommend from their stored history")
+    r.add_argument("--user", action="append",
+                   help="a known user id: recommend from their stored history (repeatable, or a "
+                        "comma list: one table each)")
     r.add_argument("--input", help="batch: .csv/.tsv/.parquet/.xlsx of user ids or histories")
     r.add_argument("--output", help="batch: where the top-k lists go (.csv/.tsv/.parquet; default: CSV on standard output)")
     r.add_argument("--allow", help="only these item ids: a comma list or a file (one per line)")
@@ -39,7 +41,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     history = list(args.history)
     if args.history_csv:
         history += [h for h in args.history_csv.split(",") if h.strip()]
-    modes = [bool(history), args.user is not None, args.input is not None]
+    users = [u for given in (args.user or []) for u in given.split(",") if u.strip()]
+    modes = [bool(history), bool(users), args.input is not None]
     if sum(modes) > 1:
         raise ConfigError("give one of: a history, --user ID, or --input FILE")
     if args.output and not args.input:
@@ -64,10 +67,21 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         batch.write_table(table, args.output)
         print(f"wrote {table.height} rows ({len(requests)} requests, top-{args.k}) to {args.output}")
         return 0
-    request = batch.Request(args.user) if args.user is not None else batch.Request("-", history)
-    (rec,) = batch.recommend_requests(model, [request], args.k, not args.include_seen, allow, deny)
-    if args.user is not None:
-        print(f"user {args.user}: {len(batch.histories_of(model, [request])[0])} stored items")
+    requests = [batch.Request(u) for u in users] or [batch.Request("-", history)]
+    recs = batch.recommend_requests(model, requests, args.k, not args.include_seen, allow, deny)
+    for i, (request, rec) in enumerate(zip(requests, recs, strict=True)):
+        if i:
+            print()
+        _print_one(model, request, rec, bool(users))
+    return 0
+
+
+def _print_one(model, request, rec, stored: bool) -> None:
+    """One answer as the terminal shows it: the user line, notes, then the ranked items."""
+    from seqrec.serving import batch
+
+    if stored:
+        print(f"user {request.key}: {len(batch.histories_of(model, [request])[0])} stored items")
     if rec.skipped_ids:
         print(f"note: skipped {len(rec.skipped_ids)} unknown item id(s): "
               f"{batch.describe_skipped(model.vocab, rec.skipped_ids)}")
@@ -88,7 +102,6 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     # a log without an item file has no titles: no empty column
     keep = [i for i, h in enumerate(headers) if h not in ("title", "categories") or any(r[i] for r in rows)]
     print(format_table([headers[i] for i in keep], [[r[i] for i in keep] for r in rows]))
-    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
