@@ -563,3 +563,17 @@ def test_readme_section_shows_the_metrics_with_published_values_first(tmp_path):
     text = section(tmp_path)
     assert "| row | dataset | NDCG@10 | HR@5 | published NDCG@10 | gap | status |" in text
     assert "| a | d | 0.3000 | 0.5000 | 0.2500 | +20.0% | finished |" in text
+
+
+def test_readme_section_says_when_a_row_has_fewer_finished_seeds_than_planned(tmp_path):
+    """RecTools' ML-1M row showed 'finished' with one of three seeds: its mean is that seed's."""
+    from seqrec.reproduce.readme import section
+
+    row = {"label": "a", "dataset": "d", "finished": True, "seeds": [0, 1], "test": {"NDCG@10": 0.3}}
+    summary = {"table": "t", "title": "T", "rows": [
+        {**row, "seeds_finished": 1, "seeds_planned": 3},
+        {**row, "label": "b", "seeds_finished": 3, "seeds_planned": 3}]}
+    (tmp_path / "t.json").write_text(json.dumps(summary))
+    text = section(tmp_path)
+    assert "| a | d | 0.3000 | – | – | 1 of 3 seeds finished |" in text
+    assert "| b | d | 0.3000 | – | – | finished |" in text

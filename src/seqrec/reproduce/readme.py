@@ -62,6 +62,9 @@ def section(report_dir: str | Path = "docs/reproduce") -> str:
             gap = "–" if pub is None or ours is None or not pub["value"] else \
                 f"{100 * (ours - pub['value']) / pub['value']:+.1f}%"
             status = "finished" if r["finished"] else ("unfinished (best so far)" if r.get("seeds") else "not run")
+            planned, finished = r.get("seeds_planned", 0), r.get("seeds_finished", 0)
+            if r["finished"] and finished < planned:  # the mean is over the finished seeds only
+                status = f"{finished} of {planned} seeds finished"
             lines.append("| " + " | ".join([
                 r["label"], r["dataset"], *["–" if v is None else f"{v:.4f}" for v in vals],
                 "–" if pub is None else f"{pub['value']:.4f}", gap, status]) + " |")

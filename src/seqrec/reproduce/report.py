@@ -337,6 +337,7 @@ def summary(table: Table, planned) -> dict[str, Any]:
         recs = done or part
         row = {"run": run_id, "label": p.spec.label, "dataset": p.spec.dataset, "model": p.spec.model,
                "finished": bool(done), "seeds": [r["seed"] for r in recs],
+               "seeds_finished": len(done), "seeds_planned": sum(q.spec.run_id == run_id for q in planned),
                "test": {m: _mean_sd([r["metrics"]["test"][m] for r in recs])[0]
                         for m in table.metrics if recs and all(m in r["metrics"]["test"] for r in recs)},
                "published": [{"metric": x.metric, "value": x.value, "source": x.source} for x in p.spec.published]}
