@@ -374,6 +374,8 @@ def test_a_folder_of_part_files_reads_as_one_log(tmp_path):
     with pytest.raises(DataError, match="part-2.csv"):
         load(str(parts))
     (parts / "part-2.csv").unlink()
+    with pytest.raises(ConfigError, match="timestamp_unit must be one of"):  # read_file's checks
+        load(str(parts), timestamp_unit="hours")
     write_text(parts / "notes.md", "x")
     with pytest.raises(DataError, match="not a folder of part files of one log.*notes.md"):
         load(str(parts))

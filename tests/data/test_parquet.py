@@ -144,6 +144,10 @@ def test_train_reads_a_parquet_file_with_its_column_mapping_unit_and_text_times(
     lazy = prepare_data(exp).prepared
     assert lazy.interactions.timestamp.tolist() == [1_700_000_000 + i for i in range(6)]
     assert any("lazily" in n for n in lazy.interactions.notes)
+    # the same unit note as the eager reader's (one helper writes both)
+    unit = "timestamps read as milliseconds (their size: past the year 5000 as seconds), stored as Unix seconds"
+    assert unit in lazy.interactions.notes and unit in read_file(tmp_path / "renamed.parquet", columns={
+        "user": "a", "item": "b", "timestamp": "c"}).notes
     base.with_columns(pl.from_epoch("c", time_unit="ms").dt.strftime("%Y-%m-%d %H:%M:%S")) \
         .write_parquet(tmp_path / "text.parquet")
     exp = load_experiment(None, [f"data.name={tmp_path / 'text.parquet'}", "data.filter=none",

@@ -112,27 +112,23 @@ def _id(schema, col: str, role: str, source: str) -> pl.Expr:
 
 
 LAZY_UNITS = ("auto", "s", "ms", "us", "ns")
-_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
-
-
 def _implied_unit(lf: pl.LazyFrame, schema, col: str) -> str:
     """The unit of a numeric time column by its largest value, as the eager reader decides it
-    (:func:`seqrec.data.sources.generic._timestamps`: seconds unless past the year 5000)."""
-    from seqrec.data.sources.generic import SECONDS_MAX
+    (:func:`seqrec.data.sources.generic.implied_unit`; one streaming pass over the column)."""
+    from seqrec.data.sources.generic import implied_unit
 
     if not (schema[col].is_integer() or schema[col].is_float()):
         return "s"
     top = lf.select(pl.col(col).max()).collect(engine=ENGINE).item()
-    if top is None:
-        return "s"
-    return next(u for u, limit in (("s", 1), ("ms", 1000), ("us", 10**6))
-                if top < SECONDS_MAX * limit) if top < SECONDS_MAX * 10**9 else "ns"
+    return "s" if top is None else implied_unit(top)
 
 
 def _seconds(schema, col: str, source: str, unit: str) -> pl.Expr:
     dtype = schema[col]
     c = pl.col(col)
-    per = _PER_SECOND[unit]
+    from seqrec.data.sources.generic import PER_SECOND
+
+    per = PER_SECOND[unit]
     if dtype.is_integer():
         expr = c.cast(pl.Int64)
         expr = expr.floordiv(per) if per > 1 else expr
@@ -252,9 +248,10 @@ def prepare_parquet(path: str | Path, config: PreprocessConfig = PreprocessConfi
                     columns: dict[str, str | None] | None = None, timestamp_unit: str = "auto") -> Prepared:
     """``preprocess_lazy(scan(path))``: read and preprocess without loading the log whole."""
     name = Path(path).name.split(".")[0] or "parquet"
+    from seqrec.data.sources.generic import unit_note
+
     lf, roles, unit = scan_roles(path, columns, timestamp_unit)
     notes = [f"read {Path(path).name} ({', '.join(f'{r}={c}' for r, c in roles.items())})"]
-    if unit != "s":
-        words = {"ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}[unit]
-        notes.append(f"timestamps read as {words}, stored as Unix seconds")
+    if unit_note(unit, timestamp_unit):
+        notes.append(unit_note(unit, timestamp_unit))
     return preprocess_lazy(lf, config, name, tuple(notes))

@@ -117,11 +117,16 @@ class Prepared:
         return to_sequences(self.interactions, self.n_items, self.vocab)
 
     def fingerprint(self) -> str:
-        """sha256 (16 hex) of the processed arrays: identifies the exact data a result used."""
-        h = hashlib.sha256()
-        for arr in (self.interactions.user, self.interactions.item, self.interactions.timestamp):
-            h.update(np.ascontiguousarray(arr).tobytes())
-        return h.hexdigest()[:16]
+        """sha256 (16 hex) of the processed arrays: identifies the exact data a result used.
+        Computed once (train checks it against its run directory and records it)."""
+        cached = self.__dict__.get("_fingerprint")
+        if cached is None:
+            h = hashlib.sha256()
+            for arr in (self.interactions.user, self.interactions.item, self.interactions.timestamp):
+                h.update(np.ascontiguousarray(arr).tobytes())
+            cached = h.hexdigest()[:16]
+            object.__setattr__(self, "_fingerprint", cached)
+        return cached
 
 
 # --- steps ------------------------------------------------------------------------------------

@@ -59,9 +59,29 @@ ITEM_ALIASES: dict[str, tuple[str, ...]] = {
     "categories": ("categories", "category", "genres", "genre", "tags"),
 }
 TIME_UNITS = ("auto", "s", "ms", "us", "ns", "iso")
-_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+UNIT_WORDS = {"ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
 # 10^11 s is the year 5138, while every millisecond timestamp after March 1973 exceeds it.
 SECONDS_MAX = 10**11
+
+
+def check_unit(timestamp_unit: str) -> None:
+    if timestamp_unit not in TIME_UNITS:
+        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
+
+
+def implied_unit(top: float) -> str:
+    """The unit numeric times whose largest value is ``top`` are in: seconds, or the finer unit
+    that brings them before the year 5000 (shared by the eager and the lazy Parquet readers)."""
+    return next(u for u in ("s", "ms", "us", "ns") if top < SECONDS_MAX * PER_SECOND[u] or u == "ns")
+
+
+def unit_note(used: str, asked: str) -> str | None:
+    """The note of times read in a unit other than seconds (None for seconds or dates)."""
+    if used in ("s", "iso"):
+        return None
+    implied = " (their size: past the year 5000 as seconds)" if asked == "auto" else ""
+    return f"timestamps read as {UNIT_WORDS[used]}{implied}, stored as Unix seconds"
 TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t", ".data": "\t"}
 PARQUET_EXT = (".parquet", ".pq")
 EXCEL_EXT = (".xlsx", ".xlsm")
@@ -346,8 +366,7 @@ def read_file(
     path = Path(path)
     if not path.is_file():
         raise DataError(f"file not found: {path}")
-    if timestamp_unit not in TIME_UNITS:
-        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
+    check_unit(timestamp_unit)
     if not has_header and names is None:
         raise ConfigError("has_header=False needs names=[...] for the columns")
     df, has_header, guessed = _frame(path, sep, has_header, names, columns)
@@ -373,6 +392,7 @@ def read_parts(
     (``.csv`` / ``.tsv`` / ``.txt`` / ``.dat`` / ``.parquet``, optionally compressed) and the
     same columns; hidden files and ``_SUCCESS``-style markers are ignored. The options are
     :func:`read_file`'s, applied to each part. A bad value is named by its part and line."""
+    check_unit(timestamp_unit)
     folder = Path(folder)
     parts = [p for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith((".", "_"))]
     kinds = {_part_kind(p) for p in parts}
@@ -436,8 +456,7 @@ def read_json(
     part, with the same roles, aliases and options as :func:`read_file`; nested objects become
     dotted columns (``properties.product_id``), lists stay values and cannot be ids)."""
     path = Path(path)
-    if timestamp_unit not in TIME_UNITS:
-        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
+    check_unit(timestamp_unit)
     data = _io.read_bytes(path)  # refuses a missing, empty or binary file
     array = data.lstrip()[:1] == b"["
     try:
@@ -484,8 +503,7 @@ def read_frame(
     The same roles, aliases, time units and checks as :func:`read_file` (``columns``,
     ``timestamp_unit``, ...), so a log held in a notebook needs no round trip through a file.
     """
-    if timestamp_unit not in TIME_UNITS:
-        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
+    check_unit(timestamp_unit)
     if isinstance(frame, pl.DataFrame):
         df = frame
     elif type(frame).__module__.split(".")[0] == "pandas":
@@ -559,9 +577,8 @@ def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, colu
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
     notes = [f"{read_note} ({mapping})", *skipped]
-    if ts is not None and used not in ("s", "iso"):
-        implied = " (their size: past the year 5000 as seconds)" if timestamp_unit == "auto" else ""
-        notes.append(f"timestamps read as {_UNIT_WORDS[used]}{implied}, stored as Unix seconds")
+    if ts is not None and unit_note(used, timestamp_unit):
+        notes.append(unit_note(used, timestamp_unit))
     items = None
     if item_file is not None:
         meta = read_items(item_file, item_columns)
@@ -607,20 +624,17 @@ def _timestamps(df, col, source, time_format, has_header, unit) -> tuple[np.ndar
     if not numeric:
         return ts, "s"
     top = int(ts.max())
-    implied = next(u for u, limit in (("s", 1), ("ms", 1000), ("us", 10**6), ("ns", 10**9))
-                   if top < SECONDS_MAX * limit or u == "ns")
+    implied = implied_unit(top)
     if unit == "auto":
         unit = implied
     elif unit == "s" and implied != "s":
         raise DataError(
-            f"{source}: column '{col}' looks like Unix {_UNIT_WORDS[implied]}, not seconds (largest "
+            f"{source}: column '{col}' looks like Unix {UNIT_WORDS[implied]}, not seconds (largest "
             f"value {top} would be past the year 5000 as seconds); set data.time_unit={implied} "
             f"(read_file(..., timestamp_unit='{implied}'))"
         )
-    return (ts if unit in ("s", "iso") else np.floor_divide(ts, _PER_SECOND[unit])), unit
+    return (ts if unit in ("s", "iso") else np.floor_divide(ts, PER_SECOND[unit])), unit
 
-
-_UNIT_WORDS = {"ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
 
 
 def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
