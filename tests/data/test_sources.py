@@ -673,3 +673,11 @@ def test_head_lines_reads_the_first_lines_only():
     assert _io.head_lines(b"user,item\r\n1,2\n3,4\n", 2) == [b"user,item", b"1,2"]
     assert _io.head_lines(b"one line, no newline", 3) == [b"one line, no newline"]
     assert _io.head_lines(b"a\nb\n", 1) == [b"a"]
+
+
+def test_amazon_reviews_23_items_are_their_parent_asin(tmp_path):
+    # Reviews'23 lines carry both ids; the variant (asin) splits one product by colour and size
+    records = [{"rating": 5.0, "user_id": "AG1", "asin": f"B{k}", "parent_asin": "P1",
+                "timestamp": 1588615855070 + k * 1000} for k in range(3)]
+    inter = load(write(tmp_path / "All_Beauty.jsonl", "".join(json.dumps(r) + "\n" for r in records)))
+    assert "item=parent_asin" in inter.notes[0] and inter.n_items == 1

@@ -46,8 +46,11 @@ ROLES = ("user", "item", "timestamp", "rating")
 ALIASES: dict[str, tuple[str, ...]] = {
     "user": ("user_id", "userId", "user", "userID", "UserID", "uid", "session_id", "sessionId",
              "session", "reviewerID", "username", "visitorid"),
+    # parent_asin before asin: Amazon Reviews'23 files carry both, and its parent_asin is what
+    # the earlier Amazon datasets (and the papers' Beauty / Sports) call asin: the product
+    # across colours and sizes, the id its metadata is keyed by.
     "item": ("item_id", "itemId", "item", "itemID", "movieId", "MovieID", "movie_id", "iid",
-             "asin", "product_id", "productId", "business_id", "track_id", "artist_id", "sku"),
+             "parent_asin", "asin", "product_id", "productId", "business_id", "track_id", "artist_id", "sku"),
     "timestamp": ("timestamp", "Timestamp", "time", "ts", "unixReviewTime", "datetime", "date",
                   "event_time", "t_dat", "ds"),
     "rating": ("rating", "Rating", "overall", "stars", "score"),
