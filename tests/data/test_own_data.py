@@ -413,6 +413,29 @@ def test_a_pandas_frame_with_category_nullable_and_tz_columns(without_pyarrow, m
     assert "read the frame table (user=customer_id, item=article_id, timestamp=t_dat)" in inter.notes
 
 
+def test_a_pandas_frame_whose_float_id_column_has_blanks_skips_those_rows(monkeypatch):
+    """pd.read_csv of Online Retail: CustomerID is float64 with NaN for guest checkouts; the
+    rows are skipped as a file's empty ids are (pyarrow is not a dependency, so the frame goes
+    through the numpy path), and a table's bad value is named by its row, not a line."""
+    pd = pytest.importorskip("pandas")
+    from seqrec.data.sources import generic
+
+    def no_pyarrow(frame):
+        raise ImportError("pyarrow is required for converting a pandas dataframe to Polars")
+
+    monkeypatch.setattr(generic.pl, "from_pandas", no_pyarrow)
+    frame = pd.DataFrame({"CustomerID": [12346.0, None, 12346.0, 12347.0, 12347.0],
+                          "StockCode": ["85123A", "71053", "71053", "22423", "85123A"],
+                          "InvoiceDate": ["12/13/2010 8:26"] * 2 + ["12/14/2010 9:00"] * 3})
+    inter = load(frame)
+    assert inter.user.tolist() == [12346, 12346, 12347, 12347] and len(inter) == 4
+    assert any("1 of 5 rows skipped" in n and "the first at row 2" in n for n in inter.notes)
+    frame["StockCode"] = [None, None, None, 4, 5]  # half or more empty: the error stays
+    frame["CustomerID"] = [1.0, 2.0, 2.5, 3.0, 4.0]
+    with pytest.raises(DataError, match=r"got 2\.5 at row 3 \(1-based\)"):
+        load(frame.assign(StockCode=[1, 2, 3, 4, 5]))
+
+
 def test_lists_of_records_or_tuples_and_lazy_frames_read_like_a_table():
     rows = [("a", "x", 3), ("a", "y", 4), ("b", "x", 5)]
     expected = load({"user": ["a", "a", "b"], "item": ["x", "y", "x"], "timestamp": [3, 4, 5]})

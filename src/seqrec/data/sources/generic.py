@@ -531,8 +531,11 @@ def read_frame(
     if df.height == 0:
         raise DataError(f"the {name} table has no rows")
     # has_header=False: a bad value is named by its row (1-based), there is no header line
-    return _interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
-                         time_format, timestamp_unit, item_file, item_columns)
+    try:
+        return _interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
+                             time_format, timestamp_unit, item_file, item_columns)
+    except DataError as exc:  # a table has rows, not lines (the messages are the files')
+        raise DataError(re.sub(r"\bat line (\d+)", r"at row \1 (1-based)", str(exc))) from None
 
 
 _ROW_LAYOUTS = {2: ["user", "item"], 3: ["user", "item", "timestamp"],
@@ -557,7 +560,10 @@ def _from_pandas(frame: Any) -> pl.DataFrame:
         for name in frame.columns:
             col = frame[name]
             if isinstance(col.dtype, np.dtype) and col.dtype != object:
-                cols[str(name)] = pl.Series(str(name), col.to_numpy())
+                series = pl.Series(str(name), col.to_numpy())
+                # NaN is pandas' missing value (a float id column with blanks: Online Retail's
+                # CustomerID); null, as pl.from_pandas makes it, so such rows are skipped
+                cols[str(name)] = series.fill_nan(None) if series.dtype.is_float() else series
             else:
                 values = col.astype(object)
                 cols[str(name)] = pl.Series(str(name), values.where(values.notna(), None).tolist(),
@@ -606,9 +612,10 @@ def _without_incomplete_rows(df: pl.DataFrame, roles: dict[str, str], source: st
         return df, []
     first = int(empty.arg_max()) + 1 + int(has_header)
     by_col = ", ".join(f"{c} {df[c].null_count()}" for c in cols if df[c].null_count())
+    place = "row" if source.endswith(" table") else "line"  # an in-memory table has no lines
     note = (f"{n} of {df.height} rows skipped: an empty user, item or time ({by_col}; the first at "
-            f"line {first})")
-    log.warning("%s: %s; line numbers after it count without them", source, note)
+            f"{place} {first})")
+    log.warning("%s: %s; %s numbers after it count without them", source, note, place)
     return df.filter(~empty), [note]
 
 
