@@ -113,7 +113,7 @@ def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | No
     exp = experiment_from_tree(tree)
     interactions = None
     if in_memory:
-        from seqrec.data.sources.generic import read_frame
+        from seqrec.data.sources.tables import read_frame
 
         options = exp.data.read_options()
         bad = sorted(set(options) - set(inspect.signature(read_frame).parameters))

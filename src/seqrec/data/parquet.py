@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from seqrec.data.interactions import Interactions
@@ -68,12 +67,12 @@ def scan_roles(path: str | Path, columns: dict[str, str | None] | None = None,
         path: a Parquet file, or a directory of them (``key=value`` folders become columns).
         columns: role -> column name (roles ``user``, ``item``, ``timestamp``, ``rating``);
             missing roles are looked up among the common names of
-            :data:`seqrec.data.sources.generic.ALIASES`.
+            :data:`seqrec.data.sources.columns.ALIASES`.
         timestamp_unit: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"`` for numeric time columns;
             ``"auto"`` (default) reads seconds unless the largest value only makes sense in a
             finer unit (one streaming pass over that column; as the eager reader does).
     """
-    from seqrec.data.sources.generic import _resolve
+    from seqrec.data.sources.columns import resolve_columns
 
     p = Path(path).expanduser()
     if not is_parquet(p):
@@ -86,7 +85,7 @@ def scan_roles(path: str | Path, columns: dict[str, str | None] | None = None,
     else:
         lf = pl.scan_parquet(p)
     schema = lf.collect_schema()
-    roles = _resolve(columns, list(schema.names()), source)
+    roles = resolve_columns(columns, list(schema.names()), source)
     if "timestamp" not in roles:
         raise DataError(f"{source}: a Parquet dataset needs a timestamp column (its row order "
                         "across files is not a time order)")
@@ -114,8 +113,8 @@ def _id(schema, col: str, role: str, source: str) -> pl.Expr:
 LAZY_UNITS = ("auto", "s", "ms", "us", "ns")
 def _implied_unit(lf: pl.LazyFrame, schema, col: str) -> str:
     """The unit of a numeric time column by its largest value, as the eager reader decides it
-    (:func:`seqrec.data.sources.generic.implied_unit`; one streaming pass over the column)."""
-    from seqrec.data.sources.generic import implied_unit
+    (:func:`seqrec.data.sources.time_units.implied_unit`; one streaming pass over the column)."""
+    from seqrec.data.sources.time_units import implied_unit
 
     if not (schema[col].is_integer() or schema[col].is_float()):
         return "s"
@@ -126,7 +125,7 @@ def _implied_unit(lf: pl.LazyFrame, schema, col: str) -> str:
 def _seconds(schema, col: str, source: str, unit: str) -> pl.Expr:
     dtype = schema[col]
     c = pl.col(col)
-    from seqrec.data.sources.generic import PER_SECOND
+    from seqrec.data.sources.time_units import PER_SECOND
 
     per = PER_SECOND[unit]
     if dtype.is_integer():
@@ -248,7 +247,7 @@ def prepare_parquet(path: str | Path, config: PreprocessConfig = PreprocessConfi
                     columns: dict[str, str | None] | None = None, timestamp_unit: str = "auto") -> Prepared:
     """``preprocess_lazy(scan(path))``: read and preprocess without loading the log whole."""
     name = Path(path).name.split(".")[0] or "parquet"
-    from seqrec.data.sources.generic import unit_note
+    from seqrec.data.sources.time_units import unit_note
 
     lf, roles, unit = scan_roles(path, columns, timestamp_unit)
     notes = [f"read {Path(path).name} ({', '.join(f'{r}={c}' for r, c in roles.items())})"]

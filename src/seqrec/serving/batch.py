@@ -127,7 +127,7 @@ def _canonical(df: pl.DataFrame, source: str = "the batch file") -> pl.DataFrame
     """Rename a common user / item / timestamp column name (``user_id``, ``itemId``, and the
     names a log's reader guesses, ``CustomerID``, ``product_sku``...) to the role name when the
     role name itself is absent."""
-    from seqrec.data.sources.generic import ALIASES, guess_column
+    from seqrec.data.sources.columns import ALIASES, guess_column
 
     renames: dict[str, str] = {}
     for role in ("user", "item", "timestamp"):

@@ -361,7 +361,7 @@ def load(
     Args:
         name_or_path: a name from :func:`dataset_names`, a path (a file, a GroupLens folder or
             a folder of part files of one log, :func:`.generic.read_parts`), or
-            a Polars / pandas DataFrame or dict of columns (read by :func:`.generic.read_frame`
+            a Polars / pandas DataFrame or dict of columns (read by :func:`.tables.read_frame`
             with the file options that apply: ``columns``, ``timestamp_unit``, ...).
         root: shared data folder for names (default: see the module docstring).
         cache: keep / reuse the parsed arrays of a named dataset (see :mod:`.cache`); None
@@ -374,9 +374,9 @@ def load(
         DataError: the file is malformed (one line saying what and where).
     """
     if not isinstance(name_or_path, (str, Path)):
-        from seqrec.data.sources import generic
+        from seqrec.data.sources import tables
 
-        return generic.read_frame(name_or_path, **options)
+        return tables.read_frame(name_or_path, **options)
     key = str(name_or_path)
     if key in DATASETS:
         _no_options(options, f"dataset {key!r}")

@@ -31,60 +31,20 @@ import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
 
 from seqrec.data.interactions import Interactions
 from seqrec.data.sources import _io
+from seqrec.data.sources.columns import (ALIASES, ITEM_ALIASES, ITEM_ROLES, KEYWORDS, normalize_name,
+                                         resolve_columns)
+from seqrec.data.sources.time_units import (PER_SECOND, UNIT_WORDS, check_unit, implied_unit,
+                                            unit_note)
 from seqrec.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
-ROLES = ("user", "item", "timestamp", "rating")
-ALIASES: dict[str, tuple[str, ...]] = {
-    "user": ("user_id", "userId", "user", "userID", "UserID", "uid", "session_id", "sessionId",
-             "session", "reviewerID", "username", "visitorid"),
-    # parent_asin before asin: Amazon Reviews'23 files carry both, and its parent_asin is what
-    # the earlier Amazon datasets (and the papers' Beauty / Sports) call asin: the product
-    # across colours and sizes, the id its metadata is keyed by.
-    "item": ("item_id", "itemId", "item", "itemID", "movieId", "MovieID", "movie_id", "iid",
-             "parent_asin", "asin", "product_id", "productId", "business_id", "track_id", "artist_id", "sku"),
-    "timestamp": ("timestamp", "Timestamp", "time", "ts", "unixReviewTime", "datetime", "date",
-                  "event_time", "t_dat", "ds"),
-    "rating": ("rating", "Rating", "overall", "stars", "score"),
-}
-ITEM_ROLES = ("item", "title", "categories")
-ITEM_ALIASES: dict[str, tuple[str, ...]] = {
-    "item": ALIASES["item"],
-    "title": ("title", "Title", "name", "item_name", "product_name", "movie_title"),
-    "categories": ("categories", "category", "genres", "genre", "tags"),
-}
-TIME_UNITS = ("auto", "s", "ms", "us", "ns", "iso")
-PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
-UNIT_WORDS = {"ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
-# 10^11 s is the year 5138, while every millisecond timestamp after March 1973 exceeds it.
-SECONDS_MAX = 10**11
-
-
-def check_unit(timestamp_unit: str) -> None:
-    if timestamp_unit not in TIME_UNITS:
-        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
-
-
-def implied_unit(top: float) -> str:
-    """The unit numeric times whose largest value is ``top`` are in: seconds, or the finer unit
-    that brings them before the year 5000 (shared by the eager and the lazy Parquet readers)."""
-    return next(u for u in ("s", "ms", "us", "ns") if top < SECONDS_MAX * PER_SECOND[u] or u == "ns")
-
-
-def unit_note(used: str, asked: str) -> str | None:
-    """The note of times read in a unit other than seconds (None for seconds or dates)."""
-    if used in ("s", "iso"):
-        return None
-    implied = " (their size: past the year 5000 as seconds)" if asked == "auto" else ""
-    return f"timestamps read as {UNIT_WORDS[used]}{implied}, stored as Unix seconds"
 TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t", ".data": "\t"}
 PARQUET_EXT = (".parquet", ".pq")
 EXCEL_EXT = (".xlsx", ".xlsm")
@@ -130,7 +90,7 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
             guessed.append("no header line, columns taken as " + ",".join(names))
     present = list(names) if names else _header(data, sep, str(path))
     try:
-        roles = _resolve(columns, present, str(path))
+        roles = resolve_columns(columns, present, str(path))
     except DataError as exc:
         hint = _separator_hint(present, sep)
         if hint:
@@ -249,91 +209,12 @@ def _separator_hint(present: list[str], sep: str) -> str:
 def _no_header_hint(fields: list[str]) -> str:
     """A first line none of whose fields could name the user or the item is data, not names."""
     words = KEYWORDS["user"] + KEYWORDS["item"]
-    aliases = {_norm(a) for role in ("user", "item") for a in ALIASES[role]}
-    if any(_norm(f) in aliases or any(w in _norm(f) for w in words) for f in fields):
+    aliases = {normalize_name(a) for role in ("user", "item") for a in ALIASES[role]}
+    if any(normalize_name(f) in aliases or any(w in normalize_name(f) for w in words) for f in fields):
         return ""
     example = ",".join(["user", "item", "timestamp", "rating"][: len(fields)]) if len(fields) <= 4 else "a,b,c"
     return (f"; its first line does not look like column names: for a file without a header "
             f"line also pass names (--set data.names={example})")
-
-
-# Second chance for a column no alias names exactly: its name lower-cased without separators
-# ("CustomerID", "customer-id" -> "customerid"), matched against the aliases the same way, then
-# against the words below; used only when exactly one column matches (several: an error listing
-# them). The mapping read is printed among the data's notes, so a guess is always visible.
-KEYWORDS: dict[str, tuple[str, ...]] = {
-    "user": ("user", "customer", "client", "visitor", "member", "buyer", "account", "session",
-             "reviewer"),
-    "item": ("item", "product", "sku", "article", "movie", "book", "song", "track", "video",
-             "artist", "business", "stockcode", "course", "asin", "recipe", "listing"),
-    "timestamp": ("timestamp", "datetime", "date", "time", "created"),
-    "rating": ("rating", "stars"),
-}
-
-
-# A column named for an amount of time ("watch_time", "time_spent") is no point in time: a
-# timestamp is never guessed from such a name (ordering histories by durations would be silent).
-DURATION_WORDS = ("duration", "spent", "elapsed", "length", "watch", "dwell", "play", "seconds",
-                  "minutes", "hours", "secs", "mins")
-
-
-def _norm(name: str) -> str:
-    return "".join(ch for ch in name.lower() if ch.isalnum())
-
-
-def guess_column(role: str, free: list[str], source: str) -> str | None:
-    """The one column of ``free`` whose normalized name is an alias of ``role``, else the one
-    that contains one of its :data:`KEYWORDS`; None when none does; an error when several do."""
-    aliases = {_norm(a) for a in ALIASES[role]}
-    if role == "timestamp":
-        free = [c for c in free if not any(w in _norm(c) for w in DURATION_WORDS)]
-    for candidates in ([c for c in free if _norm(c) in aliases],
-                       [c for c in free if any(w in _norm(c) for w in KEYWORDS[role])]):
-        if len(candidates) == 1:
-            return candidates[0]
-        if len(candidates) > 1:
-            raise DataError(f"{source}: several columns could be the {role} "
-                            f"({', '.join(candidates)}); name the one to use: "
-                            f"columns={{'{role}': '<name>'}} (from the CLI: --set "
-                            f"data.columns={role}=<name>)")
-    return None
-
-
-def _resolve(columns: Mapping[str, str | None] | None, present: list[str], source: str) -> dict[str, str]:
-    columns = dict(columns or {})
-    unknown = set(columns) - set(ROLES)
-    if unknown:
-        raise ConfigError(f"columns keys must be among {', '.join(ROLES)}, got {sorted(unknown)}")
-    out = {}
-    for role in ROLES:
-        if role in columns:
-            if columns[role] is None and role in ("timestamp", "rating"):
-                continue  # explicitly absent
-            if columns[role] not in present:
-                raise DataError(f"{source} has no column '{columns[role]}' (mapped to {role}; "
-                                f"columns present: {', '.join(present)})")
-            out[role] = columns[role]
-            continue
-        found = next((c for c in ALIASES[role] if c in present), None)
-        if found is None:
-            found = guess_column(role, [c for c in present if c not in out.values()], source)
-        if found is None and role in ("user", "item"):
-            raise DataError(
-                f"{source}: no {role} column (columns present: {', '.join(present)}); "
-                f"pass columns={{'{role}': '<name>'}} (or has_header=False, names=[...] for a "
-                f"file without a header line; from the CLI: --set data.columns={role}=<name>, "
-                "--set data.names=a,b,c)"
-            )
-        if found is None and role == "timestamp" and "timestamp" not in columns:
-            raise DataError(
-                f"{source}: no timestamp column (columns present: {', '.join(present)}); pass "
-                "columns={'timestamp': '<name>'}, or columns={'timestamp': None} if the rows are "
-                "in time order and the file order should serve as time (from the CLI: --set "
-                "data.columns=timestamp=<name> or timestamp=none)"
-            )
-        if found is not None:
-            out[role] = found
-    return out
 
 
 def read_file(
@@ -374,7 +255,7 @@ def read_file(
         raise ConfigError("has_header=False needs names=[...] for the columns")
     df, has_header, guessed = _frame(path, sep, has_header, names, columns)
     note = f"read {path.name}" + "".join(f" [{g}]" for g in guessed)
-    return _interactions(df, str(path), name or path.name.split(".")[0], note,
+    return table_interactions(df, str(path), name or path.name.split(".")[0], note,
                          columns, has_header, time_format, timestamp_unit, item_file, item_columns)
 
 
@@ -423,7 +304,7 @@ def read_parts(
     note = (f"read {len(parts)} part files of {folder.name}/ ({parts[0].name} .. {parts[-1].name})"
             + "".join(f" [{g}]" for g in sorted(guessed)))
     try:
-        return _interactions(df, str(folder), name or folder.name, note, columns, has_header_part,
+        return table_interactions(df, str(folder), name or folder.name, note, columns, has_header_part,
                              time_format, timestamp_unit, item_file, item_columns)
     except DataError as exc:  # "line N" of the joined table -> the part and its own line
         raise DataError(_part_line(str(exc), parts, ends, has_header_part)) from None
@@ -473,7 +354,7 @@ def read_json(
         raise DataError(f"file {path} has no records")
     df = _flatten(df)
     # has_header=False: a bad value is named by its record (1-based: the line of JSON lines)
-    return _interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
+    return table_interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
                          columns, False, time_format, timestamp_unit, item_file, item_columns)
 
 
@@ -490,91 +371,10 @@ def _flatten(df: pl.DataFrame) -> pl.DataFrame:
     return df
 
 
-def read_frame(
-    frame: Any,
-    columns: Mapping[str, str | None] | None = None,
-    time_format: str | None = None,
-    timestamp_unit: str = "auto",
-    name: str = "frame",
-    item_file: str | Path | None = None,
-    item_columns: Mapping[str, str] | None = None,
-) -> Interactions:
-    """Interactions from an in-memory table: a Polars (also lazy) or pandas DataFrame, a dict of
-    columns, a list of records (dicts), or a list of ``(user, item, time)`` tuples (also
-    ``(user, item)`` and ``(user, item, rating, time)``).
-
-    The same roles, aliases, time units and checks as :func:`read_file` (``columns``,
-    ``timestamp_unit``, ...), so a log held in a notebook needs no round trip through a file.
-    """
-    check_unit(timestamp_unit)
-    if isinstance(frame, pl.DataFrame):
-        df = frame
-    elif type(frame).__module__.split(".")[0] == "pandas":
-        df = _from_pandas(frame)
-    elif isinstance(frame, Mapping):
-        df = _table(lambda: pl.DataFrame(dict(frame)), "the dict")
-    elif isinstance(frame, pl.LazyFrame):
-        df = frame.collect()
-    elif isinstance(frame, (list, tuple)) and frame and all(isinstance(r, Mapping) for r in frame):
-        df = _table(lambda: pl.DataFrame(list(frame)), "the records")  # [{"user": .., "item": ..}]
-    elif isinstance(frame, (list, tuple)) and frame and all(isinstance(r, (list, tuple)) for r in frame):
-        # [(user, item, time), ...]: the headerless layout (user, item[, rating], time)
-        width = {len(r) for r in frame}
-        names = _ROW_LAYOUTS.get(width.pop()) if len(width) == 1 else None
-        if names is None:
-            raise DataError("rows as tuples must all be (user, item), (user, item, time) or (user, "
-                            "item, rating, time); pass dicts or a DataFrame for other layouts")
-        df = _table(lambda: pl.DataFrame(list(frame), schema=names, orient="row"), "the rows")
-    else:
-        raise DataError(f"expected a Polars or pandas DataFrame, a dict of columns, or a list of "
-                        f"records (dicts) or (user, item, time) tuples, got {type(frame).__name__}")
-    if df.height == 0:
-        raise DataError(f"the {name} table has no rows")
-    # has_header=False: a bad value is named by its row (1-based), there is no header line
-    try:
-        return _interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
-                             time_format, timestamp_unit, item_file, item_columns)
-    except DataError as exc:  # a table has rows, not lines (the messages are the files')
-        raise DataError(re.sub(r"\bat line (\d+)", r"at row \1 (1-based)", str(exc))) from None
-
-
-_ROW_LAYOUTS = {2: ["user", "item"], 3: ["user", "item", "timestamp"],
-                4: ["user", "item", "rating", "timestamp"]}
-
-
-def _table(build: Any, what: str) -> pl.DataFrame:
-    try:
-        return build()
-    except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
-        raise DataError(f"cannot build a table from {what}: {_io._first_line(str(exc))}") from None
-
-
-def _from_pandas(frame: Any) -> pl.DataFrame:
-    """A pandas DataFrame as Polars. ``pl.from_pandas`` needs pyarrow (not a dependency) for
-    any column that is not plain numpy: ``category`` (common for ids), nullable ``Int64``,
-    pandas 3's ``str``, tz-aware datetimes; such columns go through Python objects instead."""
-    try:
-        return pl.from_pandas(frame)
-    except ImportError:
-        cols = {}
-        for name in frame.columns:
-            col = frame[name]
-            if isinstance(col.dtype, np.dtype) and col.dtype != object:
-                series = pl.Series(str(name), col.to_numpy())
-                # NaN is pandas' missing value (a float id column with blanks: Online Retail's
-                # CustomerID); null, as pl.from_pandas makes it, so such rows are skipped
-                cols[str(name)] = series.fill_nan(None) if series.dtype.is_float() else series
-            else:
-                values = col.astype(object)
-                cols[str(name)] = pl.Series(str(name), values.where(values.notna(), None).tolist(),
-                                            strict=False)
-        return pl.DataFrame(cols)
-
-
-def _interactions(df: pl.DataFrame, source: str, name: str, read_note: str, columns, has_header,
+def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str, columns, has_header,
                   time_format, timestamp_unit, item_file, item_columns) -> Interactions:
     """The roles of ``df`` as :class:`Interactions` (shared by files and in-memory tables)."""
-    roles = _resolve(columns, df.columns, source)
+    roles = resolve_columns(columns, df.columns, source)
     df, skipped = _without_incomplete_rows(df, roles, source, has_header)
     user, user_raw = _io.ids(df, roles["user"], source, has_header)
     item, raw = _io.ids(df, roles["item"], source, has_header)

@@ -1,0 +1,107 @@
+"""Which columns of a log play the user, item, timestamp and rating roles (and an item file's
+item, title and categories): an explicit mapping, else a known name (:data:`ALIASES`), else the
+one column whose name contains a role's word (:data:`KEYWORDS`). Shared by every reader of
+tables: text and Parquet files, JSON records, in-memory frames and batch request files."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from seqrec.errors import ConfigError, DataError
+
+ROLES = ("user", "item", "timestamp", "rating")
+ALIASES: dict[str, tuple[str, ...]] = {
+    "user": ("user_id", "userId", "user", "userID", "UserID", "uid", "session_id", "sessionId",
+             "session", "reviewerID", "username", "visitorid"),
+    # parent_asin before asin: Amazon Reviews'23 files carry both, and its parent_asin is what
+    # the earlier Amazon datasets (and the papers' Beauty / Sports) call asin: the product
+    # across colours and sizes, the id its metadata is keyed by.
+    "item": ("item_id", "itemId", "item", "itemID", "movieId", "MovieID", "movie_id", "iid",
+             "parent_asin", "asin", "product_id", "productId", "business_id", "track_id", "artist_id", "sku"),
+    "timestamp": ("timestamp", "Timestamp", "time", "ts", "unixReviewTime", "datetime", "date",
+                  "event_time", "t_dat", "ds"),
+    "rating": ("rating", "Rating", "overall", "stars", "score"),
+}
+ITEM_ROLES = ("item", "title", "categories")
+ITEM_ALIASES: dict[str, tuple[str, ...]] = {
+    "item": ALIASES["item"],
+    "title": ("title", "Title", "name", "item_name", "product_name", "movie_title"),
+    "categories": ("categories", "category", "genres", "genre", "tags"),
+}
+# Second chance for a column no alias names exactly: its name lower-cased without separators
+# ("CustomerID", "customer-id" -> "customerid"), matched against the aliases the same way, then
+# against the words below; used only when exactly one column matches (several: an error listing
+# them). The mapping read is printed among the data's notes, so a guess is always visible.
+KEYWORDS: dict[str, tuple[str, ...]] = {
+    "user": ("user", "customer", "client", "visitor", "member", "buyer", "account", "session",
+             "reviewer"),
+    "item": ("item", "product", "sku", "article", "movie", "book", "song", "track", "video",
+             "artist", "business", "stockcode", "course", "asin", "recipe", "listing"),
+    "timestamp": ("timestamp", "datetime", "date", "time", "created"),
+    "rating": ("rating", "stars"),
+}
+
+
+# A column named for an amount of time ("watch_time", "time_spent") is no point in time: a
+# timestamp is never guessed from such a name (ordering histories by durations would be silent).
+DURATION_WORDS = ("duration", "spent", "elapsed", "length", "watch", "dwell", "play", "seconds",
+                  "minutes", "hours", "secs", "mins")
+
+
+def normalize_name(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def guess_column(role: str, free: list[str], source: str) -> str | None:
+    """The one column of ``free`` whose normalized name is an alias of ``role``, else the one
+    that contains one of its :data:`KEYWORDS`; None when none does; an error when several do."""
+    aliases = {normalize_name(a) for a in ALIASES[role]}
+    if role == "timestamp":
+        free = [c for c in free if not any(w in normalize_name(c) for w in DURATION_WORDS)]
+    for candidates in ([c for c in free if normalize_name(c) in aliases],
+                       [c for c in free if any(w in normalize_name(c) for w in KEYWORDS[role])]):
+        if len(candidates) == 1:
+            return candidates[0]
+        if len(candidates) > 1:
+            raise DataError(f"{source}: several columns could be the {role} "
+                            f"({', '.join(candidates)}); name the one to use: "
+                            f"columns={{'{role}': '<name>'}} (from the CLI: --set "
+                            f"data.columns={role}=<name>)")
+    return None
+
+
+def resolve_columns(columns: Mapping[str, str | None] | None, present: list[str], source: str) -> dict[str, str]:
+    columns = dict(columns or {})
+    unknown = set(columns) - set(ROLES)
+    if unknown:
+        raise ConfigError(f"columns keys must be among {', '.join(ROLES)}, got {sorted(unknown)}")
+    out = {}
+    for role in ROLES:
+        if role in columns:
+            if columns[role] is None and role in ("timestamp", "rating"):
+                continue  # explicitly absent
+            if columns[role] not in present:
+                raise DataError(f"{source} has no column '{columns[role]}' (mapped to {role}; "
+                                f"columns present: {', '.join(present)})")
+            out[role] = columns[role]
+            continue
+        found = next((c for c in ALIASES[role] if c in present), None)
+        if found is None:
+            found = guess_column(role, [c for c in present if c not in out.values()], source)
+        if found is None and role in ("user", "item"):
+            raise DataError(
+                f"{source}: no {role} column (columns present: {', '.join(present)}); "
+                f"pass columns={{'{role}': '<name>'}} (or has_header=False, names=[...] for a "
+                f"file without a header line; from the CLI: --set data.columns={role}=<name>, "
+                "--set data.names=a,b,c)"
+            )
+        if found is None and role == "timestamp" and "timestamp" not in columns:
+            raise DataError(
+                f"{source}: no timestamp column (columns present: {', '.join(present)}); pass "
+                "columns={'timestamp': '<name>'}, or columns={'timestamp': None} if the rows are "
+                "in time order and the file order should serve as time (from the CLI: --set "
+                "data.columns=timestamp=<name> or timestamp=none)"
+            )
+        if found is not None:
+            out[role] = found
+    return out
