@@ -6,7 +6,7 @@ from dataclasses import fields
 
 import pytest
 
-from seqrec.cli.commands import DEMO_MODELS, DEMO_PARAMS, _budget_text, demo_params
+from seqrec.cli.demo import DEMO_MODELS, DEMO_PARAMS, _budget_text, demo_params
 from seqrec.cli.main import main
 from seqrec.registry import get_model
 

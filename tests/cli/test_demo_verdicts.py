@@ -2,7 +2,7 @@
 
 import pytest
 
-from seqrec.cli.commands import demo_verdicts
+from seqrec.cli.demo import demo_verdicts
 
 
 def _rec(model, ndcg, epochs=None, stopped=None):
