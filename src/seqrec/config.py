@@ -437,7 +437,7 @@ def section_of(key: str) -> str:
         if key in {f.name for f in fields(cls)}:
             return section
     try:  # the neural models' training settings read better under [train] (same flat set)
-        from seqrec.models.torch_recommender import NeuralConfig
+        from seqrec.models.neural_config import NeuralConfig
     except ImportError:  # pragma: no cover - torch missing
         return "model"
     return "train" if key in {f.name for f in fields(NeuralConfig)} else "model"

@@ -82,7 +82,7 @@ def default_config_toml(model: str) -> str:
     params.pop("seed", None)  # the top-level seed seeds the model too (one seed, not two)
     train_fields: set[str] = set()
     try:
-        from seqrec.models.torch_recommender import NeuralConfig
+        from seqrec.models.neural_config import NeuralConfig
 
         if issubclass(config_cls, NeuralConfig):
             train_fields = {f.name for f in dataclasses.fields(NeuralConfig)}

@@ -47,7 +47,7 @@ def run_identity(exp: Experiment) -> dict[str, Any]:
 
     config = config_to_dict(exp.model_config())
     if "max_train_seconds" in config:  # a neural config: its run-control fields may change
-        from seqrec.models.torch_recommender import RUN_CONTROL
+        from seqrec.models.neural_config import RUN_CONTROL
 
         config = {k: v for k, v in config.items() if k not in RUN_CONTROL}
     full = exp.to_dict()

@@ -42,12 +42,8 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.torch_recommender import (
-    NeuralConfig,
-    TorchRecommender,
-    check_positive,
-    check_range,
-)
+from seqrec.models.neural_config import NeuralConfig, check_positive, check_range
+from seqrec.models.torch_recommender import TorchRecommender
 
 
 @dataclass(frozen=True)

@@ -52,13 +52,9 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.torch_recommender import (
-    SlidingRecipeConfig,
-    TorchRecommender,
-    check_choice,
-    check_positive,
-    check_range,
-)
+from seqrec.models.neural_config import (SlidingRecipeConfig, check_choice, check_positive,
+                                         check_range)
+from seqrec.models.torch_recommender import TorchRecommender
 
 
 def run_left_padded(rnn: nn.Module, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

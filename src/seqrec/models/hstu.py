@@ -57,13 +57,8 @@ from seqrec.models.hstu_bias import (
     time_buckets,
 )
 from seqrec.models.layers import Dropout
-from seqrec.models.torch_recommender import (
-    NeuralConfig,
-    TorchRecommender,
-    check_choice,
-    check_positive,
-    check_range,
-)
+from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
+from seqrec.models.torch_recommender import TorchRecommender
 
 
 @dataclass(frozen=True)

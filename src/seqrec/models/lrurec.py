@@ -75,14 +75,8 @@ from seqrec.models.base import Recommendation
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
 from seqrec.models.lru_scan import lru_parallel_scan
-from seqrec.models.torch_recommender import (
-    NeuralConfig,
-    TorchRecommender,
-    _Threads,
-    check_choice,
-    check_positive,
-    check_range,
-)
+from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
+from seqrec.models.torch_recommender import TorchRecommender, _Threads
 
 INIT_STD = 0.02
 EMBED_DROPOUT_AT = ("before_norm", "after_norm")

@@ -94,9 +94,8 @@ from seqrec.errors import ConfigError, DataError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
 from seqrec.models.lsan_blocks import SelfAttentionBlock, TwinAttentionBlock
-from seqrec.models.torch_recommender import (
-    NeuralConfig, TorchRecommender, check_choice, check_positive, check_range,
-)
+from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
+from seqrec.models.torch_recommender import TorchRecommender
 
 log = logging.getLogger(__name__)
 MAX_CONTEXT_ROWS = 1 << 20

@@ -40,7 +40,7 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.torch_recommender import NeuralConfig, check_positive, check_range
+from seqrec.models.neural_config import NeuralConfig, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
 

@@ -51,13 +51,9 @@ from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.gru4rec import run_left_padded
 from seqrec.models.layers import Dropout
-from seqrec.models.torch_recommender import (
-    SlidingRecipeConfig,
-    TorchRecommender,
-    check_choice,
-    check_positive,
-    check_range,
-)
+from seqrec.models.neural_config import (SlidingRecipeConfig, check_choice, check_positive,
+                                         check_range)
+from seqrec.models.torch_recommender import TorchRecommender
 
 # elements of one [B, chunk, L, H] attention block (keeps a chunk near 64 MB in float32)
 _BLOCK = 1 << 24

@@ -106,7 +106,7 @@ def _defaults(model_name: str) -> dict[str, Any]:
 
     if is_peer(model_name):  # a peer's identity lists all its fields: nothing to default
         return {}
-    from seqrec.models.torch_recommender import ADDED_FIELDS
+    from seqrec.models.neural_config import ADDED_FIELDS
 
     config_cls, _ = get_model(model_name)
     cfg = config_to_dict(config_cls())
@@ -123,7 +123,7 @@ def compatible(stored: dict[str, Any], current: dict[str, Any], budget: bool = T
     a, b = (stored, current) if budget else (_strip_budget(stored), _strip_budget(current))
     if {k: v for k, v in a.items() if k != "model_config"} != {k: v for k, v in b.items() if k != "model_config"}:
         return False
-    from seqrec.models.torch_recommender import inert_fields
+    from seqrec.models.neural_config import inert_fields
 
     defaults = _defaults(current["model"])
     old = {k: a["model_config"].get(k, defaults.get(k)) if k in defaults else a["model_config"].get(k)

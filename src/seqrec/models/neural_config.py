@@ -1,0 +1,194 @@
+"""The training fields every neural model shares (:class:`NeuralConfig`), the recipe of the
+baselines that took the measured defaults (:class:`SlidingRecipeConfig`), the checks model
+configs validate with, and which fields a run may change when it resumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from seqrec.errors import ConfigError
+
+LOSSES = ("bce", "ce", "sampled_softmax", "gbce")
+
+
+def check_positive(config: Any, *names: str) -> None:
+    """Raise ``ConfigError`` unless every named field is > 0."""
+    for name in names:
+        value = getattr(config, name)
+        if not value > 0:
+            raise ConfigError(f"{name} must be > 0, got {value!r}")
+
+
+def check_range(config: Any, name: str, lo: float, hi: float) -> None:
+    """Raise ``ConfigError`` unless ``lo <= field <= hi``."""
+    value = getattr(config, name)
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name} must be in [{lo}, {hi}], got {value!r}")
+
+
+def check_choice(config: Any, name: str, choices: tuple[str, ...]) -> None:
+    """Raise ``ConfigError`` unless the field is one of ``choices``."""
+    value = getattr(config, name)
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class NeuralConfig:
+    """Training fields shared by every neural model; model configs inherit from it."""
+
+    max_len: int = 50
+    """Maximum input length n (most recent items kept)."""
+    loss: str = "ce"
+    """'bce' (paper, 1 negative/position), 'ce' (full softmax), 'sampled_softmax' or 'gbce'."""
+    n_negatives: int = 256
+    """Negatives per batch (sampled_softmax) or per sequence (gbce)."""
+    gbce_t: float = 0.75
+    """gBCE calibration parameter t in [0, 1]."""
+    logq: bool = False
+    """sampled_softmax: draw negatives by popularity and apply the log-Q correction."""
+    ce_chunk: int = 256
+    """Positions per chunk in the full cross-entropy (memory chunk x I; small is cache-friendly)."""
+    lr: float = 1e-3
+    """AdamW learning rate."""
+    weight_decay: float = 0.0
+    """AdamW decoupled weight decay."""
+    decay_biases_and_norms: bool = True
+    """Decay biases and LayerNorm parameters too; False decays only the other parameters (the
+    grouping of the BERT4Rec / LRURec code, ``SequenceEncoder.no_decay_names``)."""
+    betas: tuple[float, float] = (0.9, 0.98)
+    """AdamW betas (the SASRec paper uses beta2 = 0.98)."""
+    batch_size: int = 128
+    """Sequences per optimizer step over all processes: the global batch (under torchrun each
+    of N ranks takes a contiguous 1/N of it). 0: sized by ``batch_targets`` at fit time."""
+    batch_targets: int = 1024
+    """With ``batch_size = 0``: the batch in sequences is set at fit time so that it holds about
+    this many training targets, ``round(batch_targets / mean targets per training row)``, at
+    least 1 (a ``batch_size`` > 0 is used as given and this is ignored). One size in sequences
+    does not suit every dataset: 128 windows of 50 on MovieLens hold about 5,000 targets, 128
+    short Amazon histories about 750 (``docs/reproduce/defaults.md`` measures both). The size
+    used is in the run's result (``training.global_batch``)."""
+    min_epoch_steps: int = 0
+    """With ``batch_size = 0``: where the data are large enough, the batch grows beyond
+    ``batch_targets``' size, up to ``auto_batch_max`` sequences, as long as an epoch keeps this
+    many optimizer steps: ``max(targets batch, min(auto_batch_max, floor(training rows /
+    min_epoch_steps)))``. Small data keep small batches (many updates per epoch), large data
+    get less noisy ones: with 100, ML-100K's 2,412 windows of 50 train in batches of 25 (the
+    1,024-target size), ML-1M's 22,532 in batches of 128, which validated higher there
+    (``docs/reproduce/defaults.md``). 0 = off. Ignored when ``batch_size`` > 0."""
+    auto_batch_max: int = 128
+    """The largest batch (sequences) ``min_epoch_steps`` may raise an automatic batch to."""
+    lr_rule: str = "fixed"
+    """How ``lr`` follows the global batch: 'fixed' (``lr`` as given), 'linear' or 'sqrt'
+    (``lr`` times ``batch_size / lr_base_batch``, or its square root)."""
+    lr_base_batch: int = 0
+    """The global batch at which ``lr`` was tuned ('linear' / 'sqrt'; 0 = ``batch_size``)."""
+    epochs: int = 200
+    """Maximum number of epochs."""
+    patience: int = 10
+    """Stop after this many validations without improvement (0 disables early stopping)."""
+    eval_every: int = 1
+    """Validate every this many epochs."""
+    eval_every_steps: int = 0
+    """If > 0, validate every this many steps instead of per epoch."""
+    val_metric: str = "NDCG@10"
+    """Validation metric for early stopping and model selection (higher is better)."""
+    grad_clip: float = 0.0
+    """Clip the global gradient norm to this value (0 disables clipping)."""
+    seed: int = 0
+    """Seed of initialization, data order, negatives and dropout."""
+    device: str = "cpu"
+    """'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)."""
+    num_threads: int = 0
+    """torch intra-op threads during fit/score (0 leaves the global setting alone)."""
+    max_train_seconds: float = 0.0
+    """Stop training after this many seconds of steps (0 = no budget)."""
+    eval_batch_size: int = 1024
+    """Histories per scoring chunk."""
+    train_windows: str = "last"
+    """'last': each user's most recent ``max_len`` transitions (the SASRec paper); 'sliding':
+    every transition once, long histories cut into windows (the LRURec code's loader)."""
+    window_stride: int = 0
+    """With 'sliding': a new window every ``window_stride`` transitions (0 = ``max_len``:
+    windows that do not overlap). A window trains only its newest ``window_stride`` targets,
+    the older positions being context, so every transition is still a target once per epoch
+    and each has at least ``max_len - window_stride`` items before it (without overlap the
+    first target of an older window sees none). Costs ``max_len / window_stride`` times the
+    encoder work per epoch; 1 is RecBole's one-sequence-per-transition data."""
+    precision: str = "fp32"
+    """Training arithmetic. 'fp32': float32 throughout. 'bf16': the training forward and loss
+    under ``torch.autocast(bfloat16)``, the full cross-entropy's matmuls in bfloat16 (softmax
+    and sums in float32); weights, optimizer state, validation and scoring stay float32. Faster
+    only where bfloat16 is native (CPUs with AVX512-BF16 or AMX, recent GPUs);
+    ``docs/results/precision.md`` measures speed and accuracy against 'fp32'."""
+
+    def __post_init__(self) -> None:
+        check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr",
+                       "epochs", "eval_every", "eval_batch_size")
+        check_choice(self, "loss", LOSSES)
+        check_choice(self, "train_windows", ("last", "sliding"))
+        if not 0 <= self.window_stride <= self.max_len:
+            raise ConfigError(f"window_stride must be in [0, max_len={self.max_len}] (0 = max_len), "
+                              f"got {self.window_stride!r}")
+        if self.window_stride and self.train_windows != "sliding":
+            raise ConfigError("window_stride needs train_windows = 'sliding'")
+        check_choice(self, "precision", ("fp32", "bf16"))
+        check_choice(self, "lr_rule", ("fixed", "linear", "sqrt"))
+        if self.lr_base_batch < 0:
+            raise ConfigError(f"lr_base_batch must be >= 0, got {self.lr_base_batch!r}")
+        check_range(self, "gbce_t", 0.0, 1.0)
+        for name in ("weight_decay", "patience", "eval_every_steps", "grad_clip", "num_threads",
+                     "max_train_seconds", "batch_size", "batch_targets", "min_epoch_steps",
+                     "auto_batch_max"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.batch_size == 0 and self.batch_targets == 0:
+            raise ConfigError("batch_size = 0 sizes the batch by batch_targets, which must then be > 0")
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ConfigError(f"betas must be two values in [0, 1), got {self.betas!r}")
+        if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
+            raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}")
+
+
+
+@dataclass(frozen=True)
+class SlidingRecipeConfig(NeuralConfig):
+    """``NeuralConfig`` with the training recipe the defaults study chose for the baselines
+    that validated best with it (GRU4Rec, NARM, FPMC; ``docs/reproduce/defaults.md``, each
+    model's numbers in its module docstring). On Beauty, where lr 3e-3 cost LRURec, it held for
+    GRU4Rec (+7% best validation NDCG@10) and NARM (+11%); for FPMC it is 1.6% lower there
+    (level over the three datasets, kept for the higher mean)."""
+
+    train_windows: str = "sliding"
+    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
+    of max_len; 'last': each user's latest max_len transitions (the old default)."""
+    lr: float = 3e-3
+    """AdamW learning rate (default since 2026-12-05; was 1e-3)."""
+    patience: int = 30
+    """Stop after this many validations without improvement (default since 2026-12-05; was 10;
+    0 disables early stopping). ``lr=1e-3, patience=10, train_windows='last'`` is the previous
+    recipe."""
+
+
+# Fields that only bound or place a run; changing them between resumes is allowed (e.g. a
+# larger time budget or more epochs continue a stopped run).
+# ``ce_chunk`` only changes the floating-point summation order of the loss.
+RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device", "eval_batch_size",
+               "ce_chunk")
+
+
+# Fields added to the configs after runs were recorded, with the value that reproduces how those
+# runs trained. A stored config without the field is read with this value, not with the class's
+# current default (which may differ: SASRec's ``min_epoch_steps`` is 100).
+ADDED_FIELDS: dict[str, Any] = {"min_epoch_steps": 0}
+
+
+def inert_fields(config: dict) -> set[str]:
+    """Fields of a config dict that cannot change training: the automatic batch's fields while
+    ``batch_size`` is given (> 0), and ``auto_batch_max`` without ``min_epoch_steps``.
+    Comparisons of runs skip them, so that a run keeps its identity whatever values of them it
+    recorded then."""
+    if config.get("batch_size", 0):
+        return {"batch_targets", "min_epoch_steps", "auto_batch_max"}
+    return set() if config.get("min_epoch_steps", 0) else {"auto_batch_max"}
