@@ -143,6 +143,24 @@ def test_too_long_input_and_unavailable_device_raise():
             SASRec(SASRecConfig(device="cuda"))
 
 
+def test_an_unavailable_gpu_is_explained(monkeypatch):
+    from seqrec.models.torch_recommender import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    with pytest.raises(ConfigError, match="CPU-only build.*device='cpu'.*bootstrap"):
+        resolve_device("cuda")
+    monkeypatch.setattr(torch.version, "cuda", "12.6")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(ConfigError, match="built for CUDA 12.6 but sees no GPU.*CUDA_VISIBLE_DEVICES=''"):
+        resolve_device("cuda:0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ConfigError, match="shows 2 GPU.*cuda:0 .. cuda:1"):
+        resolve_device("cuda:2")
+    assert resolve_device("auto").type == "cuda"
+
+
 def test_item_embedding_is_shared_with_prediction_layer():
     enc = SASRecEncoder(SASRecConfig(max_len=4, dim=8), n_items=9)
     weight, bias = enc.output_embeddings()

@@ -30,6 +30,7 @@ last position. Models with another training objective (e.g. masked items) overri
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -57,8 +58,26 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device {name!r} requested but CUDA is not available")
+        raise ConfigError(f"device {name!r} requested but CUDA is not available: "
+                          f"{_no_cuda_reason()}")
+    index = name[5:] if name.startswith("cuda:") else ""
+    if index.isdigit() and int(index) >= torch.cuda.device_count():
+        raise ConfigError(f"device {name!r} requested but this machine shows "
+                          f"{torch.cuda.device_count()} GPU(s) (cuda:0 .. "
+                          f"cuda:{torch.cuda.device_count() - 1})")
     return torch.device(name)
+
+
+def _no_cuda_reason() -> str:
+    """Why ``torch.cuda.is_available()`` is False, as far as PyTorch tells, and what to do."""
+    if torch.version.cuda is None:
+        return (f"this PyTorch ({torch.__version__}) is a CPU-only build; train with device='cpu' "
+                "(or 'auto': the GPU where there is one), or on a GPU machine install the CUDA "
+                "build (./scripts/bootstrap.sh picks it where nvidia-smi works)")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    hidden = f" (CUDA_VISIBLE_DEVICES={visible!r} hides the GPUs)" if visible in ("", "-1") else ""
+    return (f"PyTorch is built for CUDA {torch.version.cuda} but sees no GPU{hidden}; check the "
+            "driver with nvidia-smi, `seqrec doctor` shows what PyTorch sees, or use device='cpu'")
 
 
 class _Threads:
