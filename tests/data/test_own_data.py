@@ -491,6 +491,33 @@ def test_a_zip_archive_as_downloaded_is_read(tmp_path):
     assert "seqrec-zip-" not in str(err.value)
 
 
+def test_recbole_atomic_files_are_read_with_their_item_file(tmp_path):
+    """RecBole's dataset hub: NAME.inter (tab, "name:type" header) beside NAME.item (titles as
+    token_seq keep their spaces, genres as token_seq become categories) and NAME.user; the
+    file, its folder and a zip of the folder read alike."""
+    import zipfile
+
+    folder = tmp_path / "ml-mini"
+    folder.mkdir()
+    inter = ("user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+             "1\t10\t4.0\t881250949\n1\t20\t3.0\t881250950\n2\t10\t5.0\t881250951\n")
+    item = ("item_id:token\tmovie_title:token_seq\trelease_year:token\tgenre:token_seq\n"
+            "10\tToy Story\t1995\tAnimation Children's Comedy\n20\tJumanji\t1995\tAdventure\n")
+    (folder / "ml-mini.inter").write_text(inter)
+    (folder / "ml-mini.item").write_text(item)
+    (folder / "ml-mini.user").write_text("user_id:token\tage:token\n1\t24\n2\t53\n")
+    with zipfile.ZipFile(tmp_path / "ml-mini.zip", "w") as z:
+        for f in folder.iterdir():
+            z.write(f, f"ml-mini/{f.name}")
+    for given in (folder / "ml-mini.inter", folder, tmp_path / "ml-mini.zip"):
+        log = load(str(given))
+        assert log.item.tolist() == [10, 20, 10] and log.timestamp.tolist()[0] == 881250949
+        assert log.rating.tolist() == [4.0, 3.0, 5.0]
+        assert "RecBole atomic header" in log.notes[0] and "user=user_id" in log.notes[0]
+        assert log.items["title"].tolist() == ["Toy Story", "Jumanji"]
+        assert log.items["genres"].tolist() == ["Animation|Children's|Comedy", "Adventure"]
+
+
 def test_spaces_around_header_names_are_not_part_of_them(tmp_path):
     path = tmp_path / "hand.csv"
     path.write_text(" customer , sku ,ts \r\nc1,a,1\r\nc1,b,2\r\n")

@@ -277,8 +277,14 @@ def _load_path(path: Path, options: dict[str, Any]) -> Interactions:
         if any((path / f).is_file() for f in ("u.data", "ratings.dat", "ratings.csv")):
             _no_options(options, path.name)
             return movielens.read_movielens_dir(path)
+        inter = sorted(path.glob("*.inter"))
+        if len(inter) == 1:  # a RecBole dataset folder: NAME.inter (+ NAME.item, NAME.user)
+            return _load_path(inter[0], options)
         return generic.read_parts(path, **options)  # a folder of part files of one log
     plain, _ = _io.strip_compression(path)
+    beside = path.with_name(plain[: -len(".inter")] + ".item") if plain.endswith(".inter") else None
+    if beside is not None and beside.is_file() and "item_file" not in options:
+        options = {**options, "item_file": beside}  # RecBole's titles and genres come along
     if plain == "u.data" or plain == "ratings.dat":
         _no_options(options, plain)
         return movielens.read_movielens_dir(path.parent)
@@ -324,13 +330,14 @@ def _load_zip(path: Path, options: dict[str, Any]) -> Interactions:
         archive.extractall(tmp, members)  # zipfile drops absolute paths and '..' parts
         root = Path(tmp)
         files = [root / m.filename for m in members]
-        lens = [f.parent for f in files if f.name in _MOVIELENS_FILES]
+        lens = [f.parent for f in files if f.name in _MOVIELENS_FILES or f.suffix == ".inter"]
         logs = [f for f in files if (generic._part_kind(f) is not None or Path(_io.strip_compression(
                 f)[0]).suffix.lower() in (".json", ".jsonl", *generic.EXCEL_EXT))
                 and not f.name.lower().startswith(("readme", "license", "licence", "notice"))]
         try:
             if lens:
-                inter = _load_path(lens[0], {})
+                recbole = any(f.suffix == ".inter" for f in lens[0].iterdir())
+                inter = _load_path(lens[0], options if recbole else {})
             elif len(logs) == 1:
                 inter = _load_path(logs[0], options)
             elif logs and len({f.parent for f in logs}) == 1:

@@ -45,7 +45,10 @@ from seqrec.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
-TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t", ".data": "\t"}
+# .inter: RecBole's atomic interaction file (tab-separated, a "name:type" header; its item
+# file, .item, is read by read_items)
+TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t", ".data": "\t",
+            ".inter": "\t"}
 PARQUET_EXT = (".parquet", ".pq")
 EXCEL_EXT = (".xlsx", ".xlsm")
 
@@ -72,8 +75,8 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
     if ext not in TEXT_EXT and sep is None:
         spreadsheet = " (a spreadsheet: save it as CSV)" if ext in (".xlsx", ".xls", ".ods") else ""
         raise DataError(
-            f"cannot tell the format of {path.name}{spreadsheet}: expected .csv, .tsv, .txt, .dat "
-            "or .parquet (optionally .xz/.gz/.bz2), or pass sep="
+            f"cannot tell the format of {path.name}{spreadsheet}: expected .csv, .tsv, .txt, .dat, "
+            ".inter (RecBole), .parquet or .xlsx (text optionally .xz/.gz/.bz2), or pass sep="
         )
     data = _io.read_bytes(path)
     guessed = []
@@ -82,7 +85,9 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
         if sep != TEXT_EXT[ext]:
             guessed.append(f"{_SEP_NAMES.get(sep, sep)}-separated")
     if has_header and names is None:
-        data = _strip_header(data, sep)
+        data, typed = _strip_header(data, sep)
+        if typed is not None:
+            guessed.append("RecBole atomic header (name:type): types dropped")
     if has_header and names is None and not columns:
         names = _headerless_names(_header(data, sep, str(path)))
         if names is not None:
@@ -175,17 +180,27 @@ def _headerless_names(first: list[str]) -> list[str] | None:
     return None
 
 
-def _strip_header(data: bytes, sep: str) -> bytes:
+RECBOLE_TYPES = (b"token", b"token_seq", b"float", b"float_seq")
+
+
+def _strip_header(data: bytes, sep: str) -> tuple[bytes, list[str] | None]:
     """``data`` with the spaces around its header's names removed (`` user_id , item_id``, as
-    hand-made or exported files have): a mapping names the columns without them. The file is
-    copied only when its header has such spaces."""
+    hand-made or exported files have): a mapping names the columns without them; and, for
+    RecBole's atomic files (every name typed: ``user_id:token``, ``genre:token_seq``), without
+    the types, returning the ``token_seq`` columns (space-separated lists) as well (None for a
+    header without types). The file is copied only when its header changes."""
     first = _io.head_lines(data)[0]
     if len(sep) != 1 or b'"' in first:  # quoted or multi-character: left to the CSV parser
-        return data
-    fields = first.split(sep.encode())
-    if all(f == f.strip() for f in fields):
-        return data
-    return sep.encode().join(f.strip() for f in fields) + data[len(first):]
+        return data, None
+    fields = [f.strip() for f in first.split(sep.encode())]
+    typed = all(b":" in f and f.rsplit(b":", 1)[1] in RECBOLE_TYPES for f in fields)
+    sequences = [f.rsplit(b":", 1)[0].decode("utf-8", "replace") for f in fields
+                 if f.endswith(b":token_seq")] if typed else None
+    if typed:
+        fields = [f.rsplit(b":", 1)[0] for f in fields]
+    if fields == first.split(sep.encode()):
+        return data, sequences
+    return sep.encode().join(fields) + data[len(first):], sequences
 
 
 def _header(data: bytes, sep: str, source: str) -> list[str]:
@@ -469,6 +484,7 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
     if unknown:
         raise ConfigError(f"item column roles must be among {', '.join(ITEM_ROLES)}, got {sorted(unknown)}")
     plain, _ = _io.strip_compression(path)
+    lists: list[str] | None = None
     if Path(plain).suffix.lower() in PARQUET_EXT:
         df = _frame(path, sep, True, None, {"timestamp": None})[0]
     elif Path(plain).suffix.lower() in EXCEL_EXT:
@@ -476,7 +492,8 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
         df = df.with_columns(pl.col(c).cast(pl.String) for c in df.columns)
     else:
         data = _io.read_bytes(path)
-        sep = sep or _sniff_separator(data, TEXT_EXT.get(Path(plain).suffix.lower(), ","))
+        sep = sep or _sniff_separator(data, {**TEXT_EXT, ".item": "\t"}.get(Path(plain).suffix.lower(), ","))
+        data, lists = _strip_header(data, sep)
         df = _io.read_table(data, str(path), sep=sep, dtypes={c: pl.String for c in _header(data, sep, "")})
     roles = {}
     for role in ITEM_ROLES:
@@ -486,6 +503,8 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
                             f"present: {', '.join(df.columns)})")
         if name is not None:
             roles[role] = name
+    if roles.get("categories") in (lists or ()):  # RecBole's token_seq: space-separated lists
+        df = df.with_columns(pl.col(roles["categories"]).str.replace_all(" ", "|"))
     if "item" not in roles or len(roles) == 1:
         raise DataError(f"{path}: an item file needs an item id column and a title or categories "
                         f"column (columns present: {', '.join(df.columns)}); map them with "
