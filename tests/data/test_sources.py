@@ -644,14 +644,28 @@ def test_generic_json_lines_and_arrays_read_like_a_csv(tmp_path):
 
 
 def test_a_space_separated_file_without_header_gets_both_hints(tmp_path):
-    path = write(tmp_path / "log.txt", "196 242 881250949\n186 302 891717742\n")
+    path = write(tmp_path / "log.txt", "196 242 3.5 881250949\n186 302 4 891717742\n")
     with pytest.raises(DataError) as err:
         load(path)
     msg = one_line(err)
     assert "looks space-separated" in msg and "data.sep='space'" in msg
-    assert "does not look like column names" in msg and "data.names=user,item,timestamp" in msg
-    inter = load(path, sep=" ", has_header=False, names=["user", "item", "timestamp"])
+    assert "does not look like column names" in msg and "data.names=user,item,timestamp,rating" in msg
+    inter = load(path, sep=" ", has_header=False, names=["user", "item", "rating", "timestamp"])
     assert len(inter) == 2
+
+
+def test_space_separated_whole_numbers_are_sasrec_data_files(tmp_path):
+    """SASRec's ml-1m.txt / Beauty.txt (BERT4Rec, S3-Rec alike): `user item` lines in each
+    user's time order, no header, no time column: read in file order, every guess in a note.
+    With a time column the same guess gives MovieLens' user, item, time."""
+    inter = load(write(tmp_path / "ml-1m.txt", "1 10\n1 3\n2 3\n1 7\n2 10\n"))
+    assert not inter.has_time and inter.item.tolist() == [10, 3, 3, 7, 10]
+    assert ("read ml-1m.txt [space-separated] [no header line, columns taken as user,item] "
+            "[no time column: the file order is the time order]") in inter.notes[0]
+    timed = load(write(tmp_path / "log.txt", "196 242 881250949\n186 302 891717742\n"))
+    assert timed.timestamp.tolist() == [881250949, 891717742]
+    with pytest.raises(DataError, match="looks space-separated"):  # a datetime holds a space
+        load(write(tmp_path / "t.txt", "u1 a 2020-01-01 10:00\nu1 b 2020-01-02 11:00\n"))
 
 
 def test_an_8_bit_file_is_read_as_windows_1252_and_damaged_utf8_is_named(tmp_path, caplog):

@@ -53,9 +53,10 @@ PARQUET_EXT = (".parquet", ".pq")
 EXCEL_EXT = (".xlsx", ".xlsm")
 
 
-def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tuple[pl.DataFrame, bool, list[str]]:
-    """The table of ``path``, whether it had a header line, and what was guessed about its
-    layout (for the notes: a guess is always shown)."""
+def _frame(path: Path, sep: str | None, has_header: bool, names,
+           columns) -> tuple[pl.DataFrame, bool, list[str], Mapping[str, str | None] | None]:
+    """The table of ``path``, whether it had a header line, what was guessed about its layout
+    (for the notes: a guess is always shown) and the column mapping to read it with."""
     plain, _ = _io.strip_compression(path)
     ext = Path(plain).suffix.lower()
     if ext in PARQUET_EXT:
@@ -65,13 +66,13 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
             raise DataError(f"cannot read parquet {path}: {_io._first_line(str(exc))}") from None
         if df.height == 0:
             raise DataError(f"file {path} has no rows")
-        return df, has_header, []
+        return df, has_header, [], columns
     if ext in EXCEL_EXT and sep is None:
         df, sheet = _excel(path)
         if not has_header:
             raise DataError(f"{path.name}: a spreadsheet is read with its first row as the column "
                             "names; add a header row")
-        return df, True, [sheet] if sheet else []
+        return df, True, [sheet] if sheet else [], columns
     if ext not in TEXT_EXT and sep is None:
         spreadsheet = " (a spreadsheet: save it as CSV)" if ext in (".xlsx", ".xls", ".ods") else ""
         raise DataError(
@@ -93,6 +94,11 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
         if names is not None:
             has_header = False
             guessed.append("no header line, columns taken as " + ",".join(names))
+        if names == ["user", "item"]:
+            # headerless user-item pairs: the data files of SASRec, BERT4Rec, S3-Rec... list
+            # each user's items in time order, with no time column
+            columns = {"timestamp": None}
+            guessed.append("no time column: the file order is the time order")
     present = list(names) if names else _header(data, sep, str(path))
     try:
         roles = resolve_columns(columns, present, str(path))
@@ -104,10 +110,10 @@ def _frame(path: Path, sep: str | None, has_header: bool, names, columns) -> tup
     # ids are read as text so that "0205616461" keeps its leading zero (see _io.ids)
     dtypes = {roles[r]: pl.String for r in ("user", "item")}
     df = _io.read_table(data, str(path), sep=sep, header=has_header, names=names, dtypes=dtypes)
-    return df, has_header, guessed
+    return df, has_header, guessed, columns
 
 
-_SEP_NAMES = {"\t": "tab", ";": "semicolon", "|": "pipe", ",": "comma"}
+_SEP_NAMES = {"\t": "tab", ";": "semicolon", "|": "pipe", ",": "comma", " ": "space"}
 
 
 def _excel(path: Path) -> tuple[pl.DataFrame, str]:
@@ -136,16 +142,21 @@ def _excel(path: Path) -> tuple[pl.DataFrame, str]:
 def _sniff_separator(data: bytes, default: str) -> str:
     """``default`` (the extension's separator), unless the header is one field at it and the
     first lines all split into the same number (> 1) of fields at another common separator:
-    Excel in many European locales saves "CSV" with ``;``. Space is never guessed (a datetime
-    holds one); a file it separates gets a hint instead (see :func:`_separator_hint`)."""
+    Excel in many European locales saves "CSV" with ``;``. Space is guessed only where every
+    first line is the same number of whole numbers split by single spaces (SASRec's
+    ``user item`` files), never elsewhere (a datetime holds one); another file it separates
+    gets a hint instead (see :func:`_separator_hint`)."""
     lines = [ln.decode("utf-8", "replace") for ln in _io.head_lines(data, 20)]
-    lines = [ln for ln in lines if ln.strip()]
+    lines = [ln.rstrip("\r") for ln in lines if ln.strip()]
     if not lines or len(lines[0].split(default)) > 1:
         return default
     for other in (";", "\t", "|", ","):
         counts = {len(ln.split(other)) for ln in lines}
         if other != default and len(counts) == 1 and counts.pop() > 1:
             return other
+    if len({len(ln.split(" ")) for ln in lines}) == 1 and all(
+            re.fullmatch(r"\d+( \d+)+", ln) for ln in lines):
+        return " "
     return default
 
 
@@ -268,7 +279,7 @@ def read_file(
     check_unit(timestamp_unit)
     if not has_header and names is None:
         raise ConfigError("has_header=False needs names=[...] for the columns")
-    df, has_header, guessed = _frame(path, sep, has_header, names, columns)
+    df, has_header, guessed, columns = _frame(path, sep, has_header, names, columns)
     note = f"read {path.name}" + "".join(f" [{g}]" for g in guessed)
     return table_interactions(df, str(path), name or path.name.split(".")[0], note,
                          columns, has_header, time_format, timestamp_unit, item_file, item_columns)
@@ -304,7 +315,7 @@ def read_parts(
         raise DataError(f"{folder} mixes part formats ({', '.join(sorted(kinds))}): keep one")
     frames, guessed, ends = [], set(), []
     for part in parts:
-        df, has_header_part, g = _frame(part, sep, has_header, names, columns)
+        df, has_header_part, g, _ = _frame(part, sep, has_header, names, columns)
         frames.append(df)
         guessed.update(g)
         ends.append((ends[-1] if ends else 0) + df.height)
