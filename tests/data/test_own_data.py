@@ -518,6 +518,30 @@ def test_recbole_atomic_files_are_read_with_their_item_file(tmp_path):
         assert log.items["genres"].tolist() == ["Animation|Children's|Comedy", "Adventure"]
 
 
+def test_one_row_per_user_with_lists_is_exploded_into_interactions(tmp_path):
+    """generative-recommenders' sasrec_format.csv (quoted "a,b,c" lists aligned across
+    columns), a pandas frame of Python lists saved by to_csv ("[1, 2]"), JSON arrays."""
+    import json
+
+    hstu = ('index,user_id,sequence_item_ids,sequence_ratings,sequence_timestamps\n'
+            '0,1,"3186,1721,1270","4,4,5","978300019,978300055,978300056"\n'
+            '1,2,"1198,1210","5,4","978298124,978298151"\n')
+    log = load(str(write_text(tmp_path / "sasrec_format.csv", hstu)))
+    assert log.item.tolist() == [3186, 1721, 1270, 1198, 1210] and log.user.tolist() == [1, 1, 1, 2, 2]
+    assert log.timestamp.tolist()[:2] == [978300019, 978300055] and log.rating.tolist()[2] == 5.0
+    assert any("2 rows exploded into 5 interactions" in n for n in log.notes)
+    listed = load(str(write_text(tmp_path / "pandas.csv", 'user,items\nu1,"[10, 20, 30]"\nu2,"[20]"\n')))
+    assert listed.item.tolist() == [10, 20, 30, 20] and not listed.has_time
+    assert any("the order of each list is its time order" in n for n in listed.notes)
+    records = [{"user": "a", "items": ["x", "y"], "timestamps": [5, 6]}, {"user": "b", "items": ["y"], "timestamps": [7]}]
+    arrays = load(str(write_text(tmp_path / "s.jsonl", "".join(json.dumps(r) + "\n" for r in records))))
+    assert arrays.timestamp.tolist() == [5, 6, 7] and len(arrays) == 3
+    bad = hstu.replace('"4,4,5"', '"4,4"')
+    with pytest.raises(DataError, match="row 1 lists 3 items in 'sequence_item_ids' but 2 values in "
+                                        "'sequence_ratings'"):
+        load(str(write_text(tmp_path / "bad.csv", bad)))
+
+
 def test_spaces_around_header_names_are_not_part_of_them(tmp_path):
     path = tmp_path / "hand.csv"
     path.write_text(" customer , sku ,ts \r\nc1,a,1\r\nc1,b,2\r\n")

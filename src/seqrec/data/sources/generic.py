@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 
 from seqrec.data.interactions import Interactions
-from seqrec.data.sources import _io
+from seqrec.data.sources import _io, sequence_rows
 from seqrec.data.sources.columns import (ALIASES, ITEM_ALIASES, ITEM_ROLES, KEYWORDS, normalize_name,
                                          resolve_columns)
 from seqrec.data.sources.time_units import (PER_SECOND, UNIT_WORDS, check_unit, implied_unit,
@@ -102,13 +102,15 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
     present = list(names) if names else _header(data, sep, str(path))
     try:
         roles = resolve_columns(columns, present, str(path))
-    except DataError as exc:
+    except DataError:
         hint = _separator_hint(present, sep)
         if hint:
             raise DataError(f"{path}: {hint}") from None
-        raise
+        if not sequence_rows.may_hold_lists(present, columns):
+            raise
+        roles = None  # lists of items per row: the roles are read after they are exploded
     # ids are read as text so that "0205616461" keeps its leading zero (see _io.ids)
-    dtypes = {roles[r]: pl.String for r in ("user", "item")}
+    dtypes = {roles[r]: pl.String for r in ("user", "item")} if roles else {}
     df = _io.read_table(data, str(path), sep=sep, header=has_header, names=names, dtypes=dtypes)
     return df, has_header, guessed, columns
 
@@ -400,6 +402,7 @@ def _flatten(df: pl.DataFrame) -> pl.DataFrame:
 def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str, columns, has_header,
                   time_format, timestamp_unit, item_file, item_columns) -> Interactions:
     """The roles of ``df`` as :class:`Interactions` (shared by files and in-memory tables)."""
+    df, columns, exploded = sequence_rows.explode(df, columns, source)
     roles = resolve_columns(columns, df.columns, source)
     df, skipped = _without_incomplete_rows(df, roles, source, has_header)
     user, user_raw = _io.ids(df, roles["user"], source, has_header)
@@ -411,7 +414,7 @@ def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str,
     if "rating" in roles:
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
-    notes = [f"{read_note} ({mapping})", *skipped]
+    notes = [f"{read_note} ({mapping})", *([exploded] if exploded else []), *skipped]
     if ts is not None and unit_note(used, timestamp_unit):
         notes.append(unit_note(used, timestamp_unit))
     items = None
