@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from seqrec.data.batching import SequenceBatch
-from seqrec.data.preprocess import ItemVocab
+from seqrec.data.vocab import ItemVocab
 from seqrec.data.sequences import Sequences
 from seqrec.errors import DataError
 from seqrec.models.lsan import LSAN, LSANConfig, LSANEncoder, qr_indices, qr_sizes

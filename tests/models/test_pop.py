@@ -55,7 +55,7 @@ def test_pop_bad_config_and_unfitted():
 def test_recommend_refuses_a_flat_list_of_ids():
     """recommend(["sku1", "sku2"]) read each id as a history of its characters (or failed on
     ints); a list of histories and a generator of them work."""
-    from seqrec.data.preprocess import ItemVocab
+    from seqrec.data.vocab import ItemVocab
     from seqrec.errors import DataError
 
     vocab = ItemVocab(np.array(["a", "b", "c", "d", "e"], dtype=object))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from seqrec.data.preprocess import ItemVocab
+from seqrec.data.vocab import ItemVocab
 from seqrec.data.sequences import Sequences
 from seqrec.models.base import Recommender
 from seqrec.models.factorization.pop import Pop, PopConfig

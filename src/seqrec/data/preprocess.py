@@ -6,93 +6,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterable
 
 import numpy as np
 
-from seqrec.data.attributes import ItemAttributes
 from seqrec.data.interactions import Interactions
 from seqrec.data.sequences import Sequences
+from seqrec.data.vocab import ItemVocab
 from seqrec.errors import ConfigError, DataError
-
-
-@dataclass(frozen=True)
-class ItemVocab:
-    """Raw item id <-> internal id. ``raw[i - 1]`` is the raw id of internal id ``i``.
-
-    ``attributes`` (optional) holds the item attributes keyed by internal id (``1..n``).
-    """
-
-    raw: np.ndarray
-    titles: np.ndarray | None = None
-    attributes: ItemAttributes | None = None
-    categories: np.ndarray | None = None
-    """Per-item category text (e.g. ``Comedy|Drama``), from an item-metadata file."""
-    removed: np.ndarray | None = None
-    """Raw ids present in the source data but removed by preprocessing (filters), as text:
-    lets ``recommend`` tell a filtered item from one never seen."""
-
-    def __len__(self) -> int:
-        return len(self.raw)
-
-    def _lookup(self) -> dict[Any, int]:
-        cache = self.__dict__.get("_index")
-        if cache is None:
-            cache = {self._key(r): i + 1 for i, r in enumerate(self.raw.tolist())}
-            object.__setattr__(self, "_index", cache)
-        return cache
-
-    @staticmethod
-    def _key(value: Any) -> Any:
-        # CLI histories arrive as strings; raw ids are usually ints: compare as text then.
-        return str(value)
-
-    def encode(self, raw_ids: Iterable[Any]) -> np.ndarray:
-        """Internal ids; unknown raw ids raise ``DataError``."""
-        index = self._lookup()
-        out = []
-        for r in raw_ids:
-            key = self._key(r)
-            if key not in index:
-                raise DataError(f"unknown item id {r!r}")
-            out.append(index[key])
-        return np.asarray(out, dtype=np.int64)
-
-    def encode_known(self, raw_ids: Iterable[Any]) -> tuple[np.ndarray, int]:
-        """Internal ids of the known raw ids, and how many were unknown (skipped)."""
-        index = self._lookup()
-        ids = [index.get(self._key(r), 0) for r in raw_ids]
-        arr = np.asarray(ids, dtype=np.int64)
-        return arr[arr > 0], int((arr == 0).sum())
-
-    def decode(self, ids: np.ndarray) -> np.ndarray:
-        return self.raw[np.asarray(ids, dtype=np.int64) - 1]
-
-    def title(self, internal_id: int) -> str | None:
-        """Title of an internal id; None when there is no title table or no title for it."""
-        return _text(self.titles, internal_id)
-
-    def category(self, internal_id: int) -> str | None:
-        """Category text of an internal id (None when unknown)."""
-        return _text(self.categories, internal_id)
-
-    def is_removed(self, raw_id: Any) -> bool:
-        """Whether ``raw_id`` was in the source data but removed by preprocessing."""
-        if self.removed is None:
-            return False
-        cache = self.__dict__.get("_removed")
-        if cache is None:
-            cache = {str(r) for r in self.removed.tolist()}
-            object.__setattr__(self, "_removed", cache)
-        return self._key(raw_id) in cache
-
-
-def _text(column: np.ndarray | None, internal_id: int) -> str | None:
-    if column is None:
-        return None
-    value = column[internal_id - 1]
-    # "" is how a saved vocabulary stores a missing value (npz strings have no None)
-    return None if value is None or value == "" else str(value)
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,12 @@ No torch import: factorization models use these too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import numpy as np
 
+from seqrec.data.vocab import ItemVocab
 from seqrec.errors import DataError
-
-if TYPE_CHECKING:
-    from seqrec.data.preprocess import ItemVocab
 
 
 @dataclass(frozen=True)

@@ -255,7 +255,7 @@ def _config(config_cls: type, values: dict[str, Any], meta_path: Path) -> Any:
 
 
 def _vocab(path: Path, n_items: int) -> Any:
-    from seqrec.data.preprocess import ItemVocab
+    from seqrec.data.vocab import ItemVocab
 
     arrays = read_npz(path)
     raw, kind = arrays.get("raw"), arrays.get("raw_kind")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from seqrec.data.attributes import ItemAttributes
-from seqrec.data.preprocess import ItemVocab
+from seqrec.data.vocab import ItemVocab
 from seqrec.data.sequences import Sequences, Targets
 
 
