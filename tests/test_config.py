@@ -36,3 +36,14 @@ def test_a_key_in_both_model_and_train_is_an_error(tmp_path):
     cfg.write_text('[model]\nname = "sasrec"\nlr = 1e-3\n[train]\nlr = 3e-3\n')
     with pytest.raises(ConfigError, match="lr set in both"):
         load_experiment(cfg)
+
+
+@pytest.mark.parametrize("key, hint", [
+    ("hidden_size", "RecBole's hidden_size is 'dim' here"),
+    ("MAX_ITEM_LIST_LENGTH", "RecBole's MAX_ITEM_LIST_LENGTH is 'max_len' here"),
+    ("session_max_len", "RecTools' session_max_len is 'max_len' here"),
+    ("maxlen", "the SASRec code's maxlen is 'max_len' here"),
+])
+def test_another_librarys_name_for_a_field_gets_ours(key, hint):
+    with pytest.raises(ConfigError, match=hint):
+        load_experiment(None, ["model.name=sasrec", f"model.{key}=64"]).model_config()

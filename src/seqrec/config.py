@@ -202,6 +202,30 @@ class Experiment:
         return json.loads(json.dumps(out, default=str))
 
 
+# The names other libraries give our fields (RecBole's SASRec config, RecTools' SASRecModel,
+# the SASRec / BERT4Rec reference code): a newcomer's key gets ours in the error.
+OTHER_NAMES: dict[str, tuple[str, str]] = {
+    "hidden_size": ("dim", "RecBole"), "embedding_size": ("dim", "RecBole"),
+    "n_factors": ("dim", "RecTools"), "hidden_units": ("dim", "the SASRec code"),
+    "n_layers": ("n_blocks", "RecBole"), "num_blocks": ("n_blocks", "the SASRec code"),
+    "num_layers": ("n_blocks", "PyTorch"), "num_heads": ("n_heads", "the SASRec code"),
+    "inner_size": ("ffn_dim", "RecBole"), "hidden_dropout_prob": ("dropout", "RecBole"),
+    "dropout_rate": ("dropout", "the SASRec code"),
+    "attn_dropout_prob": ("attn_dropout", "RecBole"),
+    "MAX_ITEM_LIST_LENGTH": ("max_len", "RecBole"), "session_max_len": ("max_len", "RecTools"),
+    "maxlen": ("max_len", "the SASRec code"), "max_seq_len": ("max_len", "the BERT4Rec code"),
+    "learning_rate": ("lr", "RecBole"), "train_batch_size": ("batch_size", "RecBole"),
+    "stopping_step": ("patience", "RecBole"), "num_epochs": ("epochs", "the SASRec code"),
+    "loss_type": ("loss", "RecBole"),
+}
+
+
+def _other_name_hint(key: str, valid: list[str]) -> str:
+    ours, library = OTHER_NAMES.get(key, ("", ""))
+    owner = library + ("'" if library.endswith("s") else "'s")
+    return f" ({owner} {key} is {ours!r} here)" if ours in valid and ours != key else ""
+
+
 def build_dataclass(cls: type, values: dict[str, Any], where: str,
                     names: dict[str, str] | None = None) -> Any:
     """``cls(**values)`` with unknown keys reported as a ``ConfigError`` listing valid ones and
@@ -214,7 +238,8 @@ def build_dataclass(cls: type, values: dict[str, Any], where: str,
     valid = [f.name for f in fields(cls)]
     unknown = sorted(set(map(str, values)) - set(valid))
     if unknown:
-        hints = "".join(did_you_mean(k, valid + (["name"] if where.startswith("model") else []))
+        hints = "".join(_other_name_hint(k, valid) or
+                        did_you_mean(k, valid + (["name"] if where.startswith("model") else []))
                         for k in unknown[:1])
         raise ConfigError(
             f"unknown key(s) {', '.join(unknown)} in {where}{hints}; valid keys: {', '.join(valid)}"
