@@ -666,6 +666,11 @@ def test_space_separated_whole_numbers_are_sasrec_data_files(tmp_path):
     assert timed.timestamp.tolist() == [881250949, 891717742]
     with pytest.raises(DataError, match="looks space-separated"):  # a datetime holds a space
         load(write(tmp_path / "t.txt", "u1 a 2020-01-01 10:00\nu1 b 2020-01-02 11:00\n"))
+    s3rec = load(write(tmp_path / "Beauty.txt", "1 5 6 7\n2 6 8\n3 5 9 6 7\n"))  # a user a line
+    assert s3rec.user.tolist() == [1, 1, 1, 2, 2, 3, 3, 3, 3] and s3rec.item.tolist()[:5] == [5, 6, 7, 6, 8]
+    assert not s3rec.has_time and "S3-Rec's layout" in s3rec.notes[0]
+    with pytest.raises(DataError, match="line 31 is not whole numbers"):  # past the sniffed lines
+        load(write(tmp_path / "b.txt", "1 5 6 7\n2 6 8\n" * 15 + "3 x 9\n"))
 
 
 def test_an_8_bit_file_is_read_as_windows_1252_and_damaged_utf8_is_named(tmp_path, caplog):

@@ -81,6 +81,9 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
         )
     data = _io.read_bytes(path)
     guessed = []
+    if sep is None and has_header and names is None and not columns and _is_user_item_lists(data):
+        return _user_item_lists(data, str(path)), False, [
+            "one user a line, then the user's items in time order (S3-Rec's layout)"], None
     if sep is None:
         sep = _sniff_separator(data, TEXT_EXT[ext])
         if sep != TEXT_EXT[ext]:
@@ -95,8 +98,8 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
             has_header = False
             guessed.append("no header line, columns taken as " + ",".join(names))
         if names == ["user", "item"]:
-            # headerless user-item pairs: the data files of SASRec, BERT4Rec, S3-Rec... list
-            # each user's items in time order, with no time column
+            # headerless user-item pairs: the data files of SASRec and BERT4Rec list each
+            # user's items in time order, with no time column
             columns = {"timestamp": None}
             guessed.append("no time column: the file order is the time order")
     present = list(names) if names else _header(data, sep, str(path))
@@ -113,6 +116,32 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
     dtypes = {roles[r]: pl.String for r in ("user", "item")} if roles else {}
     df = _io.read_table(data, str(path), sep=sep, header=has_header, names=names, dtypes=dtypes)
     return df, has_header, guessed, columns
+
+
+_WHOLE_NUMBERS = re.compile(rb"\d+( \d+)+")
+
+
+def _is_user_item_lists(data: bytes) -> bool:
+    """Lines of whole numbers split by single spaces, of varying length: S3-Rec's (FMLP-Rec's,
+    ICLRec's) ``Beauty.txt``, ``user item item ...``, one user a line."""
+    lines = [ln.rstrip(b"\r") for ln in _io.head_lines(data, 20) if ln.strip()]
+    return (len(lines) > 1 and all(_WHOLE_NUMBERS.fullmatch(ln) for ln in lines)
+            and len({ln.count(b" ") for ln in lines}) > 1)
+
+
+def _user_item_lists(data: bytes, source: str) -> pl.DataFrame:
+    """A table of ``user`` and its ``items`` (a list, exploded by :mod:`.sequence_rows`)."""
+    users, items = [], []
+    for lineno, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if not all(f.isdigit() for f in fields):
+            raise DataError(f"{source}: line {lineno} is not whole numbers split by spaces like the "
+                            f"lines before it (one user a line, then its items): {line[:80]!r}")
+        users.append(int(fields[0]))
+        items.append([int(f) for f in fields[1:]])
+    return pl.DataFrame({"user": users, "items": items}, schema={"user": pl.Int64, "items": pl.List(pl.Int64)})
 
 
 _SEP_NAMES = {"\t": "tab", ";": "semicolon", "|": "pipe", ",": "comma", " ": "space"}
