@@ -602,6 +602,23 @@ def test_shared_amazon_beauty():
 
 
 @needs_shared
+def test_the_papers_own_file_layouts_read_as_the_registered_beauty(tmp_path):
+    """Beauty written as the S3-Rec code keeps it (a user a line) and as the SASRec code does
+    (`user item` lines), read by the generic reader, is the registered S3-Rec Beauty."""
+    ref = load("amazon-beauty-s3rec", root=SHARED)
+    order = np.lexsort((np.arange(len(ref)), ref.user))  # per user, in the file's order
+    users, items = ref.user[order], ref.item[order]
+    starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+    lines = [" ".join(map(str, [users[a], *items[a:b]])) for a, b in zip(starts, np.r_[starts[1:], len(users)])]
+    (tmp_path / "Beauty.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "beauty_pairs.txt").write_text("".join(f"{u} {i}\n" for u, i in zip(users, items)))
+    for name in ("Beauty.txt", "beauty_pairs.txt"):
+        inter = load(str(tmp_path / name))
+        assert len(inter) == len(ref) == 198502 and not inter.has_time
+        assert np.array_equal(inter.user, users) and np.array_equal(inter.item, items)
+
+
+@needs_shared
 def test_shared_ml1m_raw_dat_agrees_with_seq_file():
     """The `::` parser on the raw ratings.dat part and the TSV parser agree on users 1-2999."""
     seq = load("ml-1m", root=SHARED)
