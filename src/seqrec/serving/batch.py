@@ -70,7 +70,7 @@ def _read_table(path: Path) -> pl.DataFrame:
     """A request or id file as text columns, read like a log (``seqrec.data.sources``): text
     compressed or not, any encoding the log readers take, the separator sniffed (a ``;`` CSV);
     Parquet; the first sheet of an ``.xlsx``."""
-    from seqrec.data.sources import _io, generic
+    from seqrec.data.sources import _io, generic, layouts
 
     if not path.is_file():
         raise DataError(f"file not found: {path}")
@@ -84,7 +84,7 @@ def _read_table(path: Path) -> pl.DataFrame:
             raise DataError(f"cannot tell the format of {path.name}: expected .csv, .tsv, .parquet "
                             "or .xlsx (text optionally .gz / .xz / .bz2)")
         data = _io.read_bytes(path)
-        sep = generic._sniff_separator(data, "\t" if ext in (".tsv", ".txt") else ",")
+        sep = layouts.sniff_separator(data, "\t" if ext in (".tsv", ".txt") else ",")
         return pl.read_csv(data, separator=sep, infer_schema=False)
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -37,8 +37,10 @@ import polars as pl
 
 from seqrec.data.interactions import Interactions
 from seqrec.data.sources import _io, sequence_rows
-from seqrec.data.sources.columns import (ALIASES, ITEM_ALIASES, ITEM_ROLES, KEYWORDS, normalize_name,
-                                         resolve_columns)
+from seqrec.data.sources.layouts import (SEP_NAMES, header_names, headerless_names,
+                                         is_user_item_lists, separator_hint, sniff_separator,
+                                         strip_header, user_item_lists)
+from seqrec.data.sources.columns import ALIASES, ITEM_ALIASES, ITEM_ROLES, resolve_columns
 from seqrec.data.sources.time_units import (PER_SECOND, UNIT_WORDS, check_unit, implied_unit,
                                             unit_note)
 from seqrec.errors import ConfigError, DataError
@@ -81,19 +83,19 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
         )
     data = _io.read_bytes(path)
     guessed = []
-    if sep is None and has_header and names is None and not columns and _is_user_item_lists(data):
-        return _user_item_lists(data, str(path)), False, [
+    if sep is None and has_header and names is None and not columns and is_user_item_lists(data):
+        return user_item_lists(data, str(path)), False, [
             "one user a line, then the user's items in time order (S3-Rec's layout)"], None
     if sep is None:
-        sep = _sniff_separator(data, TEXT_EXT[ext])
+        sep = sniff_separator(data, TEXT_EXT[ext])
         if sep != TEXT_EXT[ext]:
-            guessed.append(f"{_SEP_NAMES.get(sep, sep)}-separated")
+            guessed.append(f"{SEP_NAMES.get(sep, sep)}-separated")
     if has_header and names is None:
-        data, typed = _strip_header(data, sep)
+        data, typed = strip_header(data, sep)
         if typed is not None:
             guessed.append("RecBole atomic header (name:type): types dropped")
     if has_header and names is None and not columns:
-        names = _headerless_names(_header(data, sep, str(path)))
+        names = headerless_names(header_names(data, sep, str(path)))
         if names is not None:
             has_header = False
             guessed.append("no header line, columns taken as " + ",".join(names))
@@ -102,11 +104,11 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
             # user's items in time order, with no time column
             columns = {"timestamp": None}
             guessed.append("no time column: the file order is the time order")
-    present = list(names) if names else _header(data, sep, str(path))
+    present = list(names) if names else header_names(data, sep, str(path))
     try:
         roles = resolve_columns(columns, present, str(path))
     except DataError:
-        hint = _separator_hint(present, sep)
+        hint = separator_hint(present, sep)
         if hint:
             raise DataError(f"{path}: {hint}") from None
         if not sequence_rows.may_hold_lists(present, columns):
@@ -116,35 +118,6 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
     dtypes = {roles[r]: pl.String for r in ("user", "item")} if roles else {}
     df = _io.read_table(data, str(path), sep=sep, header=has_header, names=names, dtypes=dtypes)
     return df, has_header, guessed, columns
-
-
-_WHOLE_NUMBERS = re.compile(rb"\d+( \d+)+")
-
-
-def _is_user_item_lists(data: bytes) -> bool:
-    """Lines of whole numbers split by single spaces, of varying length: S3-Rec's (FMLP-Rec's,
-    ICLRec's) ``Beauty.txt``, ``user item item ...``, one user a line."""
-    lines = [ln.rstrip(b"\r") for ln in _io.head_lines(data, 20) if ln.strip()]
-    return (len(lines) > 1 and all(_WHOLE_NUMBERS.fullmatch(ln) for ln in lines)
-            and len({ln.count(b" ") for ln in lines}) > 1)
-
-
-def _user_item_lists(data: bytes, source: str) -> pl.DataFrame:
-    """A table of ``user`` and its ``items`` (a list, exploded by :mod:`.sequence_rows`)."""
-    users, items = [], []
-    for lineno, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if not all(f.isdigit() for f in fields):
-            raise DataError(f"{source}: line {lineno} is not whole numbers split by spaces like the "
-                            f"lines before it (one user a line, then its items): {line[:80]!r}")
-        users.append(int(fields[0]))
-        items.append([int(f) for f in fields[1:]])
-    return pl.DataFrame({"user": users, "items": items}, schema={"user": pl.Int64, "items": pl.List(pl.Int64)})
-
-
-_SEP_NAMES = {"\t": "tab", ";": "semicolon", "|": "pipe", ",": "comma", " ": "space"}
 
 
 def _excel(path: Path) -> tuple[pl.DataFrame, str]:
@@ -168,110 +141,6 @@ def _excel(path: Path) -> tuple[pl.DataFrame, str]:
                         f"{_io._first_line(str(exc))}") from None
     note = f"sheet '{sheets[0]}', the first of {len(sheets)}" if len(sheets) > 1 else ""
     return df, note
-
-
-def _sniff_separator(data: bytes, default: str) -> str:
-    """``default`` (the extension's separator), unless the header is one field at it and the
-    first lines all split into the same number (> 1) of fields at another common separator:
-    Excel in many European locales saves "CSV" with ``;``. Space is guessed only where every
-    first line is the same number of whole numbers split by single spaces (SASRec's
-    ``user item`` files), never elsewhere (a datetime holds one); another file it separates
-    gets a hint instead (see :func:`_separator_hint`)."""
-    lines = [ln.decode("utf-8", "replace") for ln in _io.head_lines(data, 20)]
-    lines = [ln.rstrip("\r") for ln in lines if ln.strip()]
-    if not lines or len(lines[0].split(default)) > 1:
-        return default
-    for other in (";", "\t", "|", ","):
-        counts = {len(ln.split(other)) for ln in lines}
-        if other != default and len(counts) == 1 and counts.pop() > 1:
-            return other
-    if len({len(ln.split(" ")) for ln in lines}) == 1 and all(
-            re.fullmatch(r"\d+( \d+)+", ln) for ln in lines):
-        return " "
-    return default
-
-
-_DATA_CHARS = set("0123456789.-:+/ TZ")
-
-
-def _looks_like_time(value: str) -> bool:
-    """A Unix time (seconds or milliseconds after 1973) or a date / datetime."""
-    try:
-        return float(value) >= 1e8
-    except ValueError:
-        return any(c.isdigit() for c in value) and any(c in value for c in "-:/")
-
-
-def _headerless_names(first: list[str]) -> list[str] | None:
-    """Column names for a file whose first line is data, not names: every field a number or a
-    date (no letters), 2-4 fields, and one of the last two a time when there are 3 or 4. The
-    layouts are MovieLens' (``u.data``, ``ratings.dat``: user, item, rating, time) and the
-    common user, item[, time]; anything else stays an error with the ``names`` hint."""
-    fields = [f.strip().strip('"') for f in first]
-    if not 2 <= len(fields) <= 4 or not all(f and set(f) <= _DATA_CHARS and any(c.isdigit() for c in f)
-                                            for f in fields):
-        return None
-    if len(fields) == 2:
-        return ["user", "item"]
-    if len(fields) == 3:
-        return ["user", "item", "timestamp"] if _looks_like_time(fields[2]) else None
-    if _looks_like_time(fields[3]):
-        return ["user", "item", "rating", "timestamp"]
-    if _looks_like_time(fields[2]):
-        return ["user", "item", "timestamp", "rating"]
-    return None
-
-
-RECBOLE_TYPES = (b"token", b"token_seq", b"float", b"float_seq")
-
-
-def _strip_header(data: bytes, sep: str) -> tuple[bytes, list[str] | None]:
-    """``data`` with the spaces around its header's names removed (`` user_id , item_id``, as
-    hand-made or exported files have): a mapping names the columns without them; and, for
-    RecBole's atomic files (every name typed: ``user_id:token``, ``genre:token_seq``), without
-    the types, returning the ``token_seq`` columns (space-separated lists) as well (None for a
-    header without types). The file is copied only when its header changes."""
-    first = _io.head_lines(data)[0]
-    if len(sep) != 1 or b'"' in first:  # quoted or multi-character: left to the CSV parser
-        return data, None
-    fields = [f.strip() for f in first.split(sep.encode())]
-    typed = all(b":" in f and f.rsplit(b":", 1)[1] in RECBOLE_TYPES for f in fields)
-    sequences = [f.rsplit(b":", 1)[0].decode("utf-8", "replace") for f in fields
-                 if f.endswith(b":token_seq")] if typed else None
-    if typed:
-        fields = [f.rsplit(b":", 1)[0] for f in fields]
-    if fields == first.split(sep.encode()):
-        return data, sequences
-    return sep.encode().join(fields) + data[len(first):], sequences
-
-
-def _header(data: bytes, sep: str, source: str) -> list[str]:
-    first = _io.head_lines(data)[0].decode("utf-8", "replace")
-    return [c.strip('"') for c in first.split(sep)] if first.strip() else []
-
-
-def _separator_hint(present: list[str], sep: str) -> str:
-    """Why a header split into one column: the file uses another separator than its extension's."""
-    if len(present) != 1:
-        return ""
-    for other, cli in ((";", ";"), ("\t", "tab"), ("|", "|"), (",", ","), (" ", "space")):
-        if other != sep and len([p for p in present[0].split(other) if p]) > 1:
-            return (f"the header line {present[0]!r} is one column when split at {sep!r} but "
-                    f"contains {other!r}: the file looks {cli}-separated; pass sep={other!r} "
-                    f"(from the CLI: --set data.sep='{cli}')"
-                    + _no_header_hint([p for p in present[0].split(other) if p]))
-    return ""
-
-
-def _no_header_hint(fields: list[str]) -> str:
-    """A first line none of whose fields could name the user or the item is data, not names."""
-    words = KEYWORDS["user"] + KEYWORDS["item"]
-    aliases = {normalize_name(a) for role in ("user", "item") for a in ALIASES[role]}
-    if any(normalize_name(f) in aliases or any(w in normalize_name(f) for w in words) for f in fields):
-        return ""
-    example = ",".join(["user", "item", "timestamp", "rating"][: len(fields)]) if len(fields) <= 4 else "a,b,c"
-    return (f"; its first line does not look like column names: for a file without a header "
-            f"line also pass names (--set data.names={example})")
 
 
 def read_file(
@@ -535,9 +404,9 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
         df = df.with_columns(pl.col(c).cast(pl.String) for c in df.columns)
     else:
         data = _io.read_bytes(path)
-        sep = sep or _sniff_separator(data, {**TEXT_EXT, ".item": "\t"}.get(Path(plain).suffix.lower(), ","))
-        data, lists = _strip_header(data, sep)
-        df = _io.read_table(data, str(path), sep=sep, dtypes={c: pl.String for c in _header(data, sep, "")})
+        sep = sep or sniff_separator(data, {**TEXT_EXT, ".item": "\t"}.get(Path(plain).suffix.lower(), ","))
+        data, lists = strip_header(data, sep)
+        df = _io.read_table(data, str(path), sep=sep, dtypes={c: pl.String for c in header_names(data, sep, "")})
     roles = {}
     for role in ITEM_ROLES:
         name = columns.get(role) or next((c for c in ITEM_ALIASES[role] if c in df.columns), None)
