@@ -203,6 +203,16 @@ def test_data_describe_shows_what_was_guessed_of_a_file_layout(tmp_path, capsys)
         assert line in capsys.readouterr().out, path
 
 
+def test_describe_and_train_say_when_lists_were_exploded(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "seq.csv").write_text('user_id,sequence_item_ids\n1,"5,6,7"\n2,"6,8"\n')
+    said = "one row per user with lists (sequence_item_ids): 2 rows exploded into 5 interactions"
+    assert main(["data", "describe", "seq.csv"]) == 0
+    assert f"read            {said}" in capsys.readouterr().out
+    assert main(["train", "seq.csv", "-m", "pop", "--set", "data.filter=none"]) == 0
+    assert f"  {said}" in capsys.readouterr().err
+
+
 def test_train_says_how_your_file_was_read_before_training(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_log_csv(tmp_path / "shop.csv", n_users=30, n_items=20, columns=("customer", "sku", "ts"), time_unit="ms")

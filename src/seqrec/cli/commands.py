@@ -97,9 +97,10 @@ def cmd_data(args: argparse.Namespace) -> int:
             cfg = PreprocessConfig(filter=args.filter, min_item=args.k, min_user=args.k)
             inter = preprocess(inter, cfg).interactions
         stats = describe(inter)
-        if read is not None:  # shown right after the name
+        if read is not None:  # shown right after the name, with the lists exploded, the item file
             first, *rest = stats.items()
-            stats = dict([first, ("columns", read), *rest])
+            also = [("read", "; ".join(_reading_notes(inter.notes)))] if _reading_notes(inter.notes) else []
+            stats = dict([first, ("columns", read), *also, *rest])
         if args.filter == "none":  # what `seqrec train` will keep of it with this data config
             cut = section.filter if section.filter == "none" else (
                 f"{section.filter} {section.min_user}/{section.min_item}")
@@ -392,11 +393,18 @@ def data_lines(data: Any) -> list[str]:
     inter, prepared = data.prepared.interactions, data.prepared
     read = [n for n in inter.notes if n.startswith("read ")]
     said = [n for n in inter.notes if n.startswith("timestamps read as")]  # skipped rows: warned
+    said += _reading_notes(inter.notes)
     lines = [f"data: {read[0]}" if read else "data:"]
     lines += [f"  {n}" for n in said]
     lines.append(f"  kept {prepared.n_users:,} users, {prepared.n_items:,} items, {len(inter):,} "
                  f"interactions after preprocessing")
     return lines
+
+
+def _reading_notes(notes: tuple[str, ...] | list[str]) -> list[str]:
+    """The notes of a reader that change what a file means beyond its columns: a table of lists
+    exploded into interactions, an item file attached."""
+    return [n for n in notes if n.startswith(("one row per user with lists", "item metadata from"))]
 
 
 def _columns_read(note: str) -> str:
