@@ -47,3 +47,14 @@ def test_a_key_in_both_model_and_train_is_an_error(tmp_path):
 def test_another_librarys_name_for_a_field_gets_ours(key, hint):
     with pytest.raises(ConfigError, match=hint):
         load_experiment(None, ["model.name=sasrec", f"model.{key}=64"]).model_config()
+
+
+def test_a_flat_recbole_yaml_is_recognised_and_its_keys_placed(tmp_path):
+    cfg = tmp_path / "sasrec.yaml"
+    cfg.write_text("hidden_size: 64\nMAX_ITEM_LIST_LENGTH: 50\n")
+    with pytest.raises(ConfigError) as err:
+        load_experiment(cfg)
+    msg = str(err.value)
+    assert msg.startswith("this looks like a config of RecBole: seqrec's has sections")
+    assert "RecBole's hidden_size is 'dim' here: dim = ... goes in a section: [model] dim = ..." in msg
+    assert "[train] max_len = ..., --set max_len=..." in msg

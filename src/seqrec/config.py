@@ -220,10 +220,18 @@ OTHER_NAMES: dict[str, tuple[str, str]] = {
 }
 
 
-def _other_name_hint(key: str, valid: list[str]) -> str:
-    ours, library = OTHER_NAMES.get(key, ("", ""))
+def _their_name(key: str) -> str:
+    """``"RecBole's hidden_size is 'dim' here"`` for another library's name of one of our
+    fields, '' for any other key."""
+    if key not in OTHER_NAMES:
+        return ""
+    ours, library = OTHER_NAMES[key]
     owner = library + ("'" if library.endswith("s") else "'s")
-    return f" ({owner} {key} is {ours!r} here)" if ours in valid and ours != key else ""
+    return f"{owner} {key} is {ours!r} here"
+
+
+def _other_name_hint(key: str, valid: list[str]) -> str:
+    return f" ({_their_name(key)})" if OTHER_NAMES.get(key, ("",))[0] in valid else ""
 
 
 def build_dataclass(cls: type, values: dict[str, Any], where: str,
@@ -468,13 +476,23 @@ def section_of(key: str) -> str:
     return "train" if key in {f.name for f in fields(NeuralConfig)} else "model"
 
 
+def _section_hint(key: str) -> str:
+    """Where a top-level ``key`` belongs: its section, under our name when it is another
+    library's name for one of our fields (RecBole's flat YAML: ``hidden_size: 64``)."""
+    ours = OTHER_NAMES.get(key, (key, ""))[0]
+    theirs = f"{_their_name(key)}: " if key in OTHER_NAMES else ""
+    return f" ({theirs}{ours} = ... goes in a section: [{section_of(ours)}] {ours} = ..., --set {ours}=...)"
+
+
 def experiment_from_tree(tree: dict[str, Any]) -> Experiment:
     """Validate a section tree (``{"data": {...}, "model": {"name": ...}, ...}``)."""
     unknown = sorted(set(map(str, tree)) - set(SECTIONS))
     if unknown:
-        hints = "".join(did_you_mean(u, SECTIONS) or f" ({u} = ... goes in a section: "
-                        f"[{section_of(u)}] {u} = ..., --set {section_of(u)}.{u}=...)" for u in unknown)
-        raise ConfigError(f"unknown section(s) {', '.join(unknown)}{hints}; valid: {', '.join(SECTIONS)}")
+        hints = "".join(did_you_mean(u, SECTIONS) or _section_hint(u) for u in unknown)
+        libraries = sorted({OTHER_NAMES[u][1] for u in unknown if u in OTHER_NAMES})
+        lead = (f"this looks like a config of {' / '.join(libraries)}: seqrec's has sections, "
+                "each key under its own; ") if libraries else ""
+        raise ConfigError(f"{lead}unknown section(s) {', '.join(unknown)}{hints}; valid: {', '.join(SECTIONS)}")
     for section in ("data", "split", "model", "train", "eval"):
         if not isinstance(tree.get(section, {}), dict):
             raise ConfigError(f"[{section}] must be a section of key = value, got {tree[section]!r}")
