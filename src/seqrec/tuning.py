@@ -96,8 +96,8 @@ def default_space(model: str) -> dict[str, dict[str, Any]]:
     fields = {f.name for f in dataclasses.fields(config_cls)}
     space = {key: dict(spec) for field, key, spec in _DEFAULT_KNOBS if field in fields}
     if not space:
-        raise ConfigError(f"model {model!r} has no built-in search space (nothing to tune in "
-                          f"{', '.join(sorted(fields)) or 'its config'}); pass --space FILE")
+        raise ConfigError(f"model {model!r} has no built-in search space (its settings: "
+                          f"{', '.join(sorted(fields)) or 'none'}); pass --space FILE")
     return space
 
 

@@ -248,3 +248,11 @@ def test_a_log_that_grew_since_the_run_is_not_resumed_into_its_checkpoint(tmp_pa
     assert "shop.csv changed since the run in runs/shop-sasrec started" in err and "--fresh" in err
     assert "resuming the run" not in err
     assert main([*argv, "--fresh"]) == 0
+
+
+def test_an_empty_data_argument_and_a_tune_without_a_model_are_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "", "-m", "pop"]) != 0  # `seqrec train "$FILE"` with FILE unset
+    assert "DATA is empty" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+    assert main(["tune", "--trials", "1"]) != 0
+    assert "name the model to tune: seqrec tune DATA -m sasrec" in capsys.readouterr().err

@@ -365,6 +365,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if not args.verbose:  # one line per trial from optuna otherwise
         optuna.logging.set_verbosity(optuna.logging.WARNING)
     exp = load_experiment(args.config, args.overrides)
+    if not args.config and not any(o.startswith("model.name=") for o in args.overrides):
+        raise ConfigError("name the model to tune: seqrec tune DATA -m sasrec (or a config "
+                          "whose [model] names it); seqrec models lists them")
     study = args.study or (Path(args.config).stem if args.config else f"{slug(exp.data.name)}-{exp.model}")
     storage = args.storage or f"sqlite:///{Path(exp.output) / 'tune.db'}"
     out = Path(args.out) if args.out else Path(exp.output) / f"tune-{study}" / "best.toml"

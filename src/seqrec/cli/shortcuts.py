@@ -27,6 +27,9 @@ def fold_shortcuts(args: argparse.Namespace) -> None:
         raise ConfigError(f"{args.command} takes one model, got {', '.join(models)}; to compare "
                           f"several on the same data: seqrec demo {data or 'DATA'} --models {','.join(models)}")
     model = models[0] if models else None
+    if data is not None and not data.strip():  # `seqrec train "$FILE"` with FILE unset
+        raise ConfigError("DATA is empty: pass a dataset name (seqrec data list) or the path of "
+                          "your log")
     if data is None and model is None:
         return
     from seqrec.registry import MODELS, canonical_model_name, get_model
