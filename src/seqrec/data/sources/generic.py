@@ -182,7 +182,7 @@ def read_file(
     df, has_header, guessed, columns = _frame(path, sep, has_header, names, columns)
     note = f"read {path.name}" + "".join(f" [{g}]" for g in guessed)
     return table_interactions(df, str(path), name or path.name.split(".")[0], note,
-                         columns, has_header, time_format, timestamp_unit, item_file, item_columns)
+                              columns, has_header, time_format, timestamp_unit, item_file, item_columns)
 
 
 def read_parts(
@@ -231,7 +231,7 @@ def read_parts(
             + "".join(f" [{g}]" for g in sorted(guessed)))
     try:
         return table_interactions(df, str(folder), name or folder.name, note, columns, has_header_part,
-                             time_format, timestamp_unit, item_file, item_columns)
+                                  time_format, timestamp_unit, item_file, item_columns)
     except DataError as exc:  # "line N" of the joined table -> the part and its own line
         raise DataError(_part_line(str(exc), parts, ends, has_header_part)) from None
 
@@ -281,7 +281,7 @@ def read_json(
     df = _flatten(df)
     # has_header=False: a bad value is named by its record (1-based: the line of JSON lines)
     return table_interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
-                         columns, False, time_format, timestamp_unit, item_file, item_columns)
+                              columns, False, time_format, timestamp_unit, item_file, item_columns)
 
 
 def _flatten(df: pl.DataFrame) -> pl.DataFrame:
@@ -298,11 +298,13 @@ def _flatten(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str, columns, has_header,
-                  time_format, timestamp_unit, item_file, item_columns) -> Interactions:
-    """The roles of ``df`` as :class:`Interactions` (shared by files and in-memory tables)."""
+                       time_format, timestamp_unit, item_file, item_columns,
+                       place: str = "line") -> Interactions:
+    """The roles of ``df`` as :class:`Interactions` (shared by files and in-memory tables;
+    ``place`` names a position in the source: a file's "line", a table's "row")."""
     df, columns, exploded = sequence_rows.explode(df, columns, source)
     roles = resolve_columns(columns, df.columns, source)
-    df, skipped = _without_incomplete_rows(df, roles, source, has_header)
+    df, skipped = _without_incomplete_rows(df, roles, source, has_header, place)
     user, user_raw = _io.ids(df, roles["user"], source, has_header)
     item, raw = _io.ids(df, roles["item"], source, has_header)
     ts, used = None, "s"
@@ -328,7 +330,7 @@ def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str,
 
 
 def _without_incomplete_rows(df: pl.DataFrame, roles: dict[str, str], source: str,
-                             has_header: bool) -> tuple[pl.DataFrame, list[str]]:
+                             has_header: bool, place: str) -> tuple[pl.DataFrame, list[str]]:
     """``df`` without the rows whose user, item or time is empty (an export's guest checkouts,
     a product since deleted), with a warning and a note; when they are half the rows or more the
     column is more likely the wrong one, and the error naming the first empty value stays."""
@@ -339,7 +341,6 @@ def _without_incomplete_rows(df: pl.DataFrame, roles: dict[str, str], source: st
         return df, []
     first = int(empty.arg_max()) + 1 + int(has_header)
     by_col = ", ".join(f"{c} {df[c].null_count()}" for c in cols if df[c].null_count())
-    place = "row" if source.endswith(" table") else "line"  # an in-memory table has no lines
     note = (f"{n} of {df.height} rows skipped: an empty user, item or time ({by_col}; the first at "
             f"{place} {first})")
     log.warning("%s: %s; %s numbers after it count without them", source, note, place)

@@ -60,7 +60,7 @@ def read_frame(
     # has_header=False: a bad value is named by its row (1-based), there is no header line
     try:
         return table_interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
-                             time_format, timestamp_unit, item_file, item_columns)
+                                  time_format, timestamp_unit, item_file, item_columns, place="row")
     except DataError as exc:  # a table has rows, not lines (the messages are the files')
         raise DataError(re.sub(r"\bat line (\d+)", r"at row \1 (1-based)", str(exc))) from None
 
