@@ -186,3 +186,44 @@ def test_an_api_key_guards_every_endpoint_but_health(artifact):
     for headers in ({"Authorization": "Bearer s3cret"}, {"X-API-Key": "s3cret"}):
         assert client.get("/recommend?history=102", headers=headers).status_code == 200
         assert client.get("/info", headers=headers).json()["n_items"] == 4
+
+
+def test_json_booleans_are_not_numbers(artifact):
+    """pydantic's lax mode read {"k": true} as k = 1 and a history [true] as item 1."""
+    client = TestClient(create_app(artifact))
+    for body in ({"history": [102], "k": True}, {"history": [True]}, {"history": [102], "allow": [False]},
+                 {"requests": [{"history": [102]}], "k": False}):
+        path = "/recommend/batch" if "requests" in body else "/recommend"
+        resp = client.post(path, json=body)
+        assert resp.status_code == 422, (body, resp.text)
+        assert "boolean" in resp.json()["detail"][0]["msg"]
+    assert client.post("/recommend", json={"history": [102], "k": 2}).status_code == 200
+    assert client.get("/recommend?history=102&k=2").status_code == 200  # text from a query string
+
+
+def test_serve_on_port_zero_prints_the_port_it_got(artifact):
+    """`seqrec serve --port 0` took a free port but printed http://localhost:0."""
+    import re
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "seqrec.cli.main", "serve", str(artifact), "--port", "0"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        banner = proc.stderr.readline()
+        port = int(re.search(r"http://localhost:(\d+) ", banner).group(1))
+        assert port > 0, banner
+        for _ in range(100):  # uvicorn starts accepting a moment after the banner
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
+                    assert resp.status == 200
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError(f"nothing answers on the printed port {port}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

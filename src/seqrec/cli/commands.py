@@ -424,24 +424,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from seqrec.serving.service import create_app
 
-    _check_listen(args.host, args.port)
+    sock = _listen(args.host, args.port)  # bound before the banner, so --port 0 shows its port
     key = getattr(args, "api_key", None) or os.environ.get("SEQREC_API_KEY") or None
-    app = create_app(args.artifact, getattr(args, "cors", None), key)  # a damaged artifact fails here
+    try:
+        app = create_app(args.artifact, getattr(args, "cors", None), key)  # a damaged artifact fails here
+    except BaseException:
+        sock.close()
+        raise
+    port = sock.getsockname()[1]
     shown = "localhost" if args.host in ("0.0.0.0", "::", "127.0.0.1") else args.host
-    url = f"http://{shown}:{args.port}"
+    url = f"http://{shown}:{port}"
     auth = ' -H "Authorization: Bearer $KEY"' if key else ""
     print(f"serving {args.artifact} on {url} (API docs: {url}/docs){'; API key required' if key else ''}; "
           f"try:\n  curl{auth} '{url}/recommend?{app.state.example_query}'", file=sys.stderr, flush=True)
     if not key and args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"note: listening on {args.host} without --api-key: anyone who can reach this port "
               "can query the model", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=port))
+    server.run(sockets=[sock])
     return 0
 
 
-def _check_listen(host: str, port: int) -> None:
-    """One-line errors for a port out of range or an address that cannot be bound (uvicorn
-    would print a traceback or a log block)."""
+def _listen(host: str, port: int) -> Any:
+    """The bound listening socket, or a one-line error for a port out of range or an address
+    that cannot be bound (uvicorn would print a traceback or a log block). Port 0 takes a free
+    port, which the socket then knows."""
     import socket
 
     if not 0 <= port <= 65535:
@@ -451,12 +458,14 @@ def _check_listen(host: str, port: int) -> None:
     except (socket.gaierror, UnicodeError) as exc:
         raise ConfigError(f"--host {host!r} cannot be resolved: {exc}") from None
     family, kind, proto, _, addr = infos[0]
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(addr)
-        except OSError as exc:
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(addr)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
 
 
 # --- reproduce -------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ read as JSON.
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from seqrec.errors import SeqRecError
 
@@ -38,13 +38,21 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+    from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
     from seqrec.models.base import Recommender
 
     model = Recommender.load(artifact)
 
-    Id = int | str
+    # JSON's true / false are not numbers: pydantic's lax mode would read {"k": true} as k = 1
+    # and a history [true] as item 1. Query parameters arrive as text and are not affected.
+    def _no_bool(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("expected a number or a string, got a boolean")
+        return value
+
+    Id = Annotated[int | str, BeforeValidator(_no_bool)]
+    Count = Annotated[int, BeforeValidator(_no_bool)]
 
     # Unknown fields are refused: {"items": [...]} for {"history": [...]} used to be an empty
     # history, answered with the popularity fallback as if that were what was asked.
@@ -55,7 +63,7 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        k: int = Field(10, ge=1, le=1000)
+        k: Count = Field(10, ge=1, le=1000)
         exclude_seen: bool = True
         allow: list[Id] | None = Field(None, max_length=1_000_000)
         deny: list[Id] | None = Field(None, max_length=1_000_000)
