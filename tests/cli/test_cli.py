@@ -96,6 +96,11 @@ def test_train_recommend_roundtrip(tmp_path, capsys):
     assert "skipped 1 unknown" in text
     rows = [ln for ln in text.splitlines() if ln[:1].isdigit()]
     assert len(rows) == 3
+    # ids printed exactly as read: "2,571" pasted back into --history was two unknown ids
+    code, text, err = _run(capsys, "recommend", str(out / "model"), "1", "-k", "10")
+    ids = [ln.split()[1] for ln in text.splitlines() if ln[:1].isdigit()]
+    assert len(ids) == 10 and any(int(i) >= 1000 for i in ids), ids
+    assert all(i.isdigit() for i in ids), ids
 
 
 def test_console_script_entry_point():

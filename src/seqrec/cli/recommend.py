@@ -96,7 +96,7 @@ def _print_one(model, request, rec, stored: bool) -> None:
     cats = getattr(model.vocab, "categories", None) is not None
     for rank, (item, score) in enumerate(zip(rec.items, rec.scores, strict=False), 1):
         internal = int(model.vocab.encode([item])[0])
-        row = [rank, item, score, model.vocab.title(internal) or ""]
+        row = [rank, str(item), score, model.vocab.title(internal) or ""]  # ids exactly as read: 34686, not 34,686
         rows.append(row + ([model.vocab.category(internal) or ""] if cats else []))
     headers = ["rank", "item", "score", "title"] + (["categories"] if cats else [])
     # a log without an item file has no titles: no empty column
