@@ -78,10 +78,10 @@ class TrainedRun:
         return (f"TrainedRun({rec.get('model', self.experiment.model)} on {data}, "
                 f"{rec.get('protocol', '?')}: test {shown or 'no metrics'}{trained}{where})")
 
-    def save(self, path: str | Path) -> Path:
-        """Write the artifact (``seqrec recommend / serve / export`` and :func:`load` read it)."""
-        self.model.save(path)
-        return Path(path)
+    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write the artifact (``seqrec recommend / serve / export`` and :func:`load` read it);
+        another model's artifact at ``path`` is replaced only with ``overwrite``."""
+        return self.model.save(path, overwrite)
 
 
 def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | None = None,

@@ -8,6 +8,7 @@ import pytest
 from seqrec.cli.main import main
 from seqrec.models.base import Recommender
 from seqrec.serving.batch import read_requests
+from seqrec.serving import text_arrays
 from seqrec.serving.histories import FILE
 from seqrec.testing.synthetic import write_log_csv
 
@@ -29,9 +30,9 @@ def run(tmp_path_factory):
 def test_user_histories_are_stored_without_pickle(run):
     tmp, artifact, info = run
     with np.load(artifact / FILE, allow_pickle=False) as npz:
-        assert {"raw", "offsets", "items", "removed"} <= set(npz.files)
+        assert {"raw__utf8", "raw__offsets", "offsets", "items", "removed__utf8"} <= set(npz.files)
         assert all(npz[k].dtype != object for k in npz.files)
-        assert "lonely" in npz["removed"].tolist()
+        assert "lonely" in text_arrays.unpack(npz, "removed", "users.npz").tolist()
     model = Recommender.load(artifact)
     users = model.user_histories
     assert len(users) == 30

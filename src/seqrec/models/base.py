@@ -205,11 +205,13 @@ class Recommender(ABC):
         return ids
 
     # --- persistence ----------------------------------------------------------------------
-    def save(self, path: str | Path) -> Path:
-        """Write ``model.json`` (config, checksums) + ``state.npz`` (+ ``vocab.npz``), no pickle, into directory ``path``."""
+    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write ``model.json`` (config, checksums) + ``state.npz`` (+ ``vocab.npz``), no pickle,
+        into directory ``path``, all or nothing; another model's artifact there is replaced only
+        with ``overwrite`` (:func:`seqrec.serving.artifact.save_recommender`)."""
         from seqrec.serving.artifact import save_recommender
 
-        return save_recommender(self, Path(path))
+        return save_recommender(self, Path(path), overwrite)
 
     @classmethod
     def load(cls, path: str | Path) -> Recommender:

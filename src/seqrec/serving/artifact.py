@@ -3,10 +3,11 @@
 An artifact is a directory with ``model.json`` (model name, config, catalogue size, format
 version and the sha256 + size of every other file), ``state.npz`` (NumPy arrays only, loaded
 with ``allow_pickle=False``) and, when the model has one, ``vocab.npz`` (raw item ids, titles,
-categories and the raw ids that preprocessing removed, as strings) and, for models trained by
-``seqrec train``, ``users.npz`` (the training users' histories,
-:mod:`seqrec.serving.histories`). ``model.json`` is written last, so a directory whose save was interrupted
-has no ``model.json`` (or the previous one, whose checksums then fail).
+categories and the raw ids that preprocessing removed, as text packed by
+:mod:`seqrec.serving.text_arrays`) and, for models trained by ``seqrec train``, ``users.npz`` (the
+training users' histories, :mod:`seqrec.serving.histories`). A save writes a hidden sibling
+directory and moves it into place, so an interrupted save leaves the previous artifact or none;
+it refuses to replace another model's artifact, or a directory holding other files.
 
 Loading checks, in order, and stops at the first problem with a one-line ``DataError`` that
 names the file and what is wrong: ``model.json`` is readable JSON with exactly the known keys;
@@ -23,19 +24,23 @@ import hashlib
 import io
 import json
 import logging
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from seqrec.atomic import atomic_write
-from seqrec.errors import DataError, SeqRecError
+from seqrec.errors import ConfigError, DataError, SeqRecError
+from seqrec.serving import text_arrays
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
+#: 3: text columns packed as UTF-8 bytes + offsets (``text_arrays``); 2: NumPy fixed-width text
+FORMAT_VERSION = 3
 #: format 1 (no checksums) is still read, with a warning
-READABLE_FORMATS = (1, 2)
+READABLE_FORMATS = (1, 2, 3)
 META = "model.json"
 STATE = "state.npz"
 VOCAB = "vocab.npz"
@@ -46,29 +51,92 @@ META_KEYS = ("format", "model", "config", "n_items", "files")
 MAX_META_BYTES = 1 << 20
 
 
-def save_recommender(model: Any, path: Path) -> Path:
+def save_recommender(model: Any, path: Path, overwrite: bool = False) -> Path:
+    """Write the artifact into a hidden sibling directory, then move it into place: a failure
+    at any point (a full disk, an id too large, Ctrl-C) leaves the previous artifact at
+    ``path`` as it was, or no directory, never half of one.
+
+    Raises:
+        ConfigError: ``path`` holds files that are not an artifact's (they would be lost), or
+            another model's artifact and ``overwrite`` is off.
+    """
+    model._check_fitted()
+    path = Path(path)
+    _check_replaceable(path, model.name, overwrite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.parent / f".{path.name}.saving-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        _write_artifact(model, staging)
+        _move_into_place(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return path
+
+
+#: removed raw ids longer than this are not kept: they only let ``recommend`` say "removed"
+#: instead of "never seen", and one pathological id (a whole file read as one field) would
+#: otherwise be carried by every save
+MAX_REMOVED_ID_CHARS = 1000
+ARTIFACT_FILES = (META, STATE, VOCAB, USERS)
+
+
+def _check_replaceable(path: Path, name: str, overwrite: bool) -> None:
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise ConfigError(f"{path} is a file, not an artifact directory")
+    foreign = sorted(p.name for p in path.iterdir() if p.name not in ARTIFACT_FILES)
+    if foreign:
+        raise ConfigError(f"{path} holds files that are not part of a seqrec artifact "
+                          f"({', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}): "
+                          "save to another directory")
+    if (path / META).is_file() and not overwrite:
+        try:
+            old = json.loads((path / META).read_text()).get("model")
+        except (OSError, ValueError, AttributeError):
+            old = None  # a damaged artifact is replaced: nothing usable is lost
+        if old is not None and old != name:
+            raise ConfigError(f"{path} holds a saved {old} model; saving this {name} model there "
+                              "would replace it: choose another path or pass overwrite=True")
+
+
+def _move_into_place(staging: Path, path: Path) -> None:
+    if path.exists():
+        old = path.parent / f".{path.name}.replaced-{os.getpid()}"
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(path, old)
+        try:
+            os.replace(staging, path)
+        except BaseException:
+            os.replace(old, path)  # put the previous artifact back
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, path)
+
+
+def _write_artifact(model: Any, path: Path) -> None:
     from seqrec.models.base import config_to_dict
 
-    model._check_fitted()
-    path.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict[str, Any]] = {}
     state = dict(model._state())
     state["__popularity__"] = np.asarray(model.popularity, dtype=np.float32)
     write_npz(path, STATE, state, files)
     if model.vocab is not None:
-        vocab = {"raw": np.asarray(model.vocab.raw).astype(str)}
-        vocab["raw_kind"] = np.array(np.asarray(model.vocab.raw).dtype.kind)
-        for key in ("titles", "categories", "removed"):
+        raw = np.asarray(model.vocab.raw)
+        vocab = {**text_arrays.pack("raw", raw.tolist()), "raw_kind": np.array(raw.dtype.kind)}
+        for key in ("titles", "categories"):
             if getattr(model.vocab, key, None) is not None:
-                values = np.asarray(getattr(model.vocab, key), dtype=object)
-                vocab[key] = np.where(values == None, "", values).astype(str)  # noqa: E711
+                vocab |= text_arrays.pack(key, getattr(model.vocab, key))
+        if model.vocab.removed is not None:
+            removed = [r for r in map(str, model.vocab.removed) if len(r) <= MAX_REMOVED_ID_CHARS]
+            vocab |= text_arrays.pack("removed", removed)
         write_npz(path, VOCAB, vocab, files)
-    elif (path / VOCAB).exists():  # a stale vocabulary of an earlier save must not pair up
-        (path / VOCAB).unlink()
     if getattr(model, "user_histories", None) is not None:
         write_npz(path, USERS, model.user_histories.to_arrays(), files)
-    elif (path / USERS).exists():  # the histories of an earlier save must not pair up
-        (path / USERS).unlink()
     meta = {
         "format": FORMAT_VERSION,
         "model": model.name,
@@ -77,7 +145,6 @@ def save_recommender(model: Any, path: Path) -> Path:
         "files": files,
     }
     atomic_write(path / META, lambda fh: fh.write(json.dumps(meta, indent=2).encode()))
-    return path
 
 
 def write_npz(directory: Path, name: str, arrays: dict[str, np.ndarray],
@@ -258,8 +325,9 @@ def _vocab(path: Path, n_items: int) -> Any:
     from seqrec.data.vocab import ItemVocab
 
     arrays = read_npz(path)
-    raw, kind = arrays.get("raw"), arrays.get("raw_kind")
-    if raw is None or kind is None or raw.shape != (n_items,) or raw.dtype.kind != "U":
+    columns = {key: _text_column(arrays, key, path) for key in ("raw", "titles", "categories", "removed")}
+    raw, kind = columns["raw"], arrays.get("raw_kind")
+    if raw is None or kind is None or raw.shape != (n_items,):
         raise DataError(f"{path}: expected {n_items} raw item ids as text (model.json says "
                         f"n_items = {n_items})")
     if str(kind) in ("i", "u"):
@@ -267,16 +335,23 @@ def _vocab(path: Path, n_items: int) -> Any:
             raw = raw.astype(np.int64)
         except (ValueError, OverflowError):
             raise DataError(f"{path}: raw item ids are marked as integers but are not") from None
-    extra = {}
     for key in ("titles", "categories"):
-        values = arrays.get(key)
-        if values is not None and (values.shape != (n_items,) or values.dtype.kind != "U"):
+        if columns[key] is not None and columns[key].shape != (n_items,):
             raise DataError(f"{path}: expected {n_items} {key} as text")
-        extra[key] = values
-    removed = arrays.get("removed")
-    if removed is not None and (removed.ndim != 1 or removed.dtype.kind != "U"):
+    removed = columns["removed"]
+    if removed is not None and removed.ndim != 1:
         raise DataError(f"{path}: expected the removed item ids as text")
-    return ItemVocab(raw, removed=removed, **extra)
+    return ItemVocab(raw, removed=removed, titles=columns["titles"], categories=columns["categories"])
+
+
+def _text_column(arrays: dict[str, np.ndarray], key: str, path: Path) -> np.ndarray | None:
+    """A text column in either layout: packed (format 3) or NumPy text (formats 1-2)."""
+    if text_arrays.has(arrays, key):
+        return text_arrays.unpack(arrays, key, str(path))
+    values = arrays.get(key)
+    if values is not None and values.dtype.kind != "U":
+        raise DataError(f"{path}: expected the {key} column as text, got {values.dtype}")
+    return values
 
 
 def _fit_weights(model: Any, state: dict[str, np.ndarray], path: Path) -> None:

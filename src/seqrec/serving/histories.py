@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from seqrec.errors import DataError
+from seqrec.serving import text_arrays
 
 FILE = "users.npz"
 
@@ -82,15 +83,18 @@ class UserHistories:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The arrays of ``users.npz`` (no object arrays: loadable without pickle)."""
-        return {"raw": self.raw.astype(str), "raw_kind": np.array(self.raw.dtype.kind),
-                "offsets": self.offsets, "items": self.items, "removed": self.removed.astype(str)}
+        return {**text_arrays.pack("raw", self.raw.tolist()), "raw_kind": np.array(self.raw.dtype.kind),
+                "offsets": self.offsets, "items": self.items,
+                **text_arrays.pack("removed", self.removed.tolist())}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray], source: str = FILE) -> UserHistories:
         """Inverse of :meth:`to_arrays`; missing or inconsistent arrays raise ``DataError``."""
         try:
-            raw, offsets, items = arrays["raw"], arrays["offsets"], arrays["items"]
-            kind, removed = str(arrays["raw_kind"]), arrays["removed"]
+            # text columns packed (artifact format 3) or as NumPy text (formats 1-2)
+            raw, removed = (text_arrays.unpack(arrays, key, source) if text_arrays.has(arrays, key)
+                            else arrays[key] for key in ("raw", "removed"))
+            offsets, items, kind = arrays["offsets"], arrays["items"], str(arrays["raw_kind"])
         except KeyError as exc:
             raise DataError(f"{source}: no array {exc} (not a seqrec users file)") from None
         if offsets.ndim != 1 or len(offsets) != len(raw) + 1 or offsets[-1] != len(items):
