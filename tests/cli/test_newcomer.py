@@ -79,7 +79,7 @@ def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsy
     assert main(["recommend", str(artifact), "--input", str(tmp_path / "who.csv"),
                  "--output", str(top), "-k", "3", "--deny", "sku1,sku2"]) == 0
     table = pl.read_csv(top)
-    assert table.columns == ["user", "rank", "item", "score", "title", "categories"]
+    assert table.columns == ["user", "rank", "item", "score", "title", "categories", "fallback"]
     assert table.height == 30 and table["user"].n_unique() == 10
     assert not set(table["item"].to_list()) & {"sku1", "sku2"}
     c7 = model.recommend([history], k=3, deny=["sku1", "sku2"])[0].items

@@ -133,6 +133,13 @@ def test_batch_unknown_users_get_the_fallback_and_are_named(run, capsys):
     assert table.height == 9 and set(table["user"].to_list()) == {"c1", "nobody", "lonely"}
     new = table.filter(pl.col("user") == "nobody")["item"].to_list()
     assert new == table.filter(pl.col("user") == "lonely")["item"].to_list()  # the same fallback
+    # the fallback rows say so (their scores are counts, on another scale than the model's)
+    marked = dict(zip(table["user"].to_list(), table["fallback"].to_list(), strict=True))
+    assert marked == {"c1": None, "nobody": "popularity", "lonely": "popularity"}
+    (tmp / "u3.csv").write_text("user\nc1\nnobody\n")
+    assert main(["recommend", str(artifact), "--input", str(tmp / "u3.csv"),
+                 "--output", str(tmp / "x.parquet"), "-k", "2"]) == 0
+    assert pl.read_parquet(tmp / "x.parquet")["fallback"].to_list() == [None, None, "popularity", "popularity"]
     assert main(["recommend", str(artifact), "--user", "nobody"]) == 2
     assert "'nobody'" in capsys.readouterr().err
 

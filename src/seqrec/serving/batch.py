@@ -19,10 +19,11 @@ that one new user does not stop a batch; a single ``--user`` refuses it, and the
 does unless the request says ``"unknown_users": "empty"``.
 
 The answer is one row per recommended item: ``user`` (or the request's row number), ``rank``,
-``item``, ``score`` and, when the artifact has them, ``title`` and ``categories``; CSV / TSV
-or Parquet by the output's extension (``seqrec recommend --input`` without ``--output``: CSV on
-standard output). Allow and deny lists are a comma list or a file of
-ids, one per line.
+``item``, ``score``, when the artifact has them ``title`` and ``categories``, and ``fallback``
+(empty, or ``popularity`` where the row is the fallback ranking, whose scores are on another
+scale than the model's); CSV / TSV or Parquet by the output's extension (``seqrec recommend
+--input`` without ``--output``: CSV on standard output). Allow and deny lists are a comma list
+or a file of ids, one per line.
 """
 
 from __future__ import annotations
@@ -201,7 +202,8 @@ def recommend_requests(model: Any, requests: list[Request], k: int = 10, exclude
 
 
 def to_frame(model: Any, requests: list[Request], recs: list[Any]) -> pl.DataFrame:
-    """The long answer table (user, rank, item, score[, title, categories])."""
+    """The long answer table (user, rank, item, score[, title, categories], fallback);
+    ``fallback`` is empty for the model's own rankings and names the fallback otherwise."""
     vocab = model.vocab
     cols: dict[str, list] = {"user": [], "rank": [], "item": [], "score": []}
     titles = vocab.titles is not None
@@ -210,6 +212,9 @@ def to_frame(model: Any, requests: list[Request], recs: list[Any]) -> pl.DataFra
         cols["title"] = []
     if cats:
         cols["categories"] = []
+    # the rows that are not the model's scores (an empty history or a user the artifact does
+    # not store: the popularity ranking, whose scores are counts, not logits)
+    fallback: list[str | None] = []
     for req, rec in zip(requests, recs, strict=True):
         internal = vocab.encode(rec.items) if (titles or cats) and rec.items else []
         for rank, (item, score) in enumerate(zip(rec.items, rec.scores, strict=True), 1):
@@ -221,7 +226,9 @@ def to_frame(model: Any, requests: list[Request], recs: list[Any]) -> pl.DataFra
                 cols["title"].append(vocab.title(int(internal[rank - 1])))
             if cats:
                 cols["categories"].append(vocab.category(int(internal[rank - 1])))
-    return pl.DataFrame(cols, schema_overrides={"rank": pl.Int32, "score": pl.Float32})
+            fallback.append(rec.fallback)
+    cols["fallback"] = fallback
+    return pl.DataFrame(cols, schema_overrides={"rank": pl.Int32, "score": pl.Float32, "fallback": pl.String})
 
 
 def write_table(df: pl.DataFrame, path: str | Path) -> Path:
