@@ -45,6 +45,11 @@ def test_onnx_scores_match_pytorch(name, tmp_path):
     # the check can fail: the same graph against another model's scores is far off
     other = fitted(cls, kwargs, seed=7)
     assert parity(other, path, hist, "onnx") > 100 * TOL
+    import onnx  # the file names its item map (score column -> raw id) and what it reads
+
+    meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    assert meta["seqrec.items"] == f"{name}.onnx.items.csv" and (tmp_path / meta["seqrec.items"]).is_file()
+    assert meta["seqrec.inputs"].split(",")[0] == "items" and meta["seqrec.model"] == name
 
 
 def _other_neural_models() -> list[str]:
@@ -139,6 +144,16 @@ def test_cli_export_reports_parity(tmp_path, capsys):
     assert out.stat().st_size > 1000 and "wrote torchscript graph of sasrec" in text
     diff = float(re.search(r"max \|score difference\| = (\S+)", text).group(1))
     assert diff < TOL
+    # the export says how its score columns map to raw ids: a CSV beside it, named inside it
+    import polars as pl
+    import torch
+
+    mapping = pl.read_csv(tmp_path / "m.pt.items.csv")
+    assert mapping["index"].to_list() == list(range(1, model.n_items + 1))
+    assert mapping["item"].cast(str).to_list() == [str(r) for r in model.vocab.raw.tolist()]
+    extra = {"seqrec.items": ""}
+    torch.jit.load(str(out), _extra_files=extra)
+    assert extra["seqrec.items"] == b"m.pt.items.csv" and "item map" in text
     # without --out: beside the artifact, named for the model
     assert main(["export", str(tmp_path / "art"), "--format", "torchscript", "--no-check"]) == 0
     assert (tmp_path / "sasrec.pt").stat().st_size > 1000

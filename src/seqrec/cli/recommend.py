@@ -107,7 +107,7 @@ def _print_one(model, request, rec, stored: bool) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from seqrec.data.sequences import Sequences
     from seqrec.models.base import Recommender
-    from seqrec.serving.export import export_model, parity
+    from seqrec.serving.export import export_model, item_map_path, parity
 
     model = Recommender.load(args.artifact)
     target = args.out or Path(args.artifact).resolve().parent / (
@@ -115,6 +115,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = export_model(model, target, args.format)
     print(f"wrote {args.format} graph of {model.name} to {out} "
           f"({out.stat().st_size / 1e6:.1f} MB; inputs: items [B, {model.config.max_len}])")
+    print(f"wrote its item map to {item_map_path(out)} (score column / input id -> raw item id)")
     if args.no_check:
         return 0
     users = getattr(model, "user_histories", None)

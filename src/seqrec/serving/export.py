@@ -20,6 +20,10 @@ parallel scan by the equivalent real arithmetic ``h_t = sum_{s<=t} lam^(t-s) u_s
 parts (an ``[L, L, N]`` power table per layer). ``--format torchscript`` traces the same
 graph for runtimes that take TorchScript (which torch 2.13 marks deprecated). The parity of either format with
 ``Recommender.score`` is what :func:`parity` measures and the tests check.
+
+Beside the graph, ``<export>.items.csv`` maps each score column (``index``) to the raw item id
+as read (``item``) and its ``title``; the ONNX file's metadata (``seqrec.items``) and the
+TorchScript file's extra file of the same name name it.
 """
 
 from __future__ import annotations
@@ -182,7 +186,8 @@ def export_model(model: Any, out: str | Path, fmt: str = "onnx") -> Path:
         warnings.simplefilter("ignore")
         if fmt == "torchscript":
             traced = torch.jit.trace(graph, args, check_trace=False)
-            traced.save(str(out))
+            sidecar = write_item_map(model, out)
+            torch.jit.save(traced, str(out), _extra_files={META_ITEMS: sidecar.name})
             return out
         try:
             import onnxscript  # noqa: F401  (the torch.export-based exporter needs it)
@@ -205,7 +210,52 @@ def export_model(model: Any, out: str | Path, fmt: str = "onnx") -> Path:
         finally:
             quiet.setLevel(level)
         program.save(str(out))
+    sidecar = write_item_map(model, out)
+    _name_item_map(out, sidecar, model)
     return out
+
+
+#: the key that names the item map inside an export (ONNX metadata, TorchScript extra file)
+META_ITEMS = "seqrec.items"
+
+
+def item_map_path(out: str | Path) -> Path:
+    """The CSV beside an export that maps its score columns to raw item ids."""
+    out = Path(out)
+    return out.with_name(out.name + ".items.csv")
+
+
+def write_item_map(model: Any, out: str | Path) -> Path:
+    """Write ``<export>.items.csv``: ``index`` (the column of ``scores`` and the id to feed in
+    ``items``), ``item`` (the raw id as read) and ``title`` when the artifact has titles. The
+    graph speaks seqrec's internal ids; this file is how a runtime without seqrec maps them."""
+    import polars as pl
+
+    from seqrec.atomic import atomic_write
+
+    n = int(model.n_items)
+    vocab = getattr(model, "vocab", None)
+    raw = np.arange(1, n + 1) if vocab is None else np.asarray(vocab.raw)
+    cols: dict[str, Any] = {"index": np.arange(1, n + 1, dtype=np.int64), "item": [str(r) for r in raw.tolist()]}
+    if vocab is not None and vocab.titles is not None:
+        cols["title"] = [vocab.title(i) for i in range(1, n + 1)]
+    path = item_map_path(out)
+    text = pl.DataFrame(cols).write_csv()
+    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
+    return path
+
+
+def _name_item_map(out: Path, sidecar: Path, model: Any) -> None:
+    """Record in the ONNX file's metadata where its item map is and what the graph reads."""
+    import onnx
+
+    proto = onnx.load(str(out))
+    meta = {META_ITEMS: sidecar.name, "seqrec.model": model.name,
+            "seqrec.inputs": ",".join(input_names(model)), "seqrec.max_len": str(model.config.max_len)}
+    for key, value in meta.items():
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(proto, str(out))
 
 
 def padded_inputs(model: Any, histories: Sequences) -> dict[str, np.ndarray]:
