@@ -549,3 +549,52 @@ def test_spaces_around_header_names_are_not_part_of_them(tmp_path):
         inter = load(str(path), columns=columns)
         assert inter.timestamp.tolist() == [1, 2]
         assert "read hand.csv (user=customer, item=sku, timestamp=ts)" in inter.notes
+
+
+def test_a_column_of_mixed_time_units_is_refused_with_its_rows(tmp_path):
+    """Half seconds, half milliseconds was read whole as milliseconds: half the rows in 1970."""
+    path = tmp_path / "mixed.csv"
+    path.write_text("user_id,item_id,timestamp\n1,2,1609459200\n1,3,1609459201000\n2,2,1609459300\n"
+                    "2,3,1609459301000\n")
+    with pytest.raises(DataError) as err:
+        load(path)
+    msg = str(err.value)
+    assert "mixes time units" in msg and "2 look like seconds (the first at line 2: 1609459200)" in msg
+    assert "2 look like milliseconds (the first at line 3: 1609459201000)" in msg and "\n" not in msg
+    assert load(path, timestamp_unit="ms").timestamp.min() < 10**7  # asked for: read as told
+    parquet = tmp_path / "mixed.parquet"
+    pl.read_csv(path).write_parquet(parquet)
+    with pytest.raises(DataError, match="mixes time units"):
+        load(parquet)
+    from seqrec.data.parquet import NeedsEagerRead, prepare_parquet
+
+    with pytest.raises(NeedsEagerRead, match="mixes numbers of different time units"):
+        prepare_parquet(parquet, PreprocessConfig(filter="none"))
+
+
+def test_mixed_units_property(tmp_path_factory):
+    """Any mixture of s / ms / us / ns in one column: the right times or a one-line error,
+    never a silent mis-read."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    scale = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(st.tuples(st.integers(10**8, 4 * 10**9), st.sampled_from(sorted(scale))),
+                    min_size=1, max_size=12))
+    def check(rows):
+        path = tmp_path_factory.mktemp("mix") / "log.csv"
+        lines = [f"{i % 3},{i},{sec * scale[unit]}" for i, (sec, unit) in enumerate(rows)]
+        path.write_text("user_id,item_id,timestamp\n" + "\n".join(lines) + "\n")
+        try:
+            inter = load(path)
+        except DataError as exc:
+            assert "\n" not in str(exc)
+            assert len({u for _, u in rows}) > 1, f"one unit refused: {exc}"
+            return
+        truth = {(i % 3, i): sec for i, (sec, _) in enumerate(rows)}
+        got = {(int(u), int(it)): int(t) for u, it, t in zip(inter.user, inter.item, inter.timestamp, strict=True)}
+        assert got == truth
+
+    check()

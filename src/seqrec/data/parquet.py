@@ -119,8 +119,13 @@ def _implied_unit(lf: pl.LazyFrame, schema, col: str) -> str:
 
     if not (schema[col].is_integer() or schema[col].is_float()):
         return "s"
-    top = lf.select(pl.col(col).max()).collect(engine=ENGINE).item()
-    return "s" if top is None else implied_unit(top)
+    low, top = lf.select(pl.col(col).abs().min().alias("low"), pl.col(col).abs().max().alias("top")
+                         ).collect(engine=ENGINE).row(0)
+    if top is None:
+        return "s"
+    if implied_unit(low) != implied_unit(top):  # mixed units: the eager reader names the rows
+        raise NeedsEagerRead(f"{col!r} mixes numbers of different time units")
+    return implied_unit(top)
 
 
 def _seconds(schema, col: str, source: str, unit: str) -> pl.Expr:

@@ -42,7 +42,7 @@ from seqrec.data.sources.layouts import (SEP_NAMES, header_names, headerless_nam
                                          strip_header, user_item_lists)
 from seqrec.data.sources.columns import ALIASES, ITEM_ALIASES, ITEM_ROLES, resolve_columns
 from seqrec.data.sources.time_units import (PER_SECOND, UNIT_WORDS, check_unit, implied_unit,
-                                            unit_note)
+                                            mixed_units, mixed_units_message, unit_note)
 from seqrec.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -364,6 +364,10 @@ def _timestamps(df, col, source, time_format, has_header, unit) -> tuple[np.ndar
     top = int(ts.max())
     implied = implied_unit(top)
     if unit == "auto":
+        groups = mixed_units(ts)
+        if groups:
+            raise DataError(mixed_units_message(
+                ts, groups, f"{source}: column '{col}'", lambda i: f"line {i + 1 + int(has_header)}"))
         unit = implied
     elif unit == "s" and implied != "s":
         raise DataError(

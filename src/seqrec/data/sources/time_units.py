@@ -3,6 +3,8 @@ numbers (shared by the eager readers and the lazy Parquet path)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from seqrec.errors import ConfigError
 
 TIME_UNITS = ("auto", "s", "ms", "us", "ns", "iso")
@@ -29,3 +31,33 @@ def unit_note(used: str, asked: str) -> str | None:
         return None
     implied = " (their size: past the year 5000 as seconds)" if asked == "auto" else ""
     return f"timestamps read as {UNIT_WORDS[used]}{implied}, stored as Unix seconds"
+
+
+def size_units(values: np.ndarray) -> np.ndarray:
+    """Per value, the index into ``("s", "ms", "us", "ns")`` of the unit its size implies."""
+    bounds = [SECONDS_MAX * PER_SECOND[u] for u in ("s", "ms", "us")]
+    return np.searchsorted(np.asarray(bounds, dtype=np.float64),
+                           np.abs(np.asarray(values, dtype=np.float64)), side="right")
+
+
+def mixed_units(values: np.ndarray) -> list[tuple[str, int, int]]:
+    """``[(unit, rows, first row), ...]`` when the numbers' sizes imply more than one unit (a log
+    written half in seconds, half in milliseconds); empty when they agree. Read in one unit,
+    the rows of another would be misdated by decades, so readers refuse such a column."""
+    sizes = size_units(values)
+    present = np.unique(sizes)
+    if len(present) <= 1:
+        return []
+    units = ("s", "ms", "us", "ns")
+    return [(units[u], int((sizes == u).sum()), int(np.argmax(sizes == u))) for u in present]
+
+
+def mixed_units_message(values: np.ndarray, groups: list[tuple[str, int, int]], where: str,
+                        line_of) -> str:
+    """The one-line refusal of a column that :func:`mixed_units` found mixed."""
+    words = {"s": "seconds", **UNIT_WORDS}
+    parts = [f"{rows:,} look like {words[unit]} (the first at {line_of(first)}: {int(values[first])})"
+             for unit, rows, first in groups]
+    return (f"{where} mixes time units by the size of its numbers: {'; '.join(parts)}. Read in one "
+            "unit the others would be misdated by decades: convert the column to one unit (or set "
+            "data.time_unit when the odd values really are in that unit)")
