@@ -220,7 +220,7 @@ def test_train_says_how_your_file_was_read_before_training(tmp_path, capsys, mon
     err = capsys.readouterr().err
     assert "data: read shop.csv (user=customer, item=sku, timestamp=ts)" in err
     assert "  timestamps read as milliseconds (their size: past the year 5000 as seconds)" in err
-    assert "  kept 30 users, " in err and " interactions after preprocessing" in err
+    assert "  preprocessing kept 30 of 30 users, " in err and " interactions" in err
     assert main(["train", "-m", "pop", "--out", str(tmp_path / "named")]) == 0  # a named dataset: quiet
     assert "data: read" not in capsys.readouterr().err
 
@@ -256,3 +256,29 @@ def test_an_empty_data_argument_and_a_tune_without_a_model_are_refused(tmp_path,
     assert "DATA is empty" in capsys.readouterr().err and not (tmp_path / "runs").exists()
     assert main(["tune", "--trials", "1"]) != 0
     assert "name the model to tune: seqrec tune DATA -m sasrec" in capsys.readouterr().err
+
+
+def test_ignored_columns_are_named_with_the_kinds_of_event(tmp_path, capsys, monkeypatch):
+    """RetailRocket's events.csv: the event column (view / addtocart / transaction) was ignored
+    without a word, so a view counted as much as a purchase."""
+    monkeypatch.chdir(tmp_path)
+    rows = ["timestamp,visitorid,event,itemid,transactionid"]
+    rows += [f"{1433221332117 + 1000 * i},{i % 4},{'view' if i % 3 else 'transaction'},{i % 5},"
+             f"{'' if i % 3 else i}" for i in range(24)]
+    (tmp_path / "events.csv").write_text("\n".join(rows) + "\n")
+    assert main(["train", "events.csv", "-m", "pop", "--set", "data.filter=none"]) == 0
+    err = capsys.readouterr().err
+    assert "ignored columns: event (view 16, transaction 8: every row counts the same" in err
+    assert "; transactionid" in err
+
+
+def test_a_filter_that_drops_most_users_says_what_suits_sessions(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows = ["session_id,item_id,timestamp"]  # 40 sessions of 2-3 clicks, 10 long ones
+    rows += [f"s{s},{(s + j) % 7},{100 * s + j}" for s in range(40) for j in range(2 + s % 2)]
+    rows += [f"L{u},{j % 9},{10_000 + 100 * u + j}" for u in range(10) for j in range(8)]
+    (tmp_path / "clicks.csv").write_text("\n".join(rows) + "\n")
+    assert main(["train", "clicks.csv", "-m", "pop"]) == 0
+    err = capsys.readouterr().err
+    assert "preprocessing kept 10 of 50 users (20%)" in err
+    assert "the 5-core filter dropped most users: for a log of short sessions set data.filter=min_count" in err

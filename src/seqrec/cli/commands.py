@@ -399,15 +399,17 @@ def data_lines(data: Any) -> list[str]:
     said += _reading_notes(inter.notes)
     lines = [f"data: {read[0]}" if read else "data:"]
     lines += [f"  {n}" for n in said]
-    lines.append(f"  kept {prepared.n_users:,} users, {prepared.n_items:,} items, {len(inter):,} "
+    kept = next((n for n in inter.notes if n.startswith("kept ")), None)  # "kept X of Y ..."
+    lines.append(f"  preprocessing {kept}" if kept else
+                 f"  kept {prepared.n_users:,} users, {prepared.n_items:,} items, {len(inter):,} "
                  f"interactions after preprocessing")
     return lines
 
 
 def _reading_notes(notes: tuple[str, ...] | list[str]) -> list[str]:
     """The notes of a reader that change what a file means beyond its columns: a table of lists
-    exploded into interactions, an item file attached."""
-    return [n for n in notes if n.startswith(("one row per user with lists", "item metadata from"))]
+    exploded into interactions, an item file attached, columns it did not use."""
+    return [n for n in notes if n.startswith(("one row per user with lists", "item metadata from", "ignored column"))]
 
 
 def _columns_read(note: str) -> str:

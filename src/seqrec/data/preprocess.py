@@ -203,6 +203,24 @@ class PreprocessConfig:
             raise ConfigError("min_item and min_user must be >= 1")
 
 
+def kept_note(before: Interactions, after: Interactions, config: PreprocessConfig) -> str:
+    """"kept X of Y users, items and interactions", and where the filter dropped most users,
+    the setting that suits logs of short sessions."""
+    def part(what: str, a: int, b: int) -> str:
+        return f"{a:,} of {b:,} {what}" + (f" ({100 * a / b:.0f}%)" if a < b else "")
+
+    users_before, users_after = len(np.unique(before.user)), len(np.unique(after.user))
+    note = "kept " + ", ".join([part("users", users_after, users_before),
+                                part("items", len(np.unique(after.item)), len(np.unique(before.item))),
+                                part("interactions", len(after), len(before))])
+    if config.filter != "none" and 2 * users_after < users_before:
+        name = (f"{config.min_item}-core" if config.filter == "k_core" else
+                f"min_count (items >= {config.min_item}, users >= {config.min_user})")
+        note += (f"; the {name} filter dropped most users: for a log of short sessions "
+                 "set data.filter=min_count with data.min_user=2 and data.min_item=2, or data.filter=none")
+    return note
+
+
 def preprocess(inter: Interactions, config: PreprocessConfig = PreprocessConfig()) -> Prepared:
     """Apply the configured steps in a fixed order and remap ids."""
     out = chronological(inter)
@@ -215,6 +233,7 @@ def preprocess(inter: Interactions, config: PreprocessConfig = PreprocessConfig(
         out = k_core(out, config.min_item)
     if len(out) == 0:
         raise DataError(f"preprocessing removed every interaction of '{inter.name}'")
+    out = out.replace(notes=out.notes + (kept_note(inter, out, config),))
     prepared = remap(out)
     removed = _removed_ids(inter, out.item)
     vocab = prepared.vocab

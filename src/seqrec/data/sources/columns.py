@@ -105,3 +105,40 @@ def resolve_columns(columns: Mapping[str, str | None] | None, present: list[str]
         if found is not None:
             out[role] = found
     return out
+
+
+# A column of a few kinds of event (RetailRocket's view / addtocart / transaction, a shop's
+# click / purchase): ignoring it silently counts a view as much as a purchase, so the note that
+# names ignored columns shows its values.
+EVENT_WORDS = ("event", "type", "action", "behavior", "behaviour", "interaction", "kind")
+DUPLICATE_MARK = "_duplicated_"
+
+
+def ignored_note(df, roles: Mapping[str, str]) -> str | None:
+    """The note naming every column of ``df`` that plays no role (None when all are used): an
+    event-like text column with its values and counts, a header's repeated name as such."""
+    import polars as pl
+
+    used = set(roles.values())
+    parts = []
+    for col in df.columns:
+        if col in used:
+            continue
+        if DUPLICATE_MARK in col:  # polars' name for a header's second column of one name
+            first = col.split(DUPLICATE_MARK)[0]
+            role = next((r for r, c in roles.items() if c == first), None)
+            parts.append(f"{col} (the header names '{first}' twice; the first one"
+                         + (f" is the {role})" if role else " is kept)"))
+            continue
+        series = df[col]
+        if any(w in normalize_name(col) for w in EVENT_WORDS) and series.dtype == pl.String:
+            counts = series.value_counts(sort=True)
+            if counts.height <= 20:
+                shown = ", ".join(f"{v} {n:,}" for v, n in counts.iter_rows())
+                parts.append(f"{col} ({shown}: every row counts the same, whatever its {col}; "
+                             "keep the rows of the kinds you want before reading)")
+                continue
+        parts.append(col)
+    if not parts:
+        return None
+    return f"ignored column{'s' if len(parts) > 1 else ''}: " + "; ".join(parts)

@@ -40,7 +40,7 @@ from seqrec.data.sources import _io, sequence_rows
 from seqrec.data.sources.layouts import (SEP_NAMES, header_names, headerless_names,
                                          is_user_item_lists, separator_hint, sniff_separator,
                                          strip_header, user_item_lists)
-from seqrec.data.sources.columns import ALIASES, ITEM_ALIASES, ITEM_ROLES, resolve_columns
+from seqrec.data.sources.columns import ALIASES, ITEM_ALIASES, ITEM_ROLES, ignored_note, resolve_columns
 from seqrec.data.sources.time_units import (PER_SECOND, UNIT_WORDS, check_unit, implied_unit,
                                             mixed_units, mixed_units_message, unit_note)
 from seqrec.errors import ConfigError, DataError
@@ -314,7 +314,9 @@ def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str,
     if "rating" in roles:
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
-    notes = [f"{read_note} ({mapping})", *([exploded] if exploded else []), *skipped]
+    ignored = ignored_note(df, roles)
+    notes = [f"{read_note} ({mapping})", *([ignored] if ignored else []), *([exploded] if exploded else []),
+             *skipped]
     if ts is not None and unit_note(used, timestamp_unit):
         notes.append(unit_note(used, timestamp_unit))
     items = None
