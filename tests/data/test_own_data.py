@@ -598,3 +598,48 @@ def test_mixed_units_property(tmp_path_factory):
         assert got == truth
 
     check()
+
+
+def test_yoochoose_clicks_without_a_header(tmp_path):
+    """session, ISO time, item, category: the text category ('S') was guessed as a rating and
+    the 9-digit item as the time; the category is now named among the ignored columns."""
+    path = tmp_path / "clicks.dat"
+    path.write_text("1,2014-04-07T10:51:09.277Z,214536502,0\n1,2014-04-07T10:54:09.868Z,214536500,0\n"
+                    "2,2014-04-07T13:56:37.614Z,214662742,S\n2,2014-04-07T13:57:19.373Z,214662743,S\n")
+    inter = load(path)
+    assert sorted(set(inter.item.tolist())) == [214536500, 214536502, 214662742, 214662743]
+    assert inter.timestamp.min() == 1396867869  # 2014-04-07 10:51:09 UTC
+    assert any("columns taken as user,timestamp,item,category" in n for n in inter.notes)
+    assert "ignored column: category" in inter.notes
+
+
+def test_classic_mac_line_endings(tmp_path):
+    """CR alone ended each line: the file was 'a header but no rows'."""
+    path = tmp_path / "mac.csv"
+    path.write_bytes(b"user_id,item_id,timestamp\r1,2,1609459200\r1,3,1609459201\r")
+    inter = load(path)
+    assert inter.item.tolist() == [2, 3] and any("CR alone" in n for n in inter.notes)
+
+
+def test_dates_with_and_without_a_zone_name_one_of_each(tmp_path):
+    path = tmp_path / "tz.csv"
+    path.write_text("user_id,item_id,timestamp\n1,2,2020-01-01T10:00:00\n1,3,2020-01-01T11:00:00+02:00\n")
+    with pytest.raises(DataError, match=r"mixes dates with a time zone and dates without one "
+                                        r"\('2020-01-01T11:00:00\+02:00' at line 3, '2020-01-01T10:00:00' at line 2\)"):
+        load(path)
+    path.write_text("user_id,item_id,timestamp\n1,2,2020-01-01T10:00:00Z\n1,3,2020-01-01T11:00:00+02:00\n")
+    assert load(path).timestamp.tolist() == [1577872800, 1577869200]  # both zones honoured
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_lists_under_a_one_item_name(tmp_path, kind):
+    """A one-row-per-user table whose list column is called item_id ('got List(Int64)')."""
+    frame = pl.DataFrame({"user_id": [1, 2], "item_id": [[1, 2, 3], [2, 3]]})
+    path = tmp_path / f"seq.{kind}"
+    if kind == "parquet":
+        frame.write_parquet(path)
+    else:
+        path.write_text('user_id,item_id\n1,"[1, 2, 3]"\n2,"[2, 3]"\n')
+    inter = load(path)
+    assert inter.item.tolist() == [1, 2, 3, 2, 3]
+    assert any(n.startswith("one row per user with lists (item_id)") for n in inter.notes)

@@ -365,6 +365,8 @@ def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, hea
         if as_int.null_count() == 0:
             return as_int.cast(pl.Int64).to_numpy()
         parsed = s.str.to_datetime(fmt, strict=False) if fmt else _parse_iso(s, f"{source}: column '{col}'")
+        if parsed.null_count() and not fmt:
+            _check_one_zone_form(s, f"{source}: column '{col}'", header)
         if parsed.null_count():
             bad = as_int.is_null() & parsed.is_null()
             row = int(bad.arg_max()) if bad.any() else int(as_int.is_null().arg_max())
@@ -375,6 +377,20 @@ def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, hea
             )
         return parsed.dt.epoch("s").to_numpy()
     raise DataError(f"{source}: column '{col}' must hold a time, got dtype {s.dtype}")
+
+
+_ZONE = r"(Z|[+-]\d{2}:?\d{2})$"
+
+
+def _check_one_zone_form(s: pl.Series, what: str, header: bool) -> None:
+    """Dates with a time zone and dates without one in one column: each parses on its own,
+    together they cannot (which zone is a naive one in?); name one of each."""
+    zoned = s.str.contains(r"\d" + _ZONE)
+    if zoned.any() and not zoned.all():
+        with_zone, without = int(zoned.arg_max()), int((~zoned).arg_max())
+        raise DataError(f"{what} mixes dates with a time zone and dates without one ({s[with_zone]!r} at "
+                        f"line {with_zone + 1 + int(header)}, {s[without]!r} at line {without + 1 + int(header)}): "
+                        "write them all one way (e.g. every date in UTC with a Z)")
 
 
 def _parse_iso(s: pl.Series, what: str) -> pl.Series:

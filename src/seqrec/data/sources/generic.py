@@ -83,6 +83,9 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
         )
     data = _io.read_bytes(path)
     guessed = []
+    if b"\r" in data and b"\n" not in data:  # classic Mac OS line endings: one "line" otherwise
+        data = data.replace(b"\r", b"\n")
+        guessed.append("lines ended by CR alone (classic Mac OS)")
     if sep is None and has_header and names is None and not columns and is_user_item_lists(data):
         return user_item_lists(data, str(path)), False, [
             "one user a line, then the user's items in time order (S3-Rec's layout)"], None

@@ -66,6 +66,15 @@ def sniff_separator(data: bytes, default: str) -> str:
 _DATA_CHARS = set("0123456789.-:+/ TZ")
 
 
+def _is_text_date(value: str) -> bool:
+    """A date or datetime written as text (``2014-04-07T10:51:09.277Z``), not a number."""
+    try:
+        float(value)
+        return False
+    except ValueError:
+        return bool(re.match(r"\d{4}-\d{2}-\d{2}", value) or re.match(r"\d{1,2}/\d{1,2}/\d{4}", value))
+
+
 def _looks_like_time(value: str) -> bool:
     """A Unix time (seconds or milliseconds after 1973) or a date / datetime."""
     try:
@@ -77,14 +86,18 @@ def _looks_like_time(value: str) -> bool:
 def headerless_names(first: list[str]) -> list[str] | None:
     """Column names for a file whose first line is data, not names: every field a number or a
     date (no letters), 2-4 fields, and one of the last two a time when there are 3 or 4. The
-    layouts are MovieLens' (``u.data``, ``ratings.dat``: user, item, rating, time) and the
-    common user, item[, time]; anything else stays an error with the ``names`` hint."""
+    layouts are MovieLens' (``u.data``, ``ratings.dat``: user, item, rating, time), the
+    common user, item[, time], and YOOCHOOSE's session, ISO time, item[, category] (a text date
+    second); anything else stays an error with the ``names`` hint."""
     fields = [f.strip().strip('"') for f in first]
     if not 2 <= len(fields) <= 4 or not all(f and set(f) <= _DATA_CHARS and any(c.isdigit() for c in f)
                                             for f in fields):
         return None
     if len(fields) == 2:
         return ["user", "item"]
+    dates = [i for i, f in enumerate(fields) if _is_text_date(f)]
+    if dates == [1]:  # YOOCHOOSE's clicks.dat: session, ISO time, item[, category]
+        return ["user", "timestamp", "item", "category"][: len(fields)]
     if len(fields) == 3:
         return ["user", "item", "timestamp"] if _looks_like_time(fields[2]) else None
     if _looks_like_time(fields[3]):

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from seqrec.data.sources.columns import ALIASES
 from seqrec.errors import DataError
 
 # Names of list columns, by role (a mapping names any other: columns={"item": "basket"}).
@@ -25,7 +26,8 @@ def may_hold_lists(present: list[str], columns: Mapping[str, str | None] | None)
     """Whether a table with these column names may be one row per user with lists (known
     before its values are read)."""
     mapped = (columns or {}).get("item")
-    return mapped in present if mapped else any(c in present for c in SEQUENCE_ALIASES["item"])
+    # a one-item name may hold lists too ("item_id": "[1, 2, 3]"): its values decide
+    return mapped in present if mapped else any(c in present for c in (*SEQUENCE_ALIASES["item"], *ALIASES["item"]))
 
 
 def _is_list_column(df: pl.DataFrame, col: str) -> bool:
@@ -37,6 +39,16 @@ def _is_list_column(df: pl.DataFrame, col: str) -> bool:
         return False
     values = df[col].drop_nulls().head(1000)
     return len(values) > 0 and bool(values.str.contains(",").any())
+
+
+def _holds_lists(df: pl.DataFrame, col: str) -> bool:
+    """A list dtype, or text whose every value is a bracketed list (``"[1, 2]"``): stricter than
+    :func:`_is_list_column`, for columns whose name promises one id a row."""
+    dtype = df.schema[col]
+    if isinstance(dtype, pl.List):
+        return True
+    values = df[col].drop_nulls().head(1000)
+    return dtype == pl.String and len(values) > 0 and bool(values.str.contains(r"^\s*\[.*\]\s*$").all())
 
 
 def _as_list(col: str) -> pl.Expr:
@@ -55,6 +67,8 @@ def explode(df: pl.DataFrame, columns: Mapping[str, str | None] | None,
     else:
         item = next((c for c in SEQUENCE_ALIASES["item"] if c in df.columns and _is_list_column(df, c)),
                     None)
+        if item is None:  # a list column under a one-item name ("item_id" holding [1, 2, 3])
+            item = next((c for c in ALIASES["item"] if c in df.columns and _holds_lists(df, c)), None)
     if item is None:
         return df, columns or None, None
     lists = {"item": item}
