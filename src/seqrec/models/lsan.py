@@ -23,8 +23,9 @@ informative level; ``max_categories`` folds rare ones into an "other" class).
 table of ``(C + 1) * C * S`` rows, the paper's "one-hot per tuple, mapped to a dense
 vector"); ``"sum"`` sums three per-field embeddings instead (``2C + 1 + S`` rows, for large
 category sets, and better where the slot is real: on Yelp, 24 hour slots make the tuple table
-1,728 rows, most rarely seen; ``docs/decisions/lsan-candidates-and-context.md``). Fallbacks, recorded in the config: ``categories="none"`` puts every item in one
-category, ``time_slots="none"`` uses one slot (the S3-Rec Amazon files have no timestamps; the
+1,728 rows, most rarely seen; ``docs/decisions/lsan-candidates-and-context.md``). Fallbacks,
+recorded in the config: ``categories="none"`` puts every item in one category,
+``time_slots="none"`` uses one slot (the S3-Rec Amazon files have no timestamps; the
 original Amazon ones have days only, so their hour is constant anyway). A history scored without
 timestamps (``recommend`` from raw ids) averages the context over the hour slots.
 
@@ -58,8 +59,8 @@ no longer differ by one fixed offset (the MLP is non-linear). ``candidates="mean
 context-free alternative: ``w_v = mean_n e_v^n``, the composition the dynamic weighting gives
 under uniform weights (``sum_n`` when ``dynamic=False``); with it the ``m1`` items that share a
 row of the last table differ by the same offsets for every user. "input" scored clearly
-better on Beauty, hence the default (``docs/decisions/lsan-candidates-and-context.md``). Score ``= f_T . w_v``, full-softmax
-cross-entropy over all items. Only the base tables are stored; scoring composes the candidate
+better on Beauty, hence the default (``docs/decisions/lsan-candidates-and-context.md``).
+Score ``= f_T . w_v``, full-softmax cross-entropy over all items. Only the base tables are stored; scoring composes the candidate
 table and, by default, keeps it until the weights change (``cache_candidates``; off, every call
 recomposes it and no full-size table is ever held).
 
