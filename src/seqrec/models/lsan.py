@@ -60,9 +60,9 @@ context-free alternative: ``w_v = mean_n e_v^n``, the composition the dynamic we
 under uniform weights (``sum_n`` when ``dynamic=False``); with it the ``m1`` items that share a
 row of the last table differ by the same offsets for every user. "input" scored clearly
 better on Beauty, hence the default (``docs/decisions/lsan-candidates-and-context.md``).
-Score ``= f_T . w_v``, full-softmax cross-entropy over all items. Only the base tables are stored; scoring composes the candidate
-table and, by default, keeps it until the weights change (``cache_candidates``; off, every call
-recomposes it and no full-size table is ever held).
+Score ``= f_T . w_v``, full-softmax cross-entropy over all items. Only the base tables are
+stored; scoring composes the candidate table and, by default, keeps it until the weights change
+(``cache_candidates``; off, every call recomposes it and no full-size table is ever held).
 
 **Training.** Adam (``betas = (0.9, 0.999)``, ``weight_decay = 0``), lr 1e-3, batch 256, and the
 paper's L2 term ``lambda ||Psi||^2`` on every parameter, added to the loss as
