@@ -55,7 +55,7 @@ ranked (its context is then unknown). Default, ``candidates="input"``: each cand
 through the input pipeline -- dynamic weighting and fusion MLP -- under the part of its context
 that is known when ranking (its own category, the padding label as previous category, the hour
 slot averaged), so scoring uses the same item representation as the input side and QR partners
-no longer differ by one fixed offset (the MLP is non-linear). ``candidates="mean"`` is the
+do not differ by one fixed offset (the MLP is non-linear). ``candidates="mean"`` is the
 context-free alternative: ``w_v = mean_n e_v^n``, the composition the dynamic weighting gives
 under uniform weights (``sum_n`` when ``dynamic=False``); with it the ``m1`` items that share a
 row of the last table differ by the same offsets for every user. "input" scored clearly
