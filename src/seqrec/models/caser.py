@@ -33,7 +33,7 @@ Deviations:
 * The embedding size defaults to 64 (the code's default is 50).
 * Training windows (default, ``docs/decisions/sliding-training-windows.md``): every
   transition once per epoch (``train_windows="sliding"``); ``"last"`` (each user's latest
-  ``max_len`` transitions) is the authors' loader (the LSAN table pins it).
+  ``max_len`` transitions) is one option away (the LSAN table pins it).
 """
 
 from __future__ import annotations
