@@ -18,15 +18,12 @@ from seqrec.errors import ConfigError, DataError, SeqRecError
 
 # Short training budgets for the quickstart on ml-latest-small (keys a model lacks are ignored).
 DEMO_MODELS = ("pop", "puresvd", "sasrec", "lrurec", "hstu")
-# Neural models train with their default recipe (docs/reproduce/defaults.md), early stopping
-# on validation included (patience 30), under an EPOCH budget, never a wall-clock one: the
-# 60 s cap of before cut them at a load-dependent epoch, and on a busy machine SASRec and HSTU
-# fell below PureSVD. Same seed, same table on any machine (`seqrec demo --max-seconds N` is
-# the explicit opt-out for slow machines). Measured on ml-latest-small, one torch thread, with
-# the defaults of 2026-12-02: patience stopped SASRec, LRURec and HSTU at epochs 56 / 74 / 63
-# (best 26 / 44 / 33), about 13.5 min of CPU for the demo; with the faster dropout of 2026-12-05
-# at 44 / 82 / 63 (best 14 / 52 / 33), 8.6 min (docs/results/demo_ml-latest-small.md). The cap
-# of 100 epochs is above every stop seen and bounds the worst case.
+# Neural models train with their default recipe, early stopping on validation included
+# (patience 30), under an EPOCH budget, never a wall-clock one: a time cap stops them at an
+# epoch that depends on the machine's load, and on a busy machine a model cut short falls below
+# PureSVD. Same seed, same table on any machine (`seqrec demo --max-seconds N` is the explicit
+# opt-out for slow machines). The cap of 100 epochs is above every patience stop seen on the
+# shipped data and bounds the worst case (docs/decisions/demo-epoch-budget.md).
 _NEURAL_DEMO = {"epochs": 100, "max_len": 50}
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "puresvd": {"rank": 64, "scaling": 0.4},

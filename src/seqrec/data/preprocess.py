@@ -76,7 +76,8 @@ def implicit(inter: Interactions, min_rating: float | None) -> Interactions:
 
 
 def _counts(ids: np.ndarray) -> np.ndarray:
-    """Occurrences of each row's id, per row. bincount when ids are dense enough (25x faster)."""
+    """Occurrences of each row's id, per row. bincount when ids are dense enough (far faster
+    than ``np.unique``, which sorts)."""
     if len(ids) and ids.min() >= 0 and ids.max() < 4 * len(ids) + 1024:
         return np.bincount(ids)[ids]
     _, inv, cnt = np.unique(ids, return_inverse=True, return_counts=True)

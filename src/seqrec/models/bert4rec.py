@@ -49,16 +49,12 @@ Deviations and choices (all documented, the switchable ones as config fields):
   Transformer blocks and the output transform, so the item and position tables keep PyTorch's
   default ``N(0, 1)`` (the PAD row zero); the output bias stays zero (theirs draws it from the
   truncated normal too: a constant shift of 0.02 at most, immaterial). It is the slower of the
-  two: on ML-100K (``configs/bert4rec_ml100k.toml``) best validation NDCG@10 0.058 against 0.105.
+  two to learn (``docs/decisions/bert4rec-init-and-output.md``).
 * ``output="tied"`` drops the output transform and bias (scores ``h E^T``, the Dross et al.
   HF-BERT BERT4Rec, antklen/sasrec-bert4rec-recsys23); the default is the paper's eq. 7. On
-  ML-1M with the Dross recipe it climbs 40% faster than the transform under the same recipe
-  (validation NDCG@10 at 1,440 steps) and ends, after 200 epochs (9,600 steps), at test NDCG@10
-  0.1459 against 0.1325 for the transform after 19,800 steps of the LRURec recipe; under the
-  LRURec recipe it is only level with the transform (epoch 32) (``seqrec reproduce lrurec``, rows
-  ``bert4rec-tied-ml1m``, ``bert4rec-dross-ml1m``, ``bert4rec-tied-lrurec-ml1m``,
-  ``bert4rec-ml1m``). It is not the default: the gain depends on the recipe, and a default is
-  chosen on validation across datasets, of which only ML-1M is measured.
+  ML-1M it helps under the Dross recipe and is only level with the transform under the LRURec
+  recipe. It is not the default: the gain depends on the recipe, and a default is chosen on
+  validation across datasets (``docs/decisions/bert4rec-init-and-output.md``).
 * ``head_norm`` (off) adds the LayerNorm that the official code's output transform has after
   the GELU; the paper's eq. 7 and the LRURec authors' code have none.
 * Optimiser: AdamW with decoupled weight decay 0.01 on everything but biases and LayerNorms and

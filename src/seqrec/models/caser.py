@@ -31,9 +31,9 @@ Deviations:
   per target (``loss="bce"`` gives one negative per position).
 * Optimizer AdamW with decoupled weight decay instead of Adam with L2 (``l2 = 1e-6``).
 * The embedding size defaults to 64 (the code's default is 50).
-* Training windows (default since 2026-12-05, measured: ``docs/reproduce/defaults.md``): every
+* Training windows (default, ``docs/decisions/sliding-training-windows.md``): every
   transition once per epoch (``train_windows="sliding"``); ``"last"`` (each user's latest
-  ``max_len`` transitions) is the previous default (the LSAN table pins it).
+  ``max_len`` transitions) is one option away (the LSAN table pins it).
 """
 
 from __future__ import annotations

@@ -29,13 +29,11 @@ Deviations and choices where the paper is silent:
   ``N(0, init_std)`` (the paper draws from N(0, sigma^2) with a small sigma).
 * ``dropout`` (default 0) on the hidden state before the prediction layer is not in the paper;
   the LRURec comparison grid-searched a dropout rate for every model, so it is offered.
-* Training defaults (2026-12-05, ``SlidingRecipeConfig``): every transition once per epoch
-  (``train_windows="sliding"``), lr 3e-3, patience 30. Best validation NDCG@10, last windows /
-  sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.024 / 0.065 / 0.069, ML-100K
-  0.109 / 0.120 / 0.122; Beauty, sliding at lr 1e-3 + patience 10 / lr 3e-3 + patience 30:
-  0.0558 / 0.0549 (level over the three datasets; lr 3e-3 peaks early on Beauty)
-  (``docs/reproduce/defaults.md``). The previous recipe is ``train_windows="last", lr=1e-3,
-  patience=10`` (the LSAN and LRURec tables pin their own).
+* Training defaults (``SlidingRecipeConfig``): every transition once per epoch
+  (``train_windows="sliding"``), lr 3e-3, patience 30, ahead on MovieLens data and level on
+  Beauty against the paper-style ``train_windows="last", lr=1e-3, patience=10`` (the LSAN and
+  LRURec tables pin their own); evidence: ``docs/decisions/sliding-training-windows.md`` and
+  ``docs/decisions/learning-rate-and-patience.md``.
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ class Dropout(nn.Dropout):
     parameters, the same state dict, the identity in eval mode, ``F.dropout`` on GPUs).
 
     Why: PyTorch's CPU dropout draws its mask with ``bernoulli_``, one locked generator call per
-    element, which took 17.9% of a SASRec full-CE training step on ML-1M (``torch.profiler``, one
-    thread: ``docs/results/speed_targets.md``). Here the mask is ``uniform_() >= p`` in float32 (the same
-    torch generator, vectorized): an element is kept with probability ``1 - p`` (to 2^-24) and
-    scaled by ``1 / (1 - p)``, exactly dropout's distribution, but not its random stream: a run
-    is deterministic under its seed as before, with other masks than ``nn.Dropout`` would draw.
+    element, a large share of a training step on CPU (``docs/decisions/cpu-dropout.md``). Here
+    the mask is ``uniform_() >= p`` in float32 (the same torch generator, vectorized): an element
+    is kept with probability ``1 - p`` (to 2^-24) and scaled by ``1 / (1 - p)``, exactly
+    dropout's distribution, but not its random stream: a run is deterministic under its seed,
+    with other masks than ``nn.Dropout`` would draw.
     ``benchmarks/bench_dropout.py`` measures both (``docs/results/dropout_speed.md``).
     """
 

@@ -10,7 +10,8 @@ from its prose and from Orvieto et al.:
 * **Embedding** (Sec. 3.4): ``x = LayerNorm(Dropout(E[item]))``, ``E`` ``[I + 1, D]``. The paper
   only says LayerNorm follows the embedding lookup; the dropout before it is the authors' code
   (``embed_dropout_at="before_norm"``). ``"after_norm"`` gives ``Dropout(LayerNorm(E[item]))``,
-  the order seqrec used before 2026-11-30 (the Video and ML-1M results written before then).
+  the order of seqrec's earliest LRURec runs, kept so that they resume
+  (``docs/decisions/lrurec-recipe.md``).
 * **LRU layer** (Eq. 5): ``N = 2 D`` complex states ("we double the size of H in Lambda")::
 
       lam   = exp(-exp(nu_log) + i exp(theta_log))                  [N]
@@ -47,10 +48,10 @@ Choices where the paper is silent (deviations, all documented):
 * Training data: the authors' loader cuts long histories into windows
   (``sliding_window_size = 1``). ``train_windows="sliding"`` does this so that every transition
   is a target exactly once; theirs cuts only histories of at least ``2 * max_len`` items and
-  drops the oldest remainder. ``"sliding"`` is the default since 2026-12-01 (best validation
-  NDCG@10 on ml-latest-small 0.089 against 0.062 for ``"last"``, the most recent ``max_len``
-  transitions per user, which was the default before; ``docs/reproduce/defaults.md``). Their
-  gradient clipping (norm 5) is ``grad_clip=5``.
+  drops the oldest remainder. ``"sliding"`` is the default: it validates better than
+  ``"last"``, the most recent ``max_len`` transitions per user, where histories are longer than
+  ``max_len`` (``docs/decisions/sliding-training-windows.md``). Their gradient clipping
+  (norm 5) is ``grad_clip=5``.
 
 **Incremental inference.** :meth:`LRUEncoder.step` advances a cached per-layer state by one
 item in ``O(D^2)`` per layer, independent of the history length, with no re-encoding; it equals

@@ -22,10 +22,10 @@ informative level; ``max_categories`` folds rare ones into an "other" class).
 ``context_embedding="tuple"`` (default) gives every possible tuple its own learned vector (one
 table of ``(C + 1) * C * S`` rows, the paper's "one-hot per tuple, mapped to a dense
 vector"); ``"sum"`` sums three per-field embeddings instead (``2C + 1 + S`` rows, for large
-category sets, and measured better where the slot is real: on Yelp, 24 hour slots make the tuple
-table 1,728 rows, most rarely seen, and ``"sum"`` scores 12% above it, level with no slot at all;
-``docs/reproduce/lsan.md``). Fallbacks, recorded in the config: ``categories="none"`` puts every item in one
-category, ``time_slots="none"`` uses one slot (the S3-Rec Amazon files have no timestamps; the
+category sets, and better where the slot is real: on Yelp, 24 hour slots make the tuple table
+1,728 rows, most rarely seen; ``docs/decisions/lsan-candidates-and-context.md``). Fallbacks,
+recorded in the config: ``categories="none"`` puts every item in one category,
+``time_slots="none"`` uses one slot (the S3-Rec Amazon files have no timestamps; the
 original Amazon ones have days only, so their hour is constant anyway). A history scored without
 timestamps (``recommend`` from raw ids) averages the context over the hour slots.
 
@@ -55,23 +55,23 @@ ranked (its context is then unknown). Default, ``candidates="input"``: each cand
 through the input pipeline -- dynamic weighting and fusion MLP -- under the part of its context
 that is known when ranking (its own category, the padding label as previous category, the hour
 slot averaged), so scoring uses the same item representation as the input side and QR partners
-no longer differ by one fixed offset (the MLP is non-linear). ``candidates="mean"`` is the
+do not differ by one fixed offset (the MLP is non-linear). ``candidates="mean"`` is the
 context-free alternative: ``w_v = mean_n e_v^n``, the composition the dynamic weighting gives
 under uniform weights (``sum_n`` when ``dynamic=False``); with it the ``m1`` items that share a
-row of the last table differ by the same offsets for every user. Measured on Beauty (m1 = 2,
-seed 0, ``seqrec reproduce lsan``): test NDCG@10 0.0515 with "input" against 0.0384 with
-"mean" (the reported LSAN: 0.041), hence the default. Score ``= f_T . w_v``, full-softmax
-cross-entropy over all items. Only the base tables are stored; scoring composes the candidate
-table and, by default, keeps it until the weights change (``cache_candidates``; off, every call
-recomposes it and no full-size table is ever held).
+row of the last table differ by the same offsets for every user. "input" scored clearly
+better on Beauty, hence the default (``docs/decisions/lsan-candidates-and-context.md``).
+Score ``= f_T . w_v``, full-softmax cross-entropy over all items. Only the base tables are
+stored; scoring composes the candidate table and, by default, keeps it until the weights change
+(``cache_candidates``; off, every call recomposes it and no full-size table is ever held).
 
 **Training.** Adam (``betas = (0.9, 0.999)``, ``weight_decay = 0``), lr 1e-3, batch 256, and the
 paper's L2 term ``lambda ||Psi||^2`` on every parameter, added to the loss as
 ``(l2 / 2) * sum ||theta||^2`` (the gradient of ``torch.optim.Adam(weight_decay=l2)``), l2 = 1e-5.
 Dropout (0.2 on the input embedding and residual branches) and ``max_len`` = 50 are not given in
-the paper. Training windows (not in the paper; default since 2026-12-05): every transition
-once per epoch (``train_windows="sliding"``), measured better on MovieLens data and nearly
-the same data as the latest 50 on the Amazon / Yelp sets (``docs/reproduce/defaults.md``);
+the paper. Training windows (not in the paper; default): every transition
+once per epoch (``train_windows="sliding"``), better on MovieLens data and nearly
+the same data as the latest 50 on the Amazon / Yelp sets
+(``docs/decisions/sliding-training-windows.md``);
 ``"last"`` is one option away (the LSAN table pins it). Initialisation: N(0, 0.02) for every
 embedding table, Xavier-normal weights and zero biases for linear layers, uniform convolution
 kernels.

@@ -30,12 +30,11 @@ Deviations:
 * ``sigmoid`` as in the paper (the code uses Theano's ``hard_sigmoid``). The code's GRU uses
   hard-sigmoid gates too; here it is ``torch.nn.GRU`` (standard sigmoid gates).
 * Histories are user sequences cut to the last ``max_len`` items, not sessions.
-* Training defaults (2026-12-05, ``SlidingRecipeConfig``): every transition once per epoch
-  (``train_windows="sliding"``), lr 3e-3, patience 30. Best validation NDCG@10, last windows /
-  sliding / sliding + lr 3e-3 + patience 30: ml-latest-small 0.024 / 0.020 / 0.076, ML-100K
-  0.104 / 0.112 / 0.125; Beauty, sliding at lr 1e-3 + patience 10 / lr 3e-3 + patience 30:
-  0.0543 / 0.0603 (``docs/reproduce/defaults.md``). The previous recipe is
-  ``train_windows="last", lr=1e-3, patience=10`` (the LRURec table pins its own).
+* Training defaults (``SlidingRecipeConfig``): every transition once per epoch
+  (``train_windows="sliding"``), lr 3e-3, patience 30, which validated better than the
+  paper-style ``train_windows="last", lr=1e-3, patience=10`` (the LRURec table pins its own);
+  evidence: ``docs/decisions/sliding-training-windows.md`` and
+  ``docs/decisions/learning-rate-and-patience.md``.
 """
 
 from __future__ import annotations

@@ -7,21 +7,20 @@ every position; inference scores the last position.
 
 Deviations from the paper (all deliberate, all switchable where noted):
 
-* Block layout. ``layout="reference"`` (default since 2026-11-30) follows the authors'
+* Block layout. ``layout="reference"`` (default) follows the authors'
   TensorFlow code: embeddings scaled by sqrt(d), the attention query taken from the normalized
   input while keys/values use the raw input, the residual added to the normalized query, the FFN
   applied to ``LN(x)`` with its residual on ``LN(x)``, and a final LayerNorm.
-  ``layout="pre_ln"`` (the default before) is the guide's Pre-LN form ``x + Dropout(g(LN(x)))``
-  with a final LayerNorm and no embedding scaling; it learned more slowly in every comparison
-  of ``docs/reproduce/defaults.md`` (issue 19 saw the same on ML-100K: test NDCG@10 0.098 vs 0.069).
+  ``layout="pre_ln"`` is the guide's Pre-LN form ``x + Dropout(g(LN(x)))``
+  with a final LayerNorm and no embedding scaling; it learns more slowly
+  (``docs/decisions/sasrec-reference-layout.md``).
 * Positions are counted from the right (the most recent item always has the same position
   embedding). With inputs always padded to ``max_len`` this is the paper's absolute position
   scheme relabelled; it additionally makes outputs independent of extra left padding.
   ``positions="from_start"`` numbers the items of the window from its oldest one (0, 1, ...),
   which is what right-padded implementations such as the Dross SASRec+ code compute; the
   position of the last item then tells the model how long a short history is (on ML-1M it
-  tracked the default within 0.006 validation NDCG@10 over 12 epochs,
-  ``docs/results/ml1m_validation_curves.md``).
+  tracks the default closely: ``docs/decisions/sasrec-positions.md``).
 * PAD queries attend to themselves (never to other keys) to avoid NaN on fully masked rows;
   their outputs are zeroed, so real positions are unaffected.
 * Multi-head attention (``n_heads > 1``) splits d into h heads scaled by sqrt(d/h); like the
@@ -44,29 +43,26 @@ Deviations from the paper (all deliberate, all switchable where noted):
 * Training windows (deviation by default): ``train_windows="sliding"`` trains every transition
   once per epoch (long histories cut into windows of ``max_len``, as the LRURec code does for all
   its models); the paper's loader, each user's most recent ``max_len`` transitions per epoch, is
-  ``train_windows="last"`` (the default before 2026-12-01). Sliding measured better on
-  validation NDCG@10 where histories are longer than ``max_len`` (ML-100K 0.118 vs 0.108,
-  ml-latest-small 0.086 vs 0.064, ``docs/reproduce/defaults.md``); it also closed the gap to
-  RecBole's SASRec, which trains on every transition (``docs/reproduce/peers.md``). Where
+  ``train_windows="last"``. Sliding validates better where histories are longer than
+  ``max_len``, since ``"last"`` never trains on their older part, and it trains on every
+  transition as RecBole's SASRec does (``docs/decisions/sliding-training-windows.md``). Where
   histories are shorter than ``max_len`` the two are the same windows.
 * Batch size (deviation by default): ``batch_size=0`` sizes the batch automatically: about
   ``batch_targets=1024`` training targets, or more, up to 128 sequences, where the data leave an
-  epoch at least ``min_epoch_steps=100`` steps. 128 windows of 50 on ML-100K hold about 5,000
-  targets and give an epoch 19 steps; the model generalized worse than with batches of 25
-  (validation NDCG@10 0.120 vs 0.127 over 3 seeds); 128 short Amazon histories hold about 750
-  targets and a batch of 26 (150 targets) lost there (0.059 vs 0.067); on ML-1M (22,532 windows)
-  batches of 1,024 targets (24 windows, 939 steps per epoch) validated below 128 windows (0.181
-  vs 0.191, test 0.174 vs 0.185). The rule picks, on each of ML-100K, ml-latest-small, Beauty
-  and ML-1M, the batch that validated best (``docs/reproduce/defaults.md``). The paper's 128 is ``batch_size=128``.
+  epoch at least ``min_epoch_steps=100`` steps. Why: a fixed 128 sequences is a very different
+  step on different data (128 windows of 50 on MovieLens hold about 5,000 targets and leave a
+  small dataset's epoch a handful of steps; 128 short Amazon histories hold about 750), and
+  what matters is the number of steps an epoch gives. On each dataset measured the rule picks
+  the batch that validated best (``docs/decisions/automatic-batch-size.md``). The paper's 128
+  is ``batch_size=128``.
 * Optimizer is AdamW (``weight_decay=0`` equals the paper's Adam); the paper's L2 on
   embeddings is not applied.
-* Defaults are the best recipe measured (``docs/reproduce/defaults.md``, chosen on validation
-  NDCG@10 on ml-latest-small, ML-100K and Beauty): the reference layout, ``lr=3e-3``,
-  ``patience=30``, sliding training windows and batches of about 1,024 targets.
-  The paper-faithful variant is ``lr=1e-3, loss="bce", batch_size=128`` (its learning rate, objective and batch; with
-  1e-3 the model needs about 3x more steps to get past the popularity ranking on small data).
-  ``layout="pre_ln", lr=1e-3, patience=10`` is the default before 2026-11-30 (on small data
-  patience 10 stopped runs in the dip that follows the popularity plateau).
+* Defaults are the best recipe measured on validation NDCG@10 (``docs/decisions/``): the
+  reference layout, ``lr=3e-3``, ``patience=30``, sliding training windows and batches of about
+  1,024 targets. The paper-faithful variant is ``lr=1e-3, loss="bce", batch_size=128`` (its
+  learning rate, objective and batch; with 1e-3 the model takes far longer to get past the
+  popularity ranking on small data, and a short patience stops it in the dip that follows;
+  ``docs/decisions/learning-rate-and-patience.md``).
 """
 
 from __future__ import annotations

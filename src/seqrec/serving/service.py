@@ -54,8 +54,8 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
     Id = Annotated[int | str, BeforeValidator(_no_bool)]
     Count = Annotated[int, BeforeValidator(_no_bool)]
 
-    # Unknown fields are refused: {"items": [...]} for {"history": [...]} used to be an empty
-    # history, answered with the popularity fallback as if that were what was asked.
+    # Unknown fields are refused: otherwise {"items": [...]} for {"history": [...]} would be an
+    # empty history, answered with the popularity fallback as if that were what was asked.
     class Query(BaseModel):
         model_config = ConfigDict(extra="forbid")
         history: list[Id] = Field(default_factory=list, max_length=100_000)

@@ -66,7 +66,7 @@ def write_log_csv(
 ) -> dict:
     """Write a Markov interaction log as a delimited file with custom column names, for tests
     of the own-data path. Item ids are text (``sku7``), user ids text (``c3``), times start at
-    2021-01-01 in ``time_unit`` ('s', 'ms' or 'iso'); ``rare_items`` extra items occur once
+    the first second of 2021 (UTC) in ``time_unit`` ('s', 'ms' or 'iso'); ``rare_items`` extra items occur once
     each (a 5-core filter removes them). Rows are shuffled (the reader must sort by time).
 
     Returns ``{"users": [...], "items": [...], "rare": [...], "rows": n}``.
@@ -75,7 +75,7 @@ def write_log_csv(
 
     seqs = markov_sequences(n_users=n_users, n_items=n_items, min_len=6, max_len=15, seed=seed)
     rng = np.random.default_rng(seed)
-    base = 1_609_459_200  # 2021-01-01 UTC
+    base = 1_609_459_200  # midnight, 1 January 2021, UTC
     rows = []
     for u in range(len(seqs)):
         items = seqs.items[seqs.offsets[u]: seqs.offsets[u + 1]]

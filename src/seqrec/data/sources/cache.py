@@ -1,5 +1,5 @@
 """Parse cache: a named dataset, once parsed, is kept as Parquet so later loads skip the xz
-decompression and text parsing (ML-1M: ~0.4 s of CPU -> a few tens of ms).
+decompression and text parsing, which dominate a cold load.
 
 Entries live in ``<cache>/parsed/`` (``$SEQREC_CACHE_DIR`` or ``~/.cache/seqrec``). The key is a
 hash of the cache format, the reader, and the absolute path, size and modification time of every

@@ -3,7 +3,7 @@ BERT4Rec). Cite W.-C. Kang, J. McAuley, *Self-Attentive Sequential Recommendatio
 M. Wan, J. McAuley, RecSys 2018; A. Pathak, K. Gupta, J. McAuley, RecSys 2017.
 
 The file is not JSON: every line is a Python dict literal (``{'username': 'x', 'product_id':
-'725280', 'date': '2017-12-17', ...}``). It is parsed without ``eval``: a vectorized regular
+'725280', 'date': 'YYYY-MM-DD', ...}``). It is parsed without ``eval``: a vectorized regular
 expression (Polars, in Rust) pulls the three fields out of every line; the rare values holding
 escapes are unescaped with :func:`ast.literal_eval` on the string literal alone, and a line the
 expression cannot read falls back to ``ast.literal_eval`` of that line (literals only, never
