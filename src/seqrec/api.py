@@ -56,14 +56,18 @@ class TrainedRun:
 
     def recommend(self, user: Any = None, history: list[Any] | None = None, k: int = 10,
                   exclude_seen: bool = True, allow: list[Any] | None = None,
-                  deny: list[Any] | None = None) -> Recommendation:
+                  deny: list[Any] | None = None, times: list[Any] | None = None) -> Recommendation:
         """Top-``k`` raw item ids for a stored ``user`` (their training history) or for a
-        ``history`` of raw item ids, oldest first (unknown ids are skipped and counted)."""
+        ``history`` of raw item ids, oldest first (unknown ids are skipped and counted), with its
+        ``times`` (one per item) for a model that reads time (``model.reads_time``)."""
         from seqrec.serving import batch
 
         if (user is None) == (history is None):
             raise ConfigError("give one of user=ID or history=[item ids]")
-        request = batch.Request(user) if user is not None else batch.Request("-", list(history))
+        if times is not None and history is None:
+            raise ConfigError("times go with a history (a stored user's times are stored)")
+        request = (batch.Request(user) if user is not None else
+                   batch.Request("-", list(history), None if times is None else list(times)))
         (rec,) = batch.recommend_requests(self.model, [request], k, exclude_seen, allow, deny)
         return rec
 

@@ -99,7 +99,7 @@ def test_checksums_are_recorded(art):
 
 
 def test_format_1_without_checksums_still_loads(art, caplog):
-    _edit_meta(art, lambda m: (m.pop("files"), m.update(format=1)))
+    _edit_meta(art, lambda m: (m.pop("files"), m.pop("inputs"), m.update(format=1)))
     model = Recommender.load(art)
     assert model.n_items == 12 and "no checksums" in caplog.text
 

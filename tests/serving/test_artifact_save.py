@@ -97,6 +97,7 @@ def _rewrite_as_format_2(path):
     (path / "vocab.npz").write_bytes(buf.getvalue())
     meta = json.loads((path / "model.json").read_text())
     meta["format"] = 2
+    del meta["inputs"]  # format 3 on
     meta["files"]["vocab.npz"] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(),
                                   "bytes": len(buf.getvalue())}
     (path / "model.json").write_text(json.dumps(meta))

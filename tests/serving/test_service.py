@@ -83,7 +83,7 @@ def test_unknown_fields_are_refused_with_the_valid_ones(artifact):
     assert "history" in err["msg"] and "user" in err["msg"]
     errs = client.post("/recommend/batch", json={"requests": [{"history": [101], "k": 1}], "kk": 1}).json()["detail"]
     msgs = {tuple(e["loc"]): e["msg"] for e in errs}
-    assert msgs[("body", "requests", "0", "k")] == "unknown field 'k'; valid fields: history, user"
+    assert msgs[("body", "requests", "0", "k")] == "unknown field 'k'; valid fields: history, times, user"
     assert "requests" in msgs[("body", "kk")] and "unknown field 'kk'" in msgs[("body", "kk")]
 
 

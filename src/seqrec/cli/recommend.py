@@ -14,6 +14,8 @@ def add_recommend_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
     r.add_argument("history", nargs="*", help="raw item ids, oldest first (or --history)")
     r.add_argument("--history", dest="history_csv", help="comma-separated raw item ids")
+    r.add_argument("--times", help="the history's times, comma-separated (Unix seconds or ISO dates, "
+                                   "one per item): a model trained with time needs them")
     r.add_argument("--user", action="append",
                    help="a known user id: recommend from their stored history (repeatable, or a "
                         "comma list: one table each)")
@@ -67,7 +69,10 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         batch.write_table(table, args.output)
         print(f"wrote {table.height} rows ({len(requests)} requests, top-{args.k}) to {args.output}")
         return 0
-    requests = [batch.Request(u) for u in users] or [batch.Request("-", history)]
+    times = [t.strip() for t in args.times.split(",") if t.strip()] if getattr(args, "times", None) else None
+    if times is not None and not history:
+        raise ConfigError("--times goes with a history (a stored user's times are stored)")
+    requests = [batch.Request(u) for u in users] or [batch.Request("-", history, times)]
     recs = batch.recommend_requests(model, requests, args.k, not args.include_seen, allow, deny)
     for i, (request, rec) in enumerate(zip(requests, recs, strict=True)):
         if i:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from seqrec.data.raw_times import aligned_times
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import DataError, NotFittedError
 
@@ -56,6 +57,14 @@ class Recommender(ABC):
         # raw user id -> stored history (seqrec.serving.histories.UserHistories), set by
         # `seqrec train` and saved as users.npz, so that recommend/serve can answer for a user
         self.user_histories = None
+        # whether scores read the histories' timestamps: set at fit (the config asks for time
+        # and the data had real times) and stored in the artifact; such a model refuses
+        # histories without times instead of silently scoring by positions alone
+        self.reads_time = False
+
+    def _config_reads_time(self) -> bool:
+        """Whether the config makes scores depend on timestamps (models that read time say so)."""
+        return False
 
     # --- to implement ---------------------------------------------------------------------
     @abstractmethod
@@ -78,6 +87,7 @@ class Recommender(ABC):
     def _remember_catalogue(self, train: Sequences) -> None:
         self.n_items = train.n_items
         self.vocab = train.vocab
+        self.reads_time = bool(self._config_reads_time() and train.timestamps is not None and train.has_time)
         self.popularity = train.item_counts().astype(np.float32)
 
     def _check_fitted(self) -> None:
@@ -94,6 +104,12 @@ class Recommender(ABC):
             raise DataError(
                 f"histories use {histories.n_items} items, the model knows {self.n_items}"
             )
+        if self.reads_time and histories.timestamps is None and len(histories.items):
+            raise DataError(
+                f"{self.name} was trained with timestamps and reads them when it scores: give each "
+                "history's times (Sequences with timestamps; recommend(..., times=...); \"times\" "
+                "over HTTP; --times on the command line); without them it would score by "
+                "positions alone, and worse")
         lengths = histories.lengths
         nonempty = np.flatnonzero(lengths > 0)
         if len(nonempty) == len(histories):  # no copy of a [B, I] block that may be large
@@ -139,8 +155,12 @@ class Recommender(ABC):
         exclude_seen: bool = True,
         allow: Sequence[Any] | None = None,
         deny: Sequence[Any] | None = None,
+        times: Sequence[Sequence[Any] | None] | None = None,
     ) -> list[Recommendation]:
         """Top-``k`` raw item ids for each history of raw item ids.
+
+        ``times`` (one list per history, aligned with its items: Unix seconds or ISO dates) is
+        what a model that reads time (``reads_time``) needs; it refuses histories without.
 
         Unknown ids are skipped and counted (a warning, not a crash); an empty history (after
         skipping) falls back to the most popular items. ``allow`` restricts the answer to
@@ -158,15 +178,22 @@ class Recommender(ABC):
             # recommend(["sku1", "sku2"]) read each id as a history of its characters, or failed
             raise DataError("recommend takes a list of histories, each a list of item ids: "
                             "recommend([[\"sku1\", \"sku2\"]]) for one history")
-        rows, skipped = [], []
-        for hist in histories:
+        if times is not None and len(times) != len(histories):
+            raise DataError(f"times: {len(times)} lists for {len(histories)} histories")
+        rows, skipped, row_times = [], [], []
+        for r, hist in enumerate(histories):
             hist = list(hist)
             ids, unknown = self.vocab.encode_known(hist)
             rows.append(ids)
             skipped.append([h for h in hist if self.vocab.encode_known([h])[1]] if unknown else [])
             if unknown:  # the ids travel in Recommendation.skipped_ids for the caller to show
                 log.info("skipped %d unknown item id(s) in a history", unknown)
-        seqs = Sequences.from_lists(rows, n_items=self.n_items)
+            if times is not None and times[r] is not None:
+                row_times.append(aligned_times(hist, times[r], self.vocab, r))
+            elif times is not None and hist:
+                raise DataError(f"times: history {r} has no times")
+        seqs = Sequences.from_lists(rows, n_items=self.n_items,
+                                    timestamps=row_times if times is not None else None)
         scores = self.score(seqs)
         if exclude_seen:
             scores[seqs.row_ids, seqs.items] = -np.inf

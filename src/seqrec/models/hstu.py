@@ -278,6 +278,10 @@ class HSTU(TorchRecommender):
     config_cls = HSTUConfig
     encoder_cls = HSTUEncoder
 
+    def _config_reads_time(self) -> bool:
+        c = self.config
+        return bool((c.rab and c.rab_time) or c.time_embedding)
+
     def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
         """The shared batch, plus (for ``rab_time_query='next'``) the time of each row's last
         target as ``query_times``, so the last position sees its next-event time as in Meta's

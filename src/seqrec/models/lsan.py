@@ -26,8 +26,9 @@ category sets, and better where the slot is real: on Yelp, 24 hour slots make th
 1,728 rows, most rarely seen; ``docs/decisions/lsan-candidates-and-context.md``). Fallbacks,
 recorded in the config: ``categories="none"`` puts every item in one category,
 ``time_slots="none"`` uses one slot (the S3-Rec Amazon files have no timestamps; the
-original Amazon ones have days only, so their hour is constant anyway). A history scored without
-timestamps (``recommend`` from raw ids) averages the context over the hour slots.
+original Amazon ones have days only, so their hour is constant anyway). A model trained with
+hour slots on real times refuses histories without timestamps (``Recommender.reads_time``); one
+trained on a file order averages the context over the hour slots.
 
 **Dynamic weighting.** The prose names SiLU and "an attention weight for each base embedding"
 under context ``r_i``; we use additive attention with the context as query:
@@ -377,6 +378,9 @@ class LSAN(TorchRecommender):
     name = "lsan"
     config_cls = LSANConfig
     encoder_cls = LSANEncoder
+
+    def _config_reads_time(self) -> bool:
+        return self.config.time_slots == "hour"
 
     def __init__(self, config: LSANConfig | None = None) -> None:
         super().__init__(config)

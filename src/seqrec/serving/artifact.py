@@ -46,7 +46,10 @@ STATE = "state.npz"
 VOCAB = "vocab.npz"
 USERS = "users.npz"
 #: every key ``model.json`` may hold; any other key is refused (an edit or another tool's file)
-META_KEYS = ("format", "model", "config", "n_items", "files")
+META_KEYS = ("format", "model", "config", "n_items", "files", "inputs")
+#: what a history must carry to be scored (format 3 on): items, and timestamps for a model
+#: trained with real times (``Recommender.reads_time``)
+INPUTS = (["items"], ["items", "timestamps"])
 #: the largest model.json read (a real one is a few kB; a huge file is not an artifact)
 MAX_META_BYTES = 1 << 20
 
@@ -143,6 +146,7 @@ def _write_artifact(model: Any, path: Path) -> None:
         "config": config_to_dict(model.config),
         "n_items": int(model.n_items),
         "files": files,
+        "inputs": ["items", "timestamps"] if getattr(model, "reads_time", False) else ["items"],
     }
     atomic_write(path / META, lambda fh: fh.write(json.dumps(meta, indent=2).encode()))
 
@@ -205,6 +209,8 @@ def load_recommender(path: Path) -> Any:
         raise DataError(f"{meta_path}: {exc}") from None
     model.n_items = n_items
     model.popularity = popularity.astype(np.float32, copy=False)
+    # formats 1-2 did not record it: such an artifact scores as it did (positions alone)
+    model.reads_time = "timestamps" in meta.get("inputs", ["items"])
     if VOCAB in files:
         model.vocab = _vocab(path / VOCAB, n_items)
     if USERS in files:
@@ -243,7 +249,7 @@ def read_meta(path: Path) -> dict[str, Any]:
     if type(fmt) is not int or fmt not in READABLE_FORMATS:
         raise DataError(f"{meta_path}: unsupported artifact format {fmt!r} "
                         f"(this seqrec reads {', '.join(map(str, READABLE_FORMATS))})")
-    allowed = META_KEYS if fmt >= 2 else tuple(k for k in META_KEYS if k != "files")
+    allowed = tuple(k for k in META_KEYS if (k != "files" or fmt >= 2) and (k != "inputs" or fmt >= 3))
     unknown = sorted(set(meta) - set(allowed))
     if unknown:
         raise DataError(f"{meta_path}: unknown key(s) {', '.join(unknown)}; allowed: "
@@ -260,6 +266,8 @@ def read_meta(path: Path) -> dict[str, Any]:
         raise DataError(f"{meta_path}: 'n_items' must be an integer >= 1, got {_short(n_items)}")
     if fmt >= 2:
         _check_files(meta["files"], meta_path)
+    if fmt >= 3 and meta["inputs"] not in INPUTS:
+        raise DataError(f"{meta_path}: 'inputs' must be one of {INPUTS}, got {_short(meta['inputs'])}")
     return meta
 
 
@@ -371,7 +379,7 @@ def _fit_weights(model: Any, state: dict[str, np.ndarray], path: Path) -> None:
     except Exception as exc:  # missing array (KeyError), shape mismatch (RuntimeError), ...
         raise mismatch(exc) from None
     try:
-        probe = Sequences.from_lists([[1]], n_items=model.n_items)
+        probe = Sequences.from_lists([[1]], n_items=model.n_items, timestamps=[[0]])
         scores = model.score(probe)
     except Exception as exc:
         raise mismatch(exc) from None

@@ -6,7 +6,8 @@ the artifact's raw ids by their text) take one of three layouts, told apart by t
 * ``user`` only: one known user id per row, answered from the history stored in the
   artifact (``users.npz``);
 * ``history`` (plus an optional ``user`` naming the row): raw item ids separated by spaces,
-  commas, ``|`` or ``;``, oldest first;
+  commas, ``|`` or ``;``, oldest first, and ``times`` the same way (Unix seconds, one per item)
+  for a model that reads time;
 * ``user`` and ``item`` (plus an optional ``timestamp``): one interaction per row, grouped into
   one history per user (by timestamp when given, else file order).
 
@@ -48,6 +49,8 @@ class Request:
     key: Any
     history: list[Any] | None = None
     """Raw item ids, oldest first; None means the stored history of user ``key``."""
+    times: list[Any] | None = None
+    """The history's times (Unix seconds or ISO dates, one per item), for models that read time."""
 
 
 def read_id_list(spec: str) -> list[str]:
@@ -103,8 +106,12 @@ def read_requests(path: str | Path) -> list[Request]:
     cols = set(df.columns)
     if "history" in cols:
         keys = df["user"].to_list() if "user" in cols else list(range(df.height))
-        return [Request(k, [t for t in _SPLIT.split(h or "") if t])
-                for k, h in zip(keys, df["history"].to_list(), strict=True)]
+        # "times" (a name _canonical may have read as the timestamp column)
+        col = next((c for c in ("times", "timestamp") if c in cols), None)
+        times = df[col].cast(pl.String).to_list() if col else [None] * df.height
+        return [Request(k, [t for t in _SPLIT.split(h or "") if t],
+                        None if ts is None else [t for t in re.split(r"[\s,|;]+", ts) if t])
+                for k, h, ts in zip(keys, df["history"].to_list(), times, strict=True)]
     if "user" in cols and "item" in cols:
         df = df.with_row_index("_row")
         if "timestamp" in cols:
@@ -114,6 +121,9 @@ def read_requests(path: str | Path) -> list[Request]:
             order = ["user", "_row"]
         first = df.group_by("user").agg(pl.col("_row").min().alias("_first"))
         df = df.join(first, on="user").sort(["_first", *order[1:]])
+        if "timestamp" in cols and df["timestamp"].null_count() == 0:
+            grouped = df.group_by("user", maintain_order=True).agg(pl.col("item"), pl.col("timestamp").cast(pl.Int64))
+            return [Request(u, list(items), list(ts)) for u, items, ts in grouped.iter_rows()]
         grouped = df.group_by("user", maintain_order=True).agg(pl.col("item"))
         return [Request(u, list(items)) for u, items in grouped.iter_rows()]
     if "user" in cols:
@@ -194,10 +204,34 @@ def recommend_requests(model: Any, requests: list[Request], k: int = 10, exclude
     """``Recommendation`` of each request, scored ``chunk`` histories at a time
     (``unknown_users``: see :func:`histories_of`)."""
     histories = histories_of(model, requests, unknown_users)
+    times = times_of(model, requests, histories)
     out = []
     for start in range(0, len(histories), chunk):
         out += model.recommend(histories[start: start + chunk], k=k, exclude_seen=exclude_seen,
-                               allow=allow, deny=deny)
+                               allow=allow, deny=deny,
+                               times=None if times is None else times[start: start + chunk])
+    return out
+
+
+def times_of(model: Any, requests: list[Request], histories: list[list[Any]]) -> list[Any] | None:
+    """The times of each request's history, for a model that reads time (None for the others):
+    a stored user's stored times, a given history's ``times``. A history without them is a
+    ``DataError`` naming the request: scored by positions alone it would be silently worse."""
+    if not getattr(model, "reads_time", False):
+        return None
+    users = getattr(model, "user_histories", None)
+    out: list[Any] = []
+    for req, hist in zip(requests, histories, strict=True):
+        if req.history is None:
+            stored = users.times_of([req.key]) if users is not None and req.key in users else None
+            out.append(stored[0] if stored else ([] if not hist else None))
+        else:
+            out.append(req.times if req.times is not None else ([] if not hist else None))
+        if out[-1] is None:
+            who = "the history" if req.key == "-" else f"the history of {req.key!r}"
+            raise DataError(f"{model.name} reads each history's timestamps: {who} comes without them "
+                            "(give its times, one per item: --times on the command line, a 'times' "
+                            "column in a batch file, \"times\" over HTTP)")
     return out
 
 

@@ -4,7 +4,8 @@
 ``users.npz`` holds NumPy arrays only (loaded with ``allow_pickle=False``): ``raw`` (user ids
 as text), ``raw_kind`` (the dtype kind of the original ids), ``offsets`` int64 ``[U + 1]``,
 ``items`` int32 (internal item ids, oldest first: the whole preprocessed history, training,
-validation and test items alike) and ``removed`` (user ids, as text, that preprocessing
+validation and test items alike), ``times`` int64 (their Unix seconds, where the data had real
+times) and ``removed`` (user ids, as text, that preprocessing
 dropped, so that an unknown user can be told apart from a filtered one).
 """
 
@@ -30,6 +31,9 @@ class UserHistories:
     offsets: np.ndarray
     items: np.ndarray
     removed: np.ndarray
+    times: np.ndarray | None = None
+    """Unix seconds of each stored item (aligned with ``items``), for models that read time;
+    None when the data had no real times."""
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -44,7 +48,8 @@ class UserHistories:
         if prepared.source_users is not None:
             before = np.unique(np.asarray(prepared.source_users).astype(str))
             removed = np.setdiff1d(before, np.asarray(prepared.user_raw).astype(str))
-        return cls(raw, np.asarray(seqs.offsets, np.int64), np.asarray(seqs.items, np.int32), removed)
+        times = np.asarray(seqs.timestamps, np.int64) if seqs.timestamps is not None and seqs.has_time else None
+        return cls(raw, np.asarray(seqs.offsets, np.int64), np.asarray(seqs.items, np.int32), removed, times)
 
     def __contains__(self, raw_id: Any) -> bool:
         return str(raw_id) in self._index()
@@ -77,15 +82,26 @@ class UserHistories:
         pos = [index[str(u)] for u in raw_ids]
         return [self.items[self.offsets[p]: self.offsets[p + 1]].astype(np.int64) for p in pos]
 
+    def times_of(self, raw_ids: list[Any]) -> list[list[int]] | None:
+        """Unix seconds of each user's stored items (None when none were stored)."""
+        if self.times is None:
+            return None
+        index = self._index()
+        pos = [index[str(u)] for u in raw_ids]
+        return [self.times[self.offsets[p]: self.offsets[p + 1]].tolist() for p in pos]
+
     def raw_histories(self, raw_ids: list[Any], vocab: Any) -> list[list[Any]]:
         """Raw item ids of each user's stored history, oldest first."""
         return [list(vocab.decode(ids)) for ids in self.internal(raw_ids)]
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The arrays of ``users.npz`` (no object arrays: loadable without pickle)."""
-        return {**text_arrays.pack("raw", self.raw.tolist()), "raw_kind": np.array(self.raw.dtype.kind),
-                "offsets": self.offsets, "items": self.items,
-                **text_arrays.pack("removed", self.removed.tolist())}
+        out = {**text_arrays.pack("raw", self.raw.tolist()), "raw_kind": np.array(self.raw.dtype.kind),
+               "offsets": self.offsets, "items": self.items,
+               **text_arrays.pack("removed", self.removed.tolist())}
+        if self.times is not None:
+            out["times"] = np.asarray(self.times, np.int64)
+        return out
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray], source: str = FILE) -> UserHistories:
@@ -99,7 +115,10 @@ class UserHistories:
             raise DataError(f"{source}: no array {exc} (not a seqrec users file)") from None
         if offsets.ndim != 1 or len(offsets) != len(raw) + 1 or offsets[-1] != len(items):
             raise DataError(f"{source}: offsets do not match the users and items it holds")
-        return cls(raw.astype(np.int64) if kind in "iu" else raw, offsets, items, removed)
+        times = arrays.get("times")
+        if times is not None and (times.shape != items.shape or times.dtype.kind not in "iu"):
+            raise DataError(f"{source}: times do not match the items it holds")
+        return cls(raw.astype(np.int64) if kind in "iu" else raw, offsets, items, removed, times)
 
 
 def _show(ids: list[Any]) -> str:

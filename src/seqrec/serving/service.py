@@ -9,7 +9,9 @@ at runtime, and the model class is local to ``create_app``.)
 
 Endpoints: ``GET /health``, ``GET /info``, ``POST /recommend`` with
 ``{"history": [raw ids, oldest first], "k": 10, "exclude_seen": true}`` or ``{"user": id}``
-(the user's history stored in the artifact; ``GET /recommend?user=42&k=5`` or
+(the user's history stored in the artifact), plus ``"times": [one per history item]`` for a model
+that reads time (``/info`` lists its ``inputs``; without them such a model answers 422)
+(``GET /recommend?user=42&k=5`` or
 ``?history=a,b,c`` takes the same fields as query parameters), and ``POST /recommend/batch`` with
 ``{"requests": [{"history": [...]} or {"user": id}, ...], "k": 10}`` (at most 1,000 requests,
 answered in one scoring pass). Both take ``"allow": [ids]`` (recommend only these) and
@@ -59,6 +61,8 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
     class Query(BaseModel):
         model_config = ConfigDict(extra="forbid")
         history: list[Id] = Field(default_factory=list, max_length=100_000)
+        # one per history item (Unix seconds or ISO dates), for a model that reads time (/info)
+        times: list[Id] | None = Field(None, max_length=100_000)
         user: Id | None = None
 
     class Options(BaseModel):
@@ -122,14 +126,18 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
 
     @app.get("/info")
     def info() -> dict[str, Any]:
-        return {"model": model.name, "n_items": model.n_items, "artifact": str(artifact)}
+        return {"model": model.name, "n_items": model.n_items, "artifact": str(artifact),
+                "inputs": ["items", "timestamps"] if model.reads_time else ["items"]}
 
     def answer(queries: list[Any], opts: Any) -> list[dict[str, Any]]:
         from seqrec.serving.batch import Request, recommend_requests
 
         if any(q.user is not None and q.history for q in queries):
             raise HTTPException(status_code=422, detail="give either 'history' or 'user', not both")
-        reqs = [Request(q.user) if q.user is not None else Request(None, q.history) for q in queries]
+        if any(q.times is not None and q.user is not None for q in queries):
+            raise HTTPException(status_code=422, detail="'times' goes with 'history', not with 'user' "
+                                                        "(a stored user's times are stored)")
+        reqs = [Request(q.user) if q.user is not None else Request(None, q.history, q.times) for q in queries]
         try:
             recs = recommend_requests(model, reqs, opts.k, opts.exclude_seen, opts.allow, opts.deny,
                                       unknown_users=opts.unknown_users)
@@ -161,7 +169,7 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
     return app
 
 
-_LIST_FIELDS = ("history", "allow", "deny")
+_LIST_FIELDS = ("history", "times", "allow", "deny")
 
 
 def _example_query(model: Any) -> str:

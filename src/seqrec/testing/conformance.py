@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from seqrec.data.batching import SequenceBatch, inference_batch
-from seqrec.errors import ConfigError
+from seqrec.errors import ConfigError, DataError
 from seqrec.models.base import Recommender
 from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 
@@ -249,13 +249,22 @@ def check_exclude_seen(model_cls, config_kwargs: dict[str, Any]) -> None:
     model = fitted(model_cls, config_kwargs)
     seqs, *_ = _data()
     raw = [list(model.vocab.decode(seqs.row(r))) for r in range(6)]
-    for hist, rec in zip(raw, model.recommend(raw, k=5, exclude_seen=True), strict=True):
+    # a model trained with time reads the histories' times, and refuses histories without
+    times = [seqs.row_times(r).tolist() for r in range(6)] if model.reads_time else None
+    if model.reads_time:
+        try:
+            model.recommend(raw, k=5)
+        except DataError as exc:
+            assert "reads them when it scores" in str(exc), exc
+        else:
+            raise AssertionError(f"{model.name} reads time but scored histories without times")
+    for hist, rec in zip(raw, model.recommend(raw, k=5, exclude_seen=True, times=times), strict=True):
         assert len(rec.items) == 5 and not set(rec.items) & set(hist), (hist, rec.items)
         # raw ids come back as the Python values users compare and print, not numpy scalars
         assert all(type(i) in (int, str) for i in rec.items), [type(i) for i in rec.items]
     # without the filter, the top item of a history ending in i is mostly a seen item or not;
     # only check the call shape and ordering
-    for rec in model.recommend(raw, k=5, exclude_seen=False):
+    for rec in model.recommend(raw, k=5, exclude_seen=False, times=times):
         assert len(rec.items) == 5 and rec.scores == sorted(rec.scores, reverse=True)
     check_top_k(model)
 
