@@ -193,8 +193,8 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
     # a budget spent before training starts: the trainer stops after its first step
     cut = reproduce(table, runs, budget_seconds=1e-3, **dirs).planned[0]
     assert cut.cached is None and cut.partial is not None and cut.partial["partial"]
-    # the unfinished run's checkpoint is kept in the state dir, so a fresh checkout resumes it
-    # (compressed: the state dir is committed)
+    # the unfinished run's checkpoint is kept in the state dir (compressed), so that a cleaned
+    # run directory resumes from it
     assert (dirs["state_dir"] / cut.key / "last.pt.xz").exists()
     assert not (dirs["state_dir"] / cut.key / "last.pt").exists()
     import shutil
@@ -317,35 +317,40 @@ def test_a_state_too_large_to_keep_is_copied_plain(tmp_path, monkeypatch):
     assert runner.restore_state(fresh, state) and (fresh / "last.pt").read_bytes() == big
 
 
-def test_a_state_too_large_to_commit_is_invisible_to_git_until_it_shrinks(tmp_path, monkeypatch):
-    """``git add reproduce-state`` must not pick up a state over the kept size."""
+def test_the_state_folder_is_local_ignored_by_git_and_configurable(monkeypatch):
+    """Checkpoints are never committed: the default state folder is ignored by the checkout's
+    .gitignore, the old committed folder is gone, and $SEQREC_STATE_DIR moves it."""
     import shutil
 
-    from seqrec.reproduce import runner
+    from seqrec.reproduce.harness import DEFAULT_STATE_DIR, STATE_ENV, default_state_dir
 
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    monkeypatch.setattr(runner, "STATE_KEEP_BYTES", 1000)
-    monkeypatch.setattr(runner, "PACK_MAX_RAW_BYTES", 2000)
-    repo = tmp_path / "repo"
-    run_dir, state = tmp_path / "runs" / "k1", repo / "reproduce-state"
-    run_dir.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.delenv(STATE_ENV, raising=False)
+    assert default_state_dir() == DEFAULT_STATE_DIR
+    monkeypatch.setenv(STATE_ENV, "/somewhere/else")
+    assert default_state_dir() == Path("/somewhere/else")
+    root = Path(__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)  # noqa: E731
+    assert git("check-ignore", "-q", f"{DEFAULT_STATE_DIR}/0123456789abcdef/last.pt.xz").returncode == 0
+    assert git("ls-files", "reproduce-state", str(DEFAULT_STATE_DIR)).stdout == ""
 
-    def untracked() -> list[str]:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
-                             capture_output=True, text=True, check=True).stdout
-        return sorted(line[3:] for line in out.splitlines())
 
-    (run_dir / "last.pt").write_bytes(bytes(range(256)) * 16)  # 4 kB: over the kept size
-    (run_dir / "run.json").write_text("{}")
-    runner.save_state(run_dir, state, finished=False)
-    assert (state / "k1" / "last.pt").exists() and untracked() == []
-    (run_dir / "last.pt").write_bytes(b"\0" * 500)  # under it again: committed as usual
-    runner.save_state(run_dir, state, finished=False)
-    assert untracked() == ["reproduce-state/k1/last.pt.xz", "reproduce-state/k1/run.json"]
-    runner.save_state(run_dir, state, finished=True)
-    assert not (state / "k1").exists()
+def test_a_run_started_elsewhere_without_its_state_restarts_and_says_so(tmp_path):
+    """A fresh clone has the partial record of an unfinished run but not its checkpoint."""
+    import shutil
+
+    table = load_table(_table(tmp_path, epochs=2))
+    runs = table.select(models={"sasrec"}, seeds={0})
+    dirs = _dirs(tmp_path)
+    cut = reproduce(table, runs, budget_seconds=1e-3, **dirs).planned[0]
+    assert cut.partial is not None
+    shutil.rmtree(dirs["runs_dir"])
+    shutil.rmtree(dirs["state_dir"])
+    said: list[str] = []
+    done = reproduce(table, runs, on_event=said.append, **dirs).planned[0]
+    assert done.cached is not None
+    assert any("no saved state for sasrec seed 0: starting from epoch 0" in line for line in said), said
 
 
 def _cli(path: Path, *options: str) -> list[str]:

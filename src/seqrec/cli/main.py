@@ -172,9 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--results-dir", default="docs/reproduce/runs", help="run records (default docs/reproduce/runs)")
     rp.add_argument("--report-dir", default="docs/reproduce",
                     help="reports (default docs/reproduce; only the default one regenerates README.md's results)")
-    rp.add_argument("--state-dir", default="reproduce-state", help="where unfinished runs keep their "
-                    "checkpoint when the budget stops them, to resume on another checkout "
-                    "(default reproduce-state; 'none' disables)")
+    rp.add_argument("--state-dir", default=None, help="local folder where unfinished runs keep their "
+                    "checkpoint (never committed; default $SEQREC_STATE_DIR, else .seqrec-state; "
+                    "'none' disables)")
 
     sub.add_parser("doctor", help="what this installation can do: versions, PyTorch build and "
                                   "devices, extras, data folders (paste it into a bug report)")

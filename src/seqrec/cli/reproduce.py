@@ -10,7 +10,7 @@ from pathlib import Path
 
 from seqrec.cli.table import format_table
 from seqrec.errors import ConfigError
-from seqrec.reproduce.runner import STATE_KEEP_BYTES, is_training, resume_source
+from seqrec.reproduce.runner import is_training
 from seqrec.stop import Interrupted
 
 
@@ -64,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         raise ConfigError(f"no run of table {table.name!r} matches the selection")
     runs_dir, results_dir, report_dir = Path(args.runs_dir), Path(args.results_dir), Path(args.report_dir)
+    state_dir = _state_dir(args.state_dir)
     if args.dry_run or args.report_only:
         planned = plan(table, runs, runs_dir, results_dir)
-        state_dir = None if args.state_dir == "none" else Path(args.state_dir)
         rows = [[p.spec.run_id, p.spec.seed, p.spec.model, p.spec.dataset, p.key,
                  _status(p, runs_dir, state_dir)] for p in planned]
         print(format_table(["run", "seed", "model", "dataset", "key", "status"], rows))
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = reproduce(table, runs, workers=args.workers, threads=args.threads,
                             budget_seconds=budget, runs_dir=runs_dir, results_dir=results_dir,
                             report_dir=report_dir, on_event=lambda msg: print(msg, flush=True),
-                            state_dir=None if args.state_dir == "none" else Path(args.state_dir))
+                            state_dir=state_dir)
     except Interrupted as exc:
         print(f"interrupted: {exc}", file=sys.stderr, flush=True)
         return 128 + (exc.signum or signal.SIGINT)  # the shell's code for death by that signal
@@ -96,6 +96,15 @@ def run(args: argparse.Namespace) -> int:
     return 1 if outcome.failed or outcome.skipped else 0
 
 
+def _state_dir(option: str | None) -> Path | None:
+    """``--state-dir``: a folder, 'none' (no state kept), or unset (the harness's default)."""
+    from seqrec.reproduce.harness import default_state_dir
+
+    if option is None:
+        return default_state_dir()
+    return None if option == "none" else Path(option)
+
+
 def _status(p, runs_dir: Path, state_dir: Path | None) -> str:
     """A planned run's state for the dry-run table; for an unfinished run, how far it got and
     whether the same command would resume it here or start it over."""
@@ -105,18 +114,15 @@ def _status(p, runs_dir: Path, state_dir: Path | None) -> str:
         return "no data" + (" (partial)" if p.partial else "")
     if is_training(runs_dir / p.key):
         return "training now" + _live_progress(runs_dir / p.key)
-    from seqrec.reproduce import peers
+    from seqrec.reproduce.harness import resume_source
 
-    # a peer worker keeps its own checkpoint layout (ckpt/last.pth + worker_state.json)
-    source = peers.resume_source if peers.is_peer(p.spec.experiment.model) else resume_source
-    found = source(runs_dir / p.key, state_dir)
+    found = resume_source(p, runs_dir, state_dir)
     if found is None:
         resume = "no checkpoint here: restarts"
     else:
         path, size = found
         where = "run dir" if runs_dir / p.key in (path, *path.parents) else "saved state"
-        local = ", too big to commit" if where == "saved state" and size > STATE_KEEP_BYTES else ""
-        resume = f"resumes from its {where} ({size / 1e6:.1f} MB{local})"
+        resume = f"resumes from its {where} ({size / 1e6:.1f} MB)"
     if not p.partial:
         return "to train" if found is None else f"to train; {resume}"
     r = p.partial

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import EllipsisType
 from typing import Any, Callable
 
 from seqrec import stop
@@ -35,7 +37,10 @@ log = logging.getLogger(__name__)
 RUNS_DIR = Path("runs") / "reproduce"
 RESULTS_DIR = Path("docs") / "reproduce" / "runs"
 REPORT_DIR = Path("docs") / "reproduce"
-STATE_DIR = Path("reproduce-state")  # committed checkpoints of unfinished runs
+STATE_ENV = "SEQREC_STATE_DIR"
+DEFAULT_STATE_DIR = Path(".seqrec-state")
+"""Where unfinished runs keep their checkpoints by default: a local folder of the working
+directory, ignored by git (checkpoints are never committed; a fresh clone restarts them)."""
 # after a stop request, how long workers get to finish their step, checkpoint, evaluate the best
 # weights so far and write the partial record before they are killed
 STOP_GRACE_SECONDS = 60.0
@@ -68,6 +73,31 @@ class Outcome:
     skipped: dict[str, str] = field(default_factory=dict)
     """Unfinished runs whose dataset is not on this machine: run id -> why."""
     report: Path | None = None
+
+
+def default_state_dir() -> Path:
+    """``$SEQREC_STATE_DIR`` when set, else :data:`DEFAULT_STATE_DIR` (relative to the working
+    directory)."""
+    return Path(os.environ.get(STATE_ENV) or DEFAULT_STATE_DIR)
+
+
+def resume_source(p: Planned, runs_dir: Path, state_dir: Path | None) -> tuple[Path, int] | None:
+    """The checkpoint a planned run would resume from here and its size (None: it restarts);
+    a peer row keeps its worker's own layout."""
+    from seqrec.reproduce import peers
+
+    source = peers.resume_source if peers.is_peer(p.spec.model) else runner.resume_source
+    return source(Path(runs_dir) / p.key, state_dir)
+
+
+def restart_note(p: Planned, runs_dir: Path, state_dir: Path | None) -> str | None:
+    """A line for a run that was started before (it has a partial record, e.g. made on another
+    machine) but whose checkpoint is neither in its run directory nor in the state dir here."""
+    if p.partial is None or resume_source(p, runs_dir, state_dir) is not None:
+        return None
+    where = "no state dir" if state_dir is None else f"nothing in {state_dir}"
+    return (f"  no saved state for {p.spec.run_id} seed {p.spec.seed}: starting from epoch 0 "
+            f"({where}; its partial record stopped at epoch {p.partial.get('epochs')})")
 
 
 def run_command(table: Table, spec: RunSpec) -> str:
@@ -116,10 +146,15 @@ def reproduce(
     runs_dir: Path = RUNS_DIR,
     results_dir: Path = RESULTS_DIR,
     report_dir: Path | None = REPORT_DIR,
-    state_dir: Path | None = STATE_DIR,
+    state_dir: Path | None | EllipsisType = ...,
     on_event: Callable[[str], None] | None = None,
 ) -> Outcome:
-    """Train every unfinished run of ``runs`` (default: all), then write the table's report."""
+    """Train every unfinished run of ``runs`` (default: all), then write the table's report.
+
+    ``state_dir``: where unfinished runs keep their checkpoints (default
+    :func:`default_state_dir`; None keeps none beyond the run directories)."""
+    if state_dir is ...:
+        state_dir = default_state_dir()
     if workers < 1 or threads < 1:
         raise ConfigError(f"workers and threads must be >= 1, got {workers} and {threads}")
     say = on_event or (lambda msg: log.info(msg))
@@ -137,6 +172,10 @@ def reproduce(
                                    if outcome.skipped else ""))
     for run_id, why in outcome.skipped.items():
         say(f"  skipped {run_id}: {why}")
+    for p in todo:
+        note = restart_note(p, runs_dir, None if state_dir is None else Path(state_dir))
+        if note:
+            say(note)
 
     def finished(p: Planned, record: dict[str, Any]) -> None:
         if record.get("partial"):

@@ -361,8 +361,8 @@ def _lists(work: Path, name: str) -> np.ndarray:
     return np.load(work / name)
 
 
-# What a resumable worker (RecBole's, RecTools') leaves for its next call; kept in the committed
-# state dir while the run is unfinished, so that a fresh checkout continues it. The per-epoch
+# What a resumable worker (RecBole's, RecTools') leaves for its next call; kept in the local
+# state dir while the run is unfinished. The per-epoch
 # validation lists are not kept (on ML-1M one is 1 MB): their scores are, in CURVE_SCORES, and
 # the checkpoints are packed like a seqrec run's (``runner.pack_checkpoint``, ``<name>.xz``).
 STATE_GLOBS = ("identity.json", "worker_state.json", "curve_scores.json")
@@ -395,11 +395,6 @@ def save_state(work: Path, state_dir: Path | None, finished: bool) -> None:
             target = dst / f"{name}.xz"
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(runner.pack_checkpoint((work / name).read_bytes()))
-    size = sum(f.stat().st_size for f in dst.rglob("*") if f.is_file())
-    runner.mark_local_only(dst, size)
-    if size > runner.STATE_KEEP_BYTES:
-        log.warning("peer state %s is %.1f MB: above the %.0f MB meant to be committed", dst, size / 1e6,
-                    runner.STATE_KEEP_BYTES / 1e6)
 
 
 def resume_source(work: Path, state_dir: Path | None) -> tuple[Path, int] | None:

@@ -152,20 +152,13 @@ def prepared_data(spec: RunSpec):
 STATE_FILES = ("last.pt", "run.json", "identity.json", "validation.jsonl")
 # The checkpoint is kept xz-compressed in the state dir, its bytes first split into the four
 # byte planes of float32 words (see ``pack_checkpoint``): the planes of signs and exponents are
-# nearly constant and compress well, where interleaved with the mantissas they do not. Plain xz
-# saved 8-10% (BERT4Rec ML-1M 5.53 -> 5.01 MB); byte planes save 18-20% (5.53 -> 4.50 MB, FISM
-# 7.10 -> 5.71 MB). ``last.pt`` (uncompressed) and plain-xz packs of older code are still read.
+# nearly constant and compress well, where interleaved with the mantissas they do not (plain xz
+# saves little on float weights). ``last.pt`` (uncompressed) and plain-xz packs are still read.
 PACKED_CHECKPOINT = "last.pt.xz"
 _PLANES_MAGIC = b"seqrec-planes4\n"
-STATE_KEEP_BYTES = 5_000_000
-"""States above this are written but not meant to be committed (the harness says so)."""
-LOCAL_ONLY_MARKER = ".gitignore"
-"""Written into a state directory that is over ``STATE_KEEP_BYTES`` (content ``*``), so that
-``git add reproduce-state`` leaves it out; removed when the state shrinks under the limit."""
-PACK_MAX_RAW_BYTES = 2 * STATE_KEEP_BYTES
-"""Checkpoints larger than this are copied plain: packing cannot bring them under the kept size
-(it saves about 10%), and xz at this size takes tens of seconds of a busy core, longer than a
-stop's grace period (a 40 MB SASRec Sports state was killed while being packed)."""
+PACK_MAX_RAW_BYTES = 10_000_000
+"""Checkpoints larger than this are copied plain: xz at this size takes tens of seconds of a
+busy core, longer than a stop's grace period."""
 
 
 def pack_checkpoint(data: bytes) -> bytes:
@@ -206,7 +199,7 @@ def resume_source(run_dir: Path, state_dir: Path | None) -> tuple[Path, int] | N
 
 
 def restore_state(run_dir: Path, state_dir: Path | None) -> bool:
-    """Seed an absent checkpoint directory from the committed state of an unfinished run."""
+    """Seed an absent checkpoint directory from the saved state of an unfinished run."""
     src = None if state_dir is None else state_dir / run_dir.name
     ckpt = None if src is None else _state_checkpoint(src)
     if ckpt is None or (run_dir / "last.pt").exists():
@@ -224,14 +217,14 @@ def restore_state(run_dir: Path, state_dir: Path | None) -> bool:
 
 
 def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
-    """Keep an unfinished run's checkpoint where it survives a fresh checkout (the state dir
-    is committed; the checkpoint xz-compressed); a finished run's state is dropped, its record
-    is the cache."""
+    """Keep an unfinished run's checkpoint in the local state dir (xz-compressed), where it
+    survives the run directory being cleaned; a finished run's state is dropped, its record is
+    the cache. The state dir is never committed (see :func:`seqrec.reproduce.harness.default_state_dir`)."""
     if state_dir is None:
         return
     dst = state_dir / run_dir.name
     if finished:
-        for name in (*STATE_FILES, PACKED_CHECKPOINT, LOCAL_ONLY_MARKER):
+        for name in (*STATE_FILES, PACKED_CHECKPOINT):
             (dst / name).unlink(missing_ok=True)
         if dst.exists() and not any(dst.iterdir()):
             dst.rmdir()
@@ -248,24 +241,8 @@ def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
             else:
                 atomic_write(dst / "last.pt", lambda fh, data=data: fh.write(data))
                 (dst / PACKED_CHECKPOINT).unlink(missing_ok=True)  # an older packed one
-            mark_local_only(dst, len(data))
-            if len(data) > STATE_KEEP_BYTES:
-                log.warning("the saved state of %s is %.1f MB (over the %.0f MB kept in the "
-                            "repository): it resumes on this machine only", run_dir.name,
-                            len(data) / 1e6, STATE_KEEP_BYTES / 1e6)
         else:
             atomic_write(dst / name, lambda fh, data=data: fh.write(data))
-
-
-def mark_local_only(state: Path, size: int) -> None:
-    """Make a state directory over ``STATE_KEEP_BYTES`` invisible to git (a ``.gitignore`` of
-    ``*`` inside it), and visible again once it is back under the limit."""
-    marker = state / LOCAL_ONLY_MARKER
-    if size > STATE_KEEP_BYTES:
-        state.mkdir(parents=True, exist_ok=True)
-        marker.write_text("# over the size kept in the repository: resumes on this machine only\n*\n")
-    else:
-        marker.unlink(missing_ok=True)
 
 
 def execute(
