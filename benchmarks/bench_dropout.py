@@ -40,8 +40,8 @@ from torch import nn
 
 from seqrec.models import layers
 from seqrec.registry import get_model
-from seqrec.reproduce import load_table
-from seqrec.reproduce.runner import prepared_data
+from seqrec_lab import load_table
+from seqrec_lab.runner import prepared_data
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = (("lrurec", "sasrec-ml1m"), ("lrurec", "lrurec-ml1m"), ("hstu", "hstu-ml1m"),

@@ -42,8 +42,8 @@ CHILD = r"""
 import dataclasses, json, resource, sys, time
 import numpy as np, torch
 from seqrec.registry import get_model
-from seqrec.reproduce import load_table
-from seqrec.reproduce.runner import prepared_data
+from seqrec_lab import load_table
+from seqrec_lab.runner import prepared_data
 torch.set_num_threads(1)
 table, run_id, users = sys.argv[1], sys.argv[2], int(sys.argv[3])
 spec = load_table(table).select(run_ids={run_id})[0]

@@ -4,7 +4,7 @@ table's RecBole ML-1M row feasible without a GPU?).
 The peers table trains RecBole's SASRec with its own trainer on the harness's split, written in
 RecBole's session format: every transition of every training history is a sequence of its own
 (padded to ``max_len``), which is what RecBole's sequential augmentation does
-(``benchmarks/peers/peer_recbole.py``). This script builds exactly that dataset and model (the
+(``src/seqrec_lab/workers/peer_recbole.py``). This script builds exactly that dataset and model (the
 worker's own code, ``time_batches`` mode), times RecBole's training step (``calculate_loss``,
 backward, Adam step) on the first batches of an epoch, and multiplies by the batches per epoch.
 Nothing is trained to the end and no accuracy is claimed.
@@ -26,7 +26,7 @@ import statistics
 from pathlib import Path
 
 from seqrec.evaluation.results import base_record, hardware_line
-from seqrec.reproduce import load_table, peers, runner
+from seqrec_lab import load_table, peers, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results"

@@ -28,7 +28,7 @@ from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.experiment import prepare_data
 from seqrec.models.sasrec import SASRecConfig
 from seqrec.models.torch_recommender import resolved_batch, targets_per_row, training_rows
-from seqrec.reproduce.spec import load_table
+from seqrec_lab.spec import load_table
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = ("sasrec-ref-d02-p30-lr3-sliding-t1024-ml100k", "sasrec-ref-d02-p30-lr3-sliding-t1024-mls",

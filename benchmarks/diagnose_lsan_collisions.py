@@ -42,9 +42,9 @@ import torch
 from seqrec.evaluation.ranking import seen_positions
 from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.registry import get_model
-from seqrec.reproduce.harness import plan
-from seqrec.reproduce.runner import prepared_data
-from seqrec.reproduce.spec import load_table
+from seqrec_lab.harness import plan
+from seqrec_lab.runner import prepared_data
+from seqrec_lab.spec import load_table
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results"

@@ -37,9 +37,9 @@ import torch
 from seqrec.data.sources import load
 from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import base_record, hardware_line
-from seqrec.reproduce.harness import plan
-from seqrec.reproduce.runner import prepared_data
-from seqrec.reproduce.spec import load_table
+from seqrec_lab.harness import plan
+from seqrec_lab.runner import prepared_data
+from seqrec_lab.spec import load_table
 
 from diagnose_lsan_collisions import load_trained  # benchmarks/ is on sys.path when run
 

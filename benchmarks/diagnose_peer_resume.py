@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from seqrec.evaluation.results import base_record, hardware_line
-from seqrec.reproduce import load_table, peers, runner
+from seqrec_lab import load_table, peers, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results"

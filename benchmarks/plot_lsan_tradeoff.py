@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 
 from seqrec.evaluation.results import base_record, hardware_line
-from seqrec.reproduce.harness import RESULTS_DIR, RUNS_DIR, plan
-from seqrec.reproduce.spec import load_table
+from seqrec_lab.harness import RESULTS_DIR, RUNS_DIR, plan
+from seqrec_lab.spec import load_table
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "results"

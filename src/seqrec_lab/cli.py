@@ -1,4 +1,9 @@
-"""``seqrec reproduce NAME``: argument handling and terminal output of the harness."""
+"""``seqrec reproduce NAME``: argument handling and terminal output of the harness.
+
+:data:`COMMAND` is the ``seqrec.commands`` entry point ``reproduce`` (``pyproject.toml``): the
+library's CLI discovers it (:mod:`seqrec.cli.plugins`) without importing this package by name.
+Loaded for every ``seqrec`` call, so this module imports nothing heavy at its top.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,7 @@ from pathlib import Path
 
 from seqrec.cli.table import format_table
 from seqrec.errors import ConfigError
-from seqrec.reproduce.runner import is_training
 from seqrec.stop import Interrupted
-
 
 DEFAULT_REPORT_DIR = "docs/reproduce"
 """The checkout's reports: the only ``--report-dir`` whose tables feed the README's results."""
@@ -26,7 +29,7 @@ def parse_duration(text: str | None) -> float | None:
         return None
     m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?"
                      r"\s*(?:(\d+(?:\.\d+)?)\s*s?)?\s*", text)
-    seconds = sum(float(v) * unit for v, unit in zip(m.groups(), _UNIT_SECONDS) if v) if m else 0.0
+    seconds = sum(float(v) * unit for v, unit in zip(m.groups(), _UNIT_SECONDS, strict=True) if v) if m else 0.0
     if seconds <= 0:
         raise ConfigError(f"--budget must be a positive duration like 90m, 2h, 2h30m or 3600s, "
                           f"got {text!r}")
@@ -45,14 +48,14 @@ def _csv(text: str | None, cast=str):
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    from seqrec.reproduce.harness import plan, reproduce
-    from seqrec.reproduce.report import write_report
-    from seqrec.reproduce.spec import load_table
+    from seqrec_lab.harness import plan, reproduce
+    from seqrec_lab.report import write_report
+    from seqrec_lab.spec import load_table
 
     # one line per validation of every run (the inline path; workers configure their own)
     logging.getLogger("seqrec.training.trainer").setLevel(logging.INFO)
     if args.name is None:  # `seqrec reproduce` alone: what there is to reproduce
-        from seqrec.reproduce.spec import table_titles
+        from seqrec_lab.spec import table_titles
 
         print(format_table(["table", "title"], [[n, t] for n, t in table_titles()]))
         print("\nseqrec reproduce TABLE --dry-run lists its runs; seqrec reproduce TABLE trains them "
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _state_dir(option: str | None) -> Path | None:
     """``--state-dir``: a folder, 'none' (no state kept), or unset (the harness's default)."""
-    from seqrec.reproduce.harness import default_state_dir
+    from seqrec_lab.harness import default_state_dir
 
     if option is None:
         return default_state_dir()
@@ -112,9 +115,11 @@ def _status(p, runs_dir: Path, state_dir: Path | None) -> str:
         return "cached (no data here)" if p.unavailable else "cached"
     if p.unavailable:
         return "no data" + (" (partial)" if p.partial else "")
+    from seqrec_lab.runner import is_training
+
     if is_training(runs_dir / p.key):
         return "training now" + _live_progress(runs_dir / p.key)
-    from seqrec.reproduce.harness import resume_source
+    from seqrec_lab.harness import resume_source
 
     found = resume_source(p, runs_dir, state_dir)
     if found is None:
@@ -163,9 +168,47 @@ def _readme(report_dir: Path) -> None:
     its own report directory: a scratch ``--report-dir`` holds other tables' reports (or one
     scratch table's), and the section is rebuilt whole from the directory, so it would replace
     the checkout's results with them."""
-    from seqrec.reproduce.readme import update_readme
+    from seqrec_lab.readme import update_readme
 
     if report_dir.resolve() != Path(DEFAULT_REPORT_DIR).resolve():
         return
     if update_readme(Path("README.md"), report_dir):
         print("README.md: results section regenerated from the reports")
+
+
+class ReproduceCommand:
+    """``seqrec reproduce``: the ``seqrec.commands`` plugin protocol (help, add_arguments, run)."""
+
+    help = ("run a paper's table (configs/reproduce/NAME.toml) and write its report "
+            "(docs/reproduce/NAME.md/.html)")
+
+    @staticmethod
+    def add_arguments(rp: argparse.ArgumentParser) -> None:
+        rp.add_argument("name", nargs="?", help="table name (configs/reproduce/NAME.toml) or a path to a "
+                        "table file; none: list the tables")
+        rp.add_argument("--models", help="only these models (comma-separated registry names)")
+        rp.add_argument("--datasets", help="only these datasets (comma-separated)")
+        rp.add_argument("--seeds", help="only these seeds (comma-separated integers)")
+        rp.add_argument("--runs", help="only these run ids (comma-separated)")
+        rp.add_argument("--workers", type=int, default=1, help="runs trained at once, one process each")
+        rp.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+        rp.add_argument("--budget", help="wall-clock budget (e.g. 90m, 2h, 2h30m, 3600s): unfinished runs "
+                        "checkpoint and report their best so far; the same command continues them")
+        rp.add_argument("--dry-run", action="store_true", help="list the runs and what is cached; train nothing")
+        rp.add_argument("--report-only", action="store_true", help="rewrite the report from the recorded runs")
+        rp.add_argument("--runs-dir", default="runs/reproduce", help="checkpoints (default runs/reproduce)")
+        rp.add_argument("--results-dir", default="docs/reproduce/runs",
+                        help="run records (default docs/reproduce/runs)")
+        rp.add_argument("--report-dir", default=DEFAULT_REPORT_DIR,
+                        help=f"reports (default {DEFAULT_REPORT_DIR}; only the default one regenerates "
+                             f"its results overview, {DEFAULT_REPORT_DIR}/README.md)")
+        rp.add_argument("--state-dir", default=None, help="local folder where unfinished runs keep their "
+                        "checkpoint (never committed; default $SEQREC_STATE_DIR, else .seqrec-state; "
+                        "'none' disables)")
+
+    @staticmethod
+    def run(args: argparse.Namespace) -> int:
+        return run(args)
+
+
+COMMAND = ReproduceCommand()

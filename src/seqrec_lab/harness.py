@@ -9,7 +9,7 @@ same way: every worker is asked to stop (a shared event, checked by the trainer 
 gets :data:`STOP_GRACE_SECONDS` to checkpoint and write its partial record, and is killed after
 that; the report is written and ``reproduce`` raises :class:`~seqrec.stop.Interrupted`.
 A second signal, or a ``kill -9``, loses at most the steps since the last checkpoint (every
-:data:`~seqrec.reproduce.runner.CHECKPOINT_EVERY` steps) and never leaves a half-written file:
+:data:`~seqrec_lab.runner.CHECKPOINT_EVERY` steps) and never leaves a half-written file:
 records and reports are written atomically.
 """
 
@@ -28,9 +28,9 @@ from typing import Any, Callable
 
 from seqrec import stop
 from seqrec.errors import ConfigError, DataUnavailable
-from seqrec.reproduce import runner
-from seqrec.reproduce.index import RunIndex
-from seqrec.reproduce.spec import RunSpec, Table
+from seqrec_lab import runner
+from seqrec_lab.index import RunIndex
+from seqrec_lab.spec import RunSpec, Table
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def default_state_dir() -> Path:
 def resume_source(p: Planned, runs_dir: Path, state_dir: Path | None) -> tuple[Path, int] | None:
     """The checkpoint a planned run would resume from here and its size (None: it restarts);
     a peer row keeps its worker's own layout."""
-    from seqrec.reproduce import peers
+    from seqrec_lab import peers
 
     source = peers.resume_source if peers.is_peer(p.spec.model) else runner.resume_source
     return source(Path(runs_dir) / p.key, state_dir)
@@ -216,7 +216,7 @@ def reproduce(
                 _run_pool(todo, args, workers, threads, collect, say, runs_dir)
         finally:
             if report_dir is not None:  # the report always shows the whole table
-                from seqrec.reproduce.report import write_report
+                from seqrec_lab.report import write_report
 
                 whole = planned if len(runs) == len(table.runs) else plan(table, table.runs, runs_dir, results_dir)
                 outcome.report = write_report(table, whole, Path(report_dir))

@@ -2,7 +2,7 @@
 
 Looking a run up by identity has to compare it with every stored record (a record made
 before a config field existed, or with another budget, is still the same run: see
-:func:`seqrec.reproduce.runner.compatible`). Done per planned run that was O(runs x records)
+:func:`seqrec_lab.runner.compatible`). Done per planned run that was O(runs x records)
 file reads of records that carry whole validation curves; a :class:`RunIndex` reads the exact
 key's file first and scans the directories at most once, on the first miss, keeping what it
 parsed. The on-disk layout is unchanged (``<results_dir>/<key>.json``, ``<key>.partial.json``,
@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seqrec.reproduce.runner import compatible, run_key
+from seqrec_lab.runner import compatible, run_key
 
 
 class RunIndex:

@@ -4,7 +4,7 @@ environment, scored by seqrec's evaluator.
 Design (the least intrusive one found): a run whose model name is ``peer:<library>``
 (``peer:rectools``, ``peer:recbole``) is an ordinary row of an ordinary table. The table parser
 (:mod:`.spec`) validates its parameters as a :class:`PeerConfig` instead of a registered model
-config, and :func:`seqrec.reproduce.runner.execute` hands it to :func:`execute` here instead of
+config, and :func:`seqrec_lab.runner.execute` hands it to :func:`execute` here instead of
 fitting a seqrec model. Everything else is the harness's: the identity and key (the peer's
 config, the data, split and evaluation sections, the data fingerprint, and a code version made of
 seqrec's version, the library's pinned version and the worker's revision), the cache, the worker
@@ -14,7 +14,7 @@ and never dependencies of seqrec: :func:`ensure_venv` installs each into ``<runs
 
 One peer run: the run's split (seqrec's own, from the table's data/split sections) is exported
 into the run directory (``split.npz`` and CSV files: seqrec's internal user and item ids), the
-library's worker script (``benchmarks/peers/peer_<library>.py``) trains there in a subprocess
+library's worker script (``seqrec_lab/workers/peer_<library>.py``) trains there in a subprocess
 with one torch thread and writes the top-k lists of the validation users (input: the training
 items) and of the test users (input: training + validation items, no refit), one validation list
 file per epoch, its training seconds per epoch and its peak resident memory. The lists are
@@ -136,7 +136,7 @@ def code_version(library: str) -> str:
 
 
 def identity(spec, fingerprint: str) -> dict[str, Any]:
-    """The run's identity, in the shape of :func:`seqrec.reproduce.runner.identity`."""
+    """The run's identity, in the shape of :func:`seqrec_lab.runner.identity`."""
     exp = spec.experiment
     cfg = peer_config(exp.model, exp.model_params, exp.seed)
     ident = {
@@ -154,11 +154,9 @@ def identity(spec, fingerprint: str) -> dict[str, Any]:
 
 # --- environment -----------------------------------------------------------------------------
 def worker_dir() -> Path:
-    """``benchmarks/peers`` of the checkout this package runs from (or of the working directory)."""
-    for root in (Path(__file__).resolve().parents[3], Path.cwd()):
-        if (root / "benchmarks" / "peers").is_dir():
-            return root / "benchmarks" / "peers"
-    raise SeqRecError("peer rows need the worker scripts of a seqrec checkout (benchmarks/peers/)")
+    """The peer worker scripts (:mod:`seqrec_lab.workers`): files of this package, so that an
+    installed package runs a peer row without a checkout."""
+    return Path(__file__).resolve().parent / "workers"
 
 
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -364,7 +362,7 @@ def _lists(work: Path, name: str) -> np.ndarray:
 # What a resumable worker (RecBole's, RecTools') leaves for its next call; kept in the local
 # state dir while the run is unfinished. The per-epoch
 # validation lists are not kept (on ML-1M one is 1 MB): their scores are, in CURVE_SCORES, and
-# the checkpoints are packed like a seqrec run's (``runner.pack_checkpoint``, ``<name>.xz``).
+# the checkpoints are packed like a seqrec run's (``store.pack_checkpoint``, ``<name>.xz``).
 STATE_GLOBS = ("identity.json", "worker_state.json", "curve_scores.json")
 STATE_CHECKPOINTS = ("ckpt/last.pth", "ckpt/best.pth")
 CURVE_SCORES = "curve_scores.json"
@@ -374,7 +372,7 @@ def save_state(work: Path, state_dir: Path | None, finished: bool) -> None:
     """Copy an unfinished peer run's resume files to ``state_dir/<key>`` (drop them once finished)."""
     import shutil
 
-    from seqrec.reproduce import runner
+    from seqrec_lab import store
 
     if state_dir is None:
         return
@@ -394,7 +392,7 @@ def save_state(work: Path, state_dir: Path | None, finished: bool) -> None:
         if (work / name).exists():
             target = dst / f"{name}.xz"
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(runner.pack_checkpoint((work / name).read_bytes()))
+            target.write_bytes(store.pack_checkpoint((work / name).read_bytes()))
 
 
 def resume_source(work: Path, state_dir: Path | None) -> tuple[Path, int] | None:
@@ -414,7 +412,7 @@ def restore_state(work: Path, state_dir: Path | None) -> bool:
     unpacked; plain ones, of older code, copied)."""
     import shutil
 
-    from seqrec.reproduce import runner
+    from seqrec_lab import store
 
     src = None if state_dir is None else state_dir / work.name
     if src is None or (work / "ckpt" / "last.pth").exists() or not (src / "worker_state.json").exists():
@@ -426,7 +424,7 @@ def restore_state(work: Path, state_dir: Path | None) -> bool:
         if rel.suffix == ".xz" and str(rel.with_suffix("")) in STATE_CHECKPOINTS:
             target = work / rel.with_suffix("")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(runner.unpack_checkpoint(path.read_bytes()))
+            target.write_bytes(store.unpack_checkpoint(path.read_bytes()))
         else:
             target = work / rel
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -460,10 +458,10 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
     """Train one peer row in its venv, score its lists, write its record (the harness's shape)."""
     from seqrec.evaluation.results import result_record
     from seqrec.experiment import evaluate_model
-    from seqrec.reproduce import runner
+    from seqrec_lab import store
 
     if deadline is not None and not first and time.time() >= deadline:
-        raise runner.BudgetSpent(f"{spec.run_id} seed {spec.seed}: not started, the time budget is spent")
+        raise store.BudgetSpent(f"{spec.run_id} seed {spec.seed}: not started, the time budget is spent")
     t_start = time.perf_counter()
     exp = spec.experiment
     cfg = peer_config(exp.model, exp.model_params, exp.seed)
@@ -472,11 +470,11 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
     too_deep = [k for k in exp.eval.ks if k > cfg.k]
     if too_deep:
         raise ConfigError(f"{spec.run_id}: eval.ks {too_deep} exceed the peer's list length k = {cfg.k}")
-    data = runner.prepared_data(spec)
+    data = store.prepared_data(spec)
     split = data.split
     work = (runs_dir / key).resolve()  # the worker runs inside it: no relative paths
     work.mkdir(parents=True, exist_ok=True)
-    lock = runner._lock(work)
+    lock = store._lock(work)
     (work / "identity.json").write_text(json.dumps({"key": key, "identity": ident}, indent=2))
     export_split(split, work)
     restore_state(work, state_dir)
@@ -513,7 +511,7 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
         peak_rss_mb=info.get("peak_rss_mb"), load_average=load.summary(),
         fit_wall_seconds_this_process=info["wall_seconds"], wall_seconds_this_process=time.perf_counter() - t_start,
         params=info.get("params"), validation_history=history,
-        breakdown=runner.breakdown(split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}),
+        breakdown=store.breakdown(split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}),
         data={"users": data.prepared.n_users, "items": data.prepared.n_items,
               "interactions": len(data.prepared.interactions),
               "preprocessing": list(data.prepared.interactions.notes)},
@@ -521,7 +519,7 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
         coverage_denominator={"valid": valid.coverage_denominator, "test": test.coverage_denominator},
     )
     record["command"] = command or record["command"]
-    runner.write_record(record, results_dir, key, partial)
+    store.write_record(record, results_dir, key, partial)
     save_state(work, state_dir, finished=not partial)
     lock.close()
     return record

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from seqrec.reproduce.peers import is_peer
+from seqrec_lab.peers import is_peer
 
 METRIC = "NDCG@10"
 

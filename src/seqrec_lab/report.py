@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrec.atomic import atomic_write
-from seqrec.reproduce.spec import Table
+from seqrec_lab.spec import Table
 
 Block = tuple  # ("h2", text) | ("p", text) | ("table", headers, rows) | ("img", name, png bytes)
 
@@ -104,7 +104,7 @@ def build_blocks(table: Table, planned) -> list[Block]:
             notes.setdefault(p.spec.label, p.spec.note)
     if notes:
         blocks.append(("p", "Notes: " + "; ".join(f"{k}: {v}" for k, v in notes.items()) + "."))
-    from seqrec.reproduce.peers_report import peer_blocks  # other libraries' rows, if any
+    from seqrec_lab.peers_report import peer_blocks  # other libraries' rows, if any
 
     blocks += peer_blocks(table, planned)
     denominators = sorted({str(r.get("coverage_denominator", {}).get("test", "catalogue"))

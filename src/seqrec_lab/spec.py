@@ -136,7 +136,7 @@ def table_titles(root: str | Path = ".") -> list[tuple[str, str]]:
 def _where_tables_are() -> str:
     """A hint for a run outside the checkout: the tables, reports and records are paths relative
     to the working directory, so the harness is run from the checkout's root."""
-    checkout = Path(__file__).resolve().parents[3]
+    checkout = Path(__file__).resolve().parents[2]
     if (checkout / "configs" / "reproduce").is_dir():
         return (f"The tables are in {checkout / 'configs' / 'reproduce'}: run `seqrec reproduce` from "
                 f"{checkout} (its reports and records are written under the working directory), "
@@ -176,7 +176,7 @@ def _experiment(sections: dict[str, Any], seed: int) -> Experiment:
     model/train keys as a ``PeerConfig`` and the other sections as any run's."""
     from dataclasses import replace
 
-    from seqrec.reproduce.peers import is_peer, peer_config
+    from seqrec_lab.peers import is_peer, peer_config
 
     name = str(sections["model"].get("name", ""))
     if not is_peer(name):
@@ -193,7 +193,7 @@ def _model_defaults(model: str, values: dict[str, Any], where: str) -> dict[str,
     from dataclasses import fields
 
     from seqrec.registry import get_model, model_names
-    from seqrec.reproduce.peers import FIELDS, is_peer
+    from seqrec_lab.peers import FIELDS, is_peer
 
     if not values:
         return {}

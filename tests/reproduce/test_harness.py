@@ -13,8 +13,8 @@ import pytest
 
 import seqrec
 from seqrec.errors import ConfigError
-from seqrec.reproduce import load_table, reproduce
-from seqrec.reproduce.runner import popularity_groups
+from seqrec_lab import load_table, reproduce
+from seqrec_lab.runner import popularity_groups
 
 TINY = """
 title = "tiny"
@@ -208,7 +208,7 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
 
 def test_dry_run_says_how_far_an_unfinished_run_got_and_whether_it_resumes(tmp_path, capsys):
     from seqrec.cli.main import main
-    from seqrec.reproduce import runner
+    from seqrec_lab import runner
 
     path = _table(tmp_path, epochs=6)
     table = load_table(path)
@@ -256,7 +256,7 @@ def test_terminal_tables_right_align_numbers_and_left_align_text():
 
 
 def test_saved_state_is_compressed_and_plain_states_still_resume(tmp_path):
-    from seqrec.reproduce import runner
+    from seqrec_lab import runner
 
     run_dir, state = tmp_path / "runs" / "k1", tmp_path / "state"
     run_dir.mkdir(parents=True)
@@ -287,7 +287,7 @@ def test_checkpoint_packing_is_lossless_and_beats_plain_xz_on_float_weights():
 
     import numpy as np
 
-    from seqrec.reproduce import runner
+    from seqrec_lab import runner
 
     rng = np.random.default_rng(0)
     weights = rng.normal(0.0, 0.05, 200_000).astype(np.float32).tobytes()
@@ -301,7 +301,7 @@ def test_checkpoint_packing_is_lossless_and_beats_plain_xz_on_float_weights():
 
 def test_a_state_too_large_to_keep_is_copied_plain(tmp_path, monkeypatch):
     """Packing cannot bring a big state under the kept size: it is copied as is (fast)."""
-    from seqrec.reproduce import runner
+    from seqrec_lab import runner
 
     monkeypatch.setattr(runner, "PACK_MAX_RAW_BYTES", 1000)
     run_dir, state = tmp_path / "runs" / "k1", tmp_path / "state"
@@ -322,7 +322,7 @@ def test_the_state_folder_is_local_ignored_by_git_and_configurable(monkeypatch):
     .gitignore, the old committed folder is gone, and $SEQREC_STATE_DIR moves it."""
     import shutil
 
-    from seqrec.reproduce.harness import DEFAULT_STATE_DIR, STATE_ENV, default_state_dir
+    from seqrec_lab.harness import DEFAULT_STATE_DIR, STATE_ENV, default_state_dir
 
     monkeypatch.delenv(STATE_ENV, raising=False)
     assert default_state_dir() == DEFAULT_STATE_DIR
@@ -398,7 +398,7 @@ def test_popularity_groups_split_traffic_in_thirds():
 
 
 def test_readme_section_is_generated_from_the_reports(tmp_path):
-    from seqrec.reproduce.readme import END, START, update_readme
+    from seqrec_lab.readme import END, START, update_readme
 
     dirs = _dirs(tmp_path)
     table = load_table(_table(tmp_path))
@@ -417,7 +417,7 @@ def test_readme_section_is_generated_from_the_reports(tmp_path):
 def test_scratch_report_dir_leaves_the_readme_alone(tmp_path):
     """A table reported into a scratch ``--report-dir`` must not rebuild the checkout's README
     section from that directory (it once replaced every table's results with the scratch one's)."""
-    from seqrec.reproduce.readme import END, START
+    from seqrec_lab.readme import END, START
 
     path = _table(tmp_path)
     readme = tmp_path / "README.md"
@@ -464,8 +464,8 @@ min_item = 5
 
 
 def test_a_run_whose_dataset_is_missing_is_skipped_and_stored_ones_still_report(tmp_path):
-    from seqrec.reproduce import runner
-    from seqrec.reproduce.harness import plan
+    from seqrec_lab import runner
+    from seqrec_lab.harness import plan
 
     data = _data(tmp_path)
     path = tmp_path / "pops.toml"
@@ -491,14 +491,14 @@ def test_a_run_whose_dataset_is_missing_is_skipped_and_stored_ones_still_report(
                                            ("1h 5m 30s", 3930), ("3600s", 3600), ("45", 45),
                                            ("0.5h", 1800)])
 def test_budget_durations_combine_units(text, seconds):
-    from seqrec.cli.reproduce import parse_duration
+    from seqrec_lab.cli import parse_duration
 
     assert parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["", "0m", "h", "2x", "30m2h", "-1m", "1h1h"])
 def test_bad_budget_durations_are_refused(text):
-    from seqrec.cli.reproduce import parse_duration
+    from seqrec_lab.cli import parse_duration
 
     with pytest.raises(ConfigError, match="--budget"):
         parse_duration(text)
@@ -511,7 +511,7 @@ def test_batch_targets_counts_in_a_run_identity_only_when_it_sizes_the_batch(tmp
 
     from seqrec.models.sasrec import SASRec, SASRecConfig
     from seqrec.models.torch_recommender import _check_same_config
-    from seqrec.reproduce.runner import compatible
+    from seqrec_lab.runner import compatible
 
     def ident(**cfg):
         return {"model": "sasrec", "model_config": cfg, "data": {}, "seed": 0}
@@ -536,7 +536,7 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
 
     from seqrec.models.sasrec import SASRec, SASRecConfig
     from seqrec.models.torch_recommender import _check_same_config
-    from seqrec.reproduce.runner import compatible
+    from seqrec_lab.runner import compatible
 
     def ident(**cfg):
         return {"model": "sasrec", "model_config": cfg, "data": {}, "seed": 0}
@@ -558,7 +558,7 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
 
 
 def test_readme_section_shows_the_metrics_with_published_values_first(tmp_path):
-    from seqrec.reproduce.readme import section
+    from seqrec_lab.readme import section
 
     summary = {"table": "t", "title": "T", "rows": [
         {"label": "a", "dataset": "d", "finished": True, "seeds": [0],
@@ -572,7 +572,7 @@ def test_readme_section_shows_the_metrics_with_published_values_first(tmp_path):
 
 def test_readme_section_says_when_a_row_has_fewer_finished_seeds_than_planned(tmp_path):
     """RecTools' ML-1M row showed 'finished' with one of three seeds: its mean is that seed's."""
-    from seqrec.reproduce.readme import section
+    from seqrec_lab.readme import section
 
     row = {"label": "a", "dataset": "d", "finished": True, "seeds": [0, 1], "test": {"NDCG@10": 0.3}}
     summary = {"table": "t", "title": "T", "rows": [

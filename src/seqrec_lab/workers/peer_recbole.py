@@ -1,5 +1,5 @@
 """Peer worker for RecBole's SASRec (run with the interpreter of ``runs/peers/recbole`` by
-``seqrec.reproduce.peers``: rows ``peer:recbole`` of ``configs/reproduce/peers.toml``).
+``seqrec_lab.peers``: rows ``peer:recbole`` of ``configs/reproduce/peers.toml``).
 
 RecBole reads pre-split "benchmark" files in its session format (one row per target:
 ``item_id_list`` = the at most ``max_len`` items before it, ``item_id`` = the target), so the
@@ -30,9 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
-
 import peer_stop  # beside this file (the script's directory is on sys.path)
+import torch
 
 
 def write_files(work: Path, max_len: int) -> tuple[Path, dict, dict]:

@@ -1,5 +1,5 @@
 """Peer worker for RecTools' ``SASRecModel`` (run with the interpreter of ``runs/peers/rectools``
-by ``seqrec.reproduce.peers``: rows ``peer:rectools`` of ``configs/reproduce/peers.toml``).
+by ``seqrec_lab.peers``: rows ``peer:rectools`` of ``configs/reproduce/peers.toml``).
 
 Reads the split exported by the harness (``train.csv`` / ``valid.csv`` / ``test.csv``:
 seqrec's internal user and item ids, the order of each history as its datetime), trains
@@ -31,9 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
-
 import peer_stop  # beside this file (the script's directory is on sys.path)
+import torch
 
 
 def main(work: Path, out: Path, args: dict) -> None:

@@ -16,7 +16,7 @@ import signal
 import time
 from pathlib import Path
 
-STOP_FILE = "STOP"  # seqrec.reproduce.peers.STOP_FILE
+STOP_FILE = "STOP"  # seqrec_lab.peers.STOP_FILE
 _signals: list[int] = []
 
 
