@@ -18,7 +18,7 @@ from seqrec.errors import ConfigError
 from seqrec.stop import Interrupted
 
 DEFAULT_REPORT_DIR = "docs/reproduce"
-"""The checkout's reports: the only ``--report-dir`` whose tables feed the README's results."""
+"""The checkout's reports (and their overview, ``docs/reproduce/README.md``)."""
 _UNIT_SECONDS = (3600, 60, 1)  # the regex groups: hours, minutes, seconds
 
 
@@ -164,16 +164,11 @@ def _live_progress(run_dir: Path) -> str:
 
 
 def _readme(report_dir: Path) -> None:
-    """Regenerate the README's results section when run from a checkout (markers present) with
-    its own report directory: a scratch ``--report-dir`` holds other tables' reports (or one
-    scratch table's), and the section is rebuilt whole from the directory, so it would replace
-    the checkout's results with them."""
-    from seqrec_lab.readme import update_readme
+    """Refresh the results overview of ``report_dir`` (``README.md`` beside its reports, built
+    from that directory's summaries only); the repository's ``README.md`` is never written."""
+    from seqrec_lab.readme import write_overview
 
-    if report_dir.resolve() != Path(DEFAULT_REPORT_DIR).resolve():
-        return
-    if update_readme(Path("README.md"), report_dir):
-        print("README.md: results section regenerated from the reports")
+    print(f"results overview: {write_overview(report_dir)}")
 
 
 class ReproduceCommand:
@@ -200,8 +195,7 @@ class ReproduceCommand:
         rp.add_argument("--results-dir", default="docs/reproduce/runs",
                         help="run records (default docs/reproduce/runs)")
         rp.add_argument("--report-dir", default=DEFAULT_REPORT_DIR,
-                        help=f"reports (default {DEFAULT_REPORT_DIR}; only the default one regenerates "
-                             f"its results overview, {DEFAULT_REPORT_DIR}/README.md)")
+                        help=f"reports and their overview README.md (default {DEFAULT_REPORT_DIR})")
         rp.add_argument("--state-dir", default=None, help="local folder where unfinished runs keep their "
                         "checkpoint (never committed; default $SEQREC_STATE_DIR, else .seqrec-state; "
                         "'none' disables)")

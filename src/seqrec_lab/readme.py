@@ -1,13 +1,15 @@
-"""The README's results section, generated from the reproduction reports.
+"""The results overview ``docs/reproduce/README.md``, generated from the reproduction reports.
 
-Every ``docs/reproduce/NAME.json`` (a table summary written with its report) becomes one compact
-table: row, dataset, two metrics (those with published values first, then the table's order),
-the published value of the first and the gap. The section sits between two markers in ``README.md`` and is replaced whole, so it is
-never edited by hand::
+Every ``<report_dir>/NAME.json`` (a table summary written with its report) becomes either
 
-    <!-- reproduce:start -->
-    ...
-    <!-- reproduce:end -->
+- for a paper's table (:data:`PAPERS`, and any table not listed as a study): one compact table:
+  row, dataset, two metrics (those with published values first, then the table's order), the
+  published value of the first and the gap; rows never run are named in one line below it;
+- for a study (:data:`STUDIES`: recipe candidates, precision, tie order, protocols): one line
+  with its title, a link to its report and how many rows finished.
+
+The file is rewritten whole by ``seqrec reproduce`` (only when its text changes) and never
+edited by hand; the repository's ``README.md`` is not touched.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import json
 from pathlib import Path
 
 from seqrec.atomic import atomic_write
-from seqrec.errors import ConfigError
 
-START, END = "<!-- reproduce:start -->", "<!-- reproduce:end -->"
-ORDER = ("sasrec", "lrurec", "hstu", "lsan", "satf", "tie-order", "protocols", "defaults")
+OVERVIEW = "README.md"
+PAPERS = ("sasrec", "lrurec", "hstu", "lsan", "satf", "peers")
+STUDIES = ("defaults", "precision", "tie-order", "protocols")
 
 
 def _summaries(report_dir: Path) -> list[dict]:
@@ -31,60 +33,82 @@ def _summaries(report_dir: Path) -> list[dict]:
             continue
         if isinstance(data, dict) and "table" in data and "rows" in data:
             out.append(data)
-    rank = {name: i for i, name in enumerate(ORDER)}
-    return sorted(out, key=lambda d: (rank.get(d["table"], len(ORDER)), d["table"]))
+    order = PAPERS + STUDIES
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(out, key=lambda d: (rank.get(d["table"], len(order)), d["table"]))
+
+
+def _status(r: dict) -> str:
+    status = "finished" if r["finished"] else ("unfinished (best so far)" if r.get("seeds") else "not run")
+    planned, finished = r.get("seeds_planned", 0), r.get("seeds_finished", 0)
+    if r["finished"] and finished < planned:  # the mean is over the finished seeds only
+        status = f"{finished} of {planned} seeds finished"
+    return status
+
+
+def _paper(s: dict) -> list[str]:
+    """The compact table of one paper's summary."""
+    rows = s["rows"]
+    measured = [m for r in rows for m in r.get("test", {})]
+    # metrics with a published value first, so that the gap column has something to show
+    published = [p["metric"] for r in rows for p in r.get("published", []) if p["metric"] in measured]
+    metrics = list(dict.fromkeys(published + measured))[:2]
+    done = sum(r["finished"] for r in rows)
+    lines = [f"## [{s['title']}]({s['table']}.md)", "",
+             f"`seqrec reproduce {s['table']}`: {done} of {len(rows)} rows finished.", ""]
+    if not metrics:
+        return lines + ["No run has finished yet.", ""]
+    head = ["row", "dataset", *metrics, f"published {metrics[0]}", "gap", "status"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    not_run = []
+    for r in rows:
+        vals = [r["test"].get(m) for m in metrics]
+        status = _status(r)
+        if status == "not run" and all(v is None for v in vals):
+            not_run.append(f"{r['label']} ({r['dataset']})")
+            continue
+        pub = next((p for p in r.get("published", []) if p["metric"] == metrics[0]), None)
+        ours = vals[0]
+        gap = "–" if pub is None or ours is None or not pub["value"] else \
+            f"{100 * (ours - pub['value']) / pub['value']:+.1f}%"
+        lines.append("| " + " | ".join([
+            r["label"], r["dataset"], *["–" if v is None else f"{v:.4f}" for v in vals],
+            "–" if pub is None else f"{pub['value']:.4f}", gap, status]) + " |")
+    lines.append("")
+    if not_run:
+        lines += [f"Not run yet: {'; '.join(not_run)}.", ""]
+    return lines
+
+
+def _study(s: dict) -> str:
+    rows = s["rows"]
+    done = sum(r["finished"] for r in rows)
+    return (f"- **[{s['title']}]({s['table']}.md)** (`seqrec reproduce {s['table']}`): "
+            f"{done} of {len(rows)} rows finished.")
 
 
 def section(report_dir: str | Path = "docs/reproduce") -> str:
-    """Markdown of every table summary under ``report_dir``."""
+    """The overview's Markdown for every table summary under ``report_dir`` (links are relative
+    to ``report_dir``, where the overview is written)."""
     report_dir = Path(report_dir)
-    lines = [START, "",
-             "Generated by `seqrec reproduce` from `docs/reproduce/*.json`; do not edit by hand. "
-             "Each table links to its full report (CIs, seeds, curves, breakdowns, commands).", ""]
-    for s in _summaries(report_dir):
-        rows = s["rows"]
-        measured = [m for r in rows for m in r.get("test", {})]
-        # metrics with a published value first, so that the gap column has something to show
-        published = [p["metric"] for r in rows for p in r.get("published", []) if p["metric"] in measured]
-        metrics = list(dict.fromkeys(published + measured))[:2]
-        done = sum(r["finished"] for r in rows)
-        lines += [f"**[{s['title']}]({report_dir.as_posix()}/{s['table']}.md)** "
-                  f"(`seqrec reproduce {s['table']}`; {done} of {len(rows)} rows finished)", ""]
-        if not metrics:
-            lines += ["No run has finished yet.", ""]
-            continue
-        head = ["row", "dataset", *metrics, f"published {metrics[0]}", "gap", "status"]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for r in rows:
-            vals = [r["test"].get(m) for m in metrics]
-            pub = next((p for p in r.get("published", []) if p["metric"] == metrics[0]), None)
-            ours = vals[0]
-            gap = "–" if pub is None or ours is None or not pub["value"] else \
-                f"{100 * (ours - pub['value']) / pub['value']:+.1f}%"
-            status = "finished" if r["finished"] else ("unfinished (best so far)" if r.get("seeds") else "not run")
-            planned, finished = r.get("seeds_planned", 0), r.get("seeds_finished", 0)
-            if r["finished"] and finished < planned:  # the mean is over the finished seeds only
-                status = f"{finished} of {planned} seeds finished"
-            lines.append("| " + " | ".join([
-                r["label"], r["dataset"], *["–" if v is None else f"{v:.4f}" for v in vals],
-                "–" if pub is None else f"{pub['value']:.4f}", gap, status]) + " |")
-        lines.append("")
-    lines.append(END)
-    return "\n".join(lines)
+    summaries = _summaries(report_dir)
+    lines = ["# Reproduction results", "",
+             "Generated by `seqrec reproduce` from the table summaries in this folder "
+             "(`*.json`); do not edit by hand. Each title links to its full report (CIs, seeds, "
+             "curves, breakdowns, commands); the run records are in `runs/`.", ""]
+    for s in summaries:
+        if s["table"] not in STUDIES:
+            lines += _paper(s)
+    studies = [s for s in summaries if s["table"] in STUDIES]
+    if studies:
+        lines += ["## Studies", "", *[_study(s) for s in studies], ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def update_readme(readme: str | Path = "README.md", report_dir: str | Path = "docs/reproduce") -> bool:
-    """Replace the marked section of ``readme``; False when the file has no markers."""
-    readme = Path(readme)
-    if not readme.exists():
-        return False
-    text = readme.read_text()
-    if START not in text or END not in text:
-        return False
-    a, b = text.index(START), text.index(END) + len(END)
-    if a > b:
-        raise ConfigError(f"{readme}: {END} comes before {START}")
-    new = text[:a] + section(report_dir) + text[b:]
-    if new != text:
-        atomic_write(readme, lambda fh: fh.write(new.encode()))
-    return True
+def write_overview(report_dir: str | Path = "docs/reproduce") -> Path:
+    """Write ``<report_dir>/README.md`` from the summaries there (left alone when unchanged)."""
+    path = Path(report_dir) / OVERVIEW
+    text = section(report_dir)
+    if not path.exists() or path.read_text() != text:
+        atomic_write(path, lambda fh: fh.write(text.encode()))
+    return path

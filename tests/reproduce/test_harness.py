@@ -397,37 +397,70 @@ def test_popularity_groups_split_traffic_in_thirds():
     assert set(g[1:7]) == {0, 1, 2}
 
 
-def test_readme_section_is_generated_from_the_reports(tmp_path):
-    from seqrec_lab.readme import END, START, update_readme
+def test_the_results_overview_is_generated_from_the_reports(tmp_path):
+    from seqrec_lab.readme import write_overview
 
     dirs = _dirs(tmp_path)
     table = load_table(_table(tmp_path))
     reproduce(table, table.select(models={"pop"}), **dirs)
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\nbefore\n{START}\nstale hand-written text\n{END}\nafter\n")
-    assert update_readme(readme, dirs["report_dir"])
-    text = readme.read_text()
-    assert "stale" not in text and text.startswith("# x\n\nbefore\n") and text.endswith("after\n")
+    path = write_overview(dirs["report_dir"])
+    assert path == dirs["report_dir"] / "README.md"
+    text = path.read_text()
+    assert f"## [{table.title}](tiny.md)" in text and "1 of 2 rows finished" in text
     assert "| pop | " in text and "0.0200" in text  # the row and its published value
-    assert "1 of 2 rows finished" in text
-    readme.write_text("no markers\n")
-    assert not update_readme(readme, dirs["report_dir"])
+    assert "Not run yet: sasrec (" in text and "| sasrec |" not in text  # compact: no empty rows
+    mtime = path.stat().st_mtime_ns
+    write_overview(dirs["report_dir"])
+    assert path.stat().st_mtime_ns == mtime  # unchanged text: not rewritten
 
 
-def test_scratch_report_dir_leaves_the_readme_alone(tmp_path):
-    """A table reported into a scratch ``--report-dir`` must not rebuild the checkout's README
-    section from that directory (it once replaced every table's results with the scratch one's)."""
-    from seqrec_lab.readme import END, START
+def test_a_study_is_one_line_of_the_overview(tmp_path):
+    from seqrec_lab.readme import section
+
+    rows = [{"label": f"r{i}", "dataset": "d", "finished": i < 3, "seeds": [0] if i < 3 else [],
+             "test": {"NDCG@10": 0.1} if i < 3 else {}} for i in range(40)]
+    (tmp_path / "defaults.json").write_text(json.dumps({"table": "defaults", "title": "Recipes", "rows": rows}))
+    text = section(tmp_path)
+    assert "- **[Recipes](defaults.md)** (`seqrec reproduce defaults`): 3 of 40 rows finished." in text
+    assert "| r0 |" not in text
+
+
+def test_seqrec_reproduce_leaves_the_repository_readme_byte_identical(tmp_path):
+    """``seqrec reproduce X`` writes its reports and their overview (docs/reproduce/README.md),
+    never the README.md of the checkout it runs in, whatever the report directory."""
+    from seqrec_lab.readme import section
 
     path = _table(tmp_path)
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n{START}\nthe checkout's results\n{END}\n")
+    original = b"# x\n<!-- reproduce:start -->\nthe checkout's own text\n<!-- reproduce:end -->\n\xc3\xa9"
+    readme.write_bytes(original)
     subprocess.run(_cli(path, "--runs", "pop"), cwd=tmp_path, env=ENV, check=True, capture_output=True)
-    assert readme.read_text() == f"# x\n{START}\nthe checkout's results\n{END}\n"
-    # the default report directory of the checkout does regenerate it
+    assert readme.read_bytes() == original
+    assert (tmp_path / "r" / "report" / "README.md").read_text() == section(tmp_path / "r" / "report")
+    # the default report directory (docs/reproduce) refreshes its overview there, not the README
     subprocess.run(_cli(path, "--runs", "pop")[:-6] + ["--results-dir", "r/results", "--report-only"],
                    cwd=tmp_path, env=ENV, check=True, capture_output=True)
-    assert "the checkout's results" not in readme.read_text() and "| pop | " in readme.read_text()
+    assert readme.read_bytes() == original
+    assert "| pop | " in (tmp_path / "docs" / "reproduce" / "README.md").read_text()
+
+
+def test_the_committed_overview_is_what_the_generator_writes_and_the_readme_is_untouched(tmp_path):
+    import shutil
+
+    from seqrec_lab.readme import section, write_overview
+
+    root = Path(__file__).resolve().parents[2]
+    reports = root / "docs" / "reproduce"
+    if not (reports / "README.md").exists():
+        pytest.skip("no committed reports here")
+    before = (root / "README.md").read_bytes()
+    assert (reports / "README.md").read_text() == section(reports), (
+        "docs/reproduce/README.md is stale or edited by hand: seqrec reproduce NAME --report-only rewrites it")
+    for summary in reports.glob("*.json"):
+        shutil.copy(summary, tmp_path)
+    write_overview(tmp_path)
+    assert (tmp_path / "README.md").read_text() == (reports / "README.md").read_text()
+    assert (root / "README.md").read_bytes() == before
 
 
 def test_no_run_starts_once_the_budget_is_spent(tmp_path):
