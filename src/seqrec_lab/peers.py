@@ -315,7 +315,7 @@ def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None
                extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run ``peer_<library>.py`` in ``work``; its ``info.json`` with ``wall_seconds`` added.
     ``extra`` adds worker arguments outside the run's identity (e.g. RecBole's ``time_batches``
-    probe, ``benchmarks/bench_recbole_epoch.py``)."""
+    timing probe, ``docs/results/recbole_epoch_*.md``)."""
     worker = worker_dir() / f"peer_{cfg.library}.py"
     args = {**dataclasses.asdict(cfg), "deadline": deadline, **(extra or {})}
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg.num_threads), MKL_NUM_THREADS=str(cfg.num_threads))

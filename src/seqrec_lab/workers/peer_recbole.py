@@ -114,7 +114,7 @@ def main(work: Path, out: Path, args: dict) -> None:
         trainer.model.train(was_training)
         return np.stack([found[u] for u in users])
 
-    if args.get("time_batches"):  # a timing probe, not a run: benchmarks/bench_recbole_epoch.py
+    if args.get("time_batches"):  # a timing probe, not a run (docs/results/recbole_epoch_*.md)
         probe = time_batches(trainer, train_data, int(args["time_batches"]))
         (out / "info.json").write_text(json.dumps({"library": "recbole", "version": recbole.__version__,
                                                    **probe}, indent=2))

@@ -88,11 +88,10 @@ def main(work: Path, out: Path, args: dict) -> None:
             # RecTools' module draws fresh Xavier weights in its own on_train_start unless it is
             # marked fitted (the flag its fit_partial uses to continue training); Lightning has
             # restored the checkpoint's weights and Adam state by then, and callbacks run first.
-            # Without this a resumed run restarted from random weights with the old Adam state
-            # (found 2026-12-05: ML-1M seed 0's validation NDCG@10 fell from 0.178 to 0.020 at the
-            # first resumed epoch; the ML-100K check, benchmarks/diagnose_peer_resume.py, too).
-            if resume and args.get("keep_weights_on_resume", True):  # False: the old bug, for
-                pl_module.is_fitted = True                                # diagnose_peer_resume.py
+            # Without this a resumed run restarts from random weights with the old Adam state
+            # (the evidence: docs/results/peer_resume_rectools.md).
+            if resume and args.get("keep_weights_on_resume", True):  # False: the old behaviour,
+                pl_module.is_fitted = True                                # to measure it
 
         def on_train_epoch_start(self, trainer, pl_module):
             clock["start"] = time.perf_counter()
