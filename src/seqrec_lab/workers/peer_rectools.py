@@ -52,7 +52,6 @@ def main(work: Path, out: Path, args: dict) -> None:
     np.random.seed(seed)
     train = pd.read_csv(work / "train.csv")
     valid = pd.read_csv(work / "valid.csv")
-    test = pd.read_csv(work / "test.csv")
 
     def interactions(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({
