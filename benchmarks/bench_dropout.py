@@ -23,6 +23,23 @@ Usage: ``python benchmarks/bench_dropout.py [--users 384] [--rounds 3] [--thread
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--users", type=int, default=384, help="training users per epoch (ML-1M; x2 on Beauty)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", default=str(ROOT / "docs" / "results" / "dropout_speed"))
+    return p
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import contextlib
 import dataclasses
 import json
@@ -31,7 +48,6 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -40,10 +56,9 @@ from torch import nn
 
 from seqrec.models import layers
 from seqrec.registry import get_model
-from seqrec.reproduce import load_table
-from seqrec.reproduce.runner import prepared_data
+from seqrec_lab import load_table
+from seqrec_lab.runner import prepared_data
 
-ROOT = Path(__file__).resolve().parents[1]
 RECIPES = (("lrurec", "sasrec-ml1m"), ("lrurec", "lrurec-ml1m"), ("hstu", "hstu-ml1m"),
            ("lsan", "sasrec-d128-beauty"), ("lsan", "lsan-beauty"))
 SHAPES = ((128, 200, 64), (256, 50, 128))
@@ -84,12 +99,7 @@ def step_seconds(spec, train, kind: str, threads: int) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--users", type=int, default=384, help="training users per epoch (ML-1M; x2 on Beauty)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=str(ROOT / "docs" / "results" / "dropout_speed"))
-    args = p.parse_args(argv)
+    args = parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     t_start = time.time()
     ops = []
@@ -99,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
             for k in KINDS:
                 times[k].append(op_seconds(shape, k))
         ops.append({"shape": list(shape), **{f"{k}_cpu_s": statistics.median(v) for k, v in times.items()},
-                    "speedup": statistics.median(a / b for a, b in zip(times["torch"], times["seqrec"]))})
+                    "speedup": statistics.median(a / b for a, b in zip(times["torch"], times["seqrec"], strict=True))})
         print(json.dumps(ops[-1]), flush=True)
     steps = []
     for table, run_id in RECIPES:
@@ -119,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         row = {"model": spec.experiment.model, "recipe": f"{table}:{run_id}", "users": len(train),
                **{f"{k}_cpu_s_per_step": statistics.median(cpu[k]) for k in KINDS},
                **{f"{k}_wall_s_per_step": statistics.median(wall[k]) for k in KINDS},
-               "speedup_cpu": statistics.median(a / b for a, b in zip(cpu["torch"], cpu["seqrec"])),
+               "speedup_cpu": statistics.median(a / b for a, b in zip(cpu["torch"], cpu["seqrec"], strict=True)),
                "rounds": {"cpu": cpu, "wall": wall}}
         steps.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "rounds"}), flush=True)

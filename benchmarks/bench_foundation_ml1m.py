@@ -10,10 +10,23 @@ is reported too); the evaluation is timed for Pop and PureSVD-N, scoring include
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import os
 import time
-from pathlib import Path
 
 from seqrec.data.preprocess import PreprocessConfig, preprocess
 from seqrec.data.sources import load
@@ -21,8 +34,6 @@ from seqrec.data.splits import leave_last_out
 from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.registry import get_model
-
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def timed(fn):

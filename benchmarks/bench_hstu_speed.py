@@ -20,11 +20,35 @@ tensor.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--items", type=int, default=3706)
+    p.add_argument("--max-len", type=int, default=200)
+    p.add_argument("--dim", type=int, default=50)
+    p.add_argument("--blocks", type=int, default=2)
+    p.add_argument("--heads", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--losses", default="sampled_softmax,ce")
+    p.add_argument("--models", default="sasrec,hstu_norab,hstu_pos,hstu_pt,hstu_pt_shared")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out-stem", default="hstu_speed")
+    return p
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import os
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -34,9 +58,6 @@ from seqrec.evaluation.results import base_record
 from seqrec.models.hstu import HSTU, HSTUConfig
 from seqrec.models.lrurec import LRURec, LRURecConfig
 from seqrec.models.sasrec import SASRec, SASRecConfig
-
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "docs" / "results"
 
 
 def synthetic_train(n_users: int, n_items: int, length: int, seed: int) -> Sequences:
@@ -106,19 +127,7 @@ def step_fn(model, train, rows_all, rng):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--items", type=int, default=3706)
-    p.add_argument("--max-len", type=int, default=200)
-    p.add_argument("--dim", type=int, default=50)
-    p.add_argument("--blocks", type=int, default=2)
-    p.add_argument("--heads", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--rounds", type=int, default=6)
-    p.add_argument("--losses", default="sampled_softmax,ce")
-    p.add_argument("--models", default="sasrec,hstu_norab,hstu_pos,hstu_pt,hstu_pt_shared")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out-stem", default="hstu_speed")
-    args = p.parse_args()
+    args = parser().parse_args()
     torch.set_num_threads(args.threads)
     train = synthetic_train(512, args.items, args.max_len, seed=0)
     rows_all = np.arange(len(train))

@@ -18,19 +18,31 @@ Writes ``docs/results/load_ml1m.{json,md}``.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ml1m-only", action="store_true")
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from seqrec.data.preprocess import PreprocessConfig, preprocess
 from seqrec.data.sources import DATASETS, _io, data_dir, load
 from seqrec.evaluation.results import base_record, hardware_line
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 PUBLISHED = {"users": 6040, "items": 3416, "interactions": 999611}
 
 
@@ -71,9 +83,7 @@ def all_shared() -> list[dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ml1m-only", action="store_true")
-    args = ap.parse_args()
+    args = parser().parse_args()
     try:
         from seqrec.data.splits import leave_last_out
     except ImportError:  # splits not landed: time load + preprocess only

@@ -17,6 +17,24 @@ Usage: ``python benchmarks/bench_lru_scan.py [--threads 1] [--quick]``; writes
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="short lengths only (smoke test)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "lru_scan_speed"))
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import math
 import os
@@ -24,7 +42,6 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
@@ -32,8 +49,6 @@ import torch
 from seqrec.data.batching import SequenceBatch
 from seqrec.models.lru_scan import lru_parallel_scan, lru_sequential_scan
 from seqrec.models.lrurec import LRUEncoder
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def timeit(fn, repeats: int, min_seconds: float = 0.2, warmup: bool = True) -> float:
@@ -152,13 +167,7 @@ def incremental_case(length: int, batch: int, n_items: int, repeats: int) -> dic
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--batch", type=int, nargs="+", default=[1, 8])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="short lengths only (smoke test)")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "lru_scan_speed"))
-    args = ap.parse_args(argv)
+    args = parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     lengths = [64, 256] if args.quick else [64, 256, 1024, 4096]
     t0 = time.time()

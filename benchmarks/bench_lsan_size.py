@@ -33,12 +33,27 @@ Writes docs/results/lsan_size.{json,md}.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=30, help="calls at batch 1 (batch 256: 1/3)")
+    p.add_argument("--render", action="store_true", help="only rewrite the .md from the .json")
+    return p
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import dataclasses
 import json
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -50,7 +65,6 @@ from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.models.lsan import LSAN, LSANConfig, side_information
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 DATASET = "amazon-beauty-s3rec"
 
 
@@ -160,7 +174,7 @@ def markdown(record: dict) -> str:
               "at batch 1 through the input pipeline (the default candidates), "
               f"{rows['LSAN m1=2, mean candidates, recompose']['latency']['batch1']['cpu_ms']:.0f}"
               " ms with the context-free mean."]
-    lines += ["", f"Saved model = `state.npz` + `model.json` + `vocab.npz` (raw ids); both carry a "
+    lines += ["", "Saved model = `state.npz` + `model.json` + `vocab.npz` (raw ids); both carry a "
               "popularity vector, LSAN also its item -> category buffer (int64).", "",
               f"Hardware: {hardware_line(record['hardware'])}. "
               "The machine is shared with other jobs: latency is indicative, CPU time is the "
@@ -171,11 +185,7 @@ def markdown(record: dict) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=30, help="calls at batch 1 (batch 256: 1/3)")
-    p.add_argument("--render", action="store_true", help="only rewrite the .md from the .json")
-    args = p.parse_args()
+    args = parser().parse_args()
     if args.render:
         md = markdown(json.loads((OUT / "lsan_size.json").read_text()))
         (OUT / "lsan_size.md").write_text(md)

@@ -19,11 +19,24 @@ Writes ``docs/results/onnx_parity.{json,md}``.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(OUT))
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -32,7 +45,6 @@ from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.experiment import build_model, prepare_data
 from seqrec.serving.export import export_model, load_exported, padded_inputs
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 COMMON = ["data.name=ml-latest-small", "model.dim=64", "model.n_blocks=2", "model.max_len=50",
           "train.epochs=2", "train.max_train_seconds=45", "train.num_threads=1", "seed=0"]
 MODELS = {"sasrec": ["model.n_heads=1"], "lrurec": [], "hstu": ["model.n_heads=2"]}
@@ -107,9 +119,7 @@ def markdown(rec: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args()
+    args = parser().parse_args()
     import torch
 
     torch.set_num_threads(1)

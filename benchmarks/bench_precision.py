@@ -16,6 +16,23 @@ writes ``docs/results/precision.{json,md}``. Needs ``ml-1m-sasrec`` (the shared 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--users", type=int, default=640)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", default=str(ROOT / "docs" / "results" / "precision"))
+    return p
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import dataclasses
 import json
 import os
@@ -23,17 +40,15 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from seqrec.models.torch_recommender import _cpu_has_native_bf16
 from seqrec.registry import get_model
-from seqrec.reproduce import load_table
-from seqrec.reproduce.runner import prepared_data
+from seqrec_lab import load_table
+from seqrec_lab.runner import prepared_data
 
-ROOT = Path(__file__).resolve().parents[1]
 RECIPES = (("lrurec", "sasrec-ml1m"), ("lrurec", "lrurec-ml1m"), ("hstu", "hstu-ml1m"))
 
 
@@ -50,12 +65,7 @@ def seconds_per_step(spec, train, precision: str, threads: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--users", type=int, default=640)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=str(ROOT / "docs" / "results" / "precision"))
-    args = p.parse_args(argv)
+    args = parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     t_start = time.time()
     rows = []
@@ -67,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.rounds):
             for precision in times:
                 times[precision].append(seconds_per_step(spec, train, precision, args.threads))
-        ratios = [a / b for a, b in zip(times["fp32"], times["bf16"])]
+        ratios = [a / b for a, b in zip(times["fp32"], times["bf16"], strict=True)]
         row = {"model": spec.experiment.model, "recipe": f"{table}:{run_id}",
                "fp32_s_per_step": statistics.median(times["fp32"]),
                "bf16_s_per_step": statistics.median(times["bf16"]),

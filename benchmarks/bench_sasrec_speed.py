@@ -16,11 +16,27 @@ Writes docs/results/sasrec_speed_ml1m.{json,md}.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--max-len", type=int, default=200)
+    p.add_argument("--render-only", action="store_true",
+                   help="only rebuild the Markdown from the committed JSON")
+    return p
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -65,12 +81,7 @@ class PlainSASRec(nn.Module):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--max-len", type=int, default=200)
-    args = p.parse_args()
+    args = parser().parse_args()
     torch.set_num_threads(args.threads)
     prepared, split = prepare("ml-1m")
     train = split.train

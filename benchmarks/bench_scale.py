@@ -33,6 +33,32 @@ Writes docs/results/scale.{json,md}.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workdir", type=Path, default=ROOT / "runs" / "bench_scale")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of the step and rank phases")
+    ap.add_argument("--rank-users", type=int, default=None, help="users ranked (default 100,000)")
+    ap.add_argument("--rank-only", action="store_true",
+                    help="generate, preprocess and rank only; keep the training-step rows of the "
+                         "existing docs/results/scale.json (the report says when they were measured)")
+    ap.add_argument("--tiny", action="store_true", help="a small version (smoke test)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated data")
+    ap.add_argument("--no-write", action="store_true", help="do not write docs/results")
+    ap.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
+    ap.add_argument("--render-only", action="store_true",
+                    help="only rebuild the Markdown from the committed JSON")
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import os
 import resource
@@ -41,12 +67,9 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "docs" / "results"
 FULL = {"items": 1_000_000, "interactions": 20_000_000, "users": 200_000,
         "step_items": [10_000, 100_000, 1_000_000], "rank_users": 100_000}
 TINY = {"items": 5_000, "interactions": 200_000, "users": 4_000,
@@ -204,18 +227,7 @@ def child(args: argparse.Namespace, *extra: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workdir", type=Path, default=ROOT / "runs" / "bench_scale")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads of the step and rank phases")
-    ap.add_argument("--rank-users", type=int, default=None, help="users ranked (default 100,000)")
-    ap.add_argument("--rank-only", action="store_true",
-                    help="generate, preprocess and rank only; keep the training-step rows of the "
-                         "existing docs/results/scale.json (the report says when they were measured)")
-    ap.add_argument("--tiny", action="store_true", help="a small version (smoke test)")
-    ap.add_argument("--keep", action="store_true", help="keep the generated data")
-    ap.add_argument("--no-write", action="store_true", help="do not write docs/results")
-    ap.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = parser().parse_args()
     p = TINY if args.tiny else FULL
     if args.phase:
         name, *rest = args.phase

@@ -23,10 +23,27 @@ Client and server share the machine's cores, so the figures are a lower bound of
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=10000)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--max-seconds", type=float, default=300.0)
+    ap.add_argument("--rss-tolerance-mb", type=float, default=16.0)
+    ap.add_argument("--out", default=str(OUT))
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import sys
 import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -35,7 +52,6 @@ from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.experiment import run_experiment
 from seqrec.serving.loadtest import HOST, load_test
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 TRAIN = ["data.name=ml-latest-small", "model.name=sasrec", "model.dim=64", "model.n_blocks=2",
          "model.max_len=50", "train.epochs=3", "train.max_train_seconds=60",
          "train.num_threads=1", "seed=0"]
@@ -92,13 +108,7 @@ def markdown(rec: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--requests", type=int, default=10000)
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--max-seconds", type=float, default=300.0)
-    ap.add_argument("--rss-tolerance-mb", type=float, default=16.0)
-    ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args()
+    args = parser().parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         exp = load_experiment(None, TRAIN)
         model, _ = run_experiment(exp, save_dir=Path(tmp) / "model")

@@ -19,11 +19,25 @@ robust figure. Writes docs/results/speed_targets.{json,md}.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--threads", type=int, default=2, help="threads of the evaluation (all cores)")
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
 import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -37,8 +51,6 @@ from seqrec.data.splits import leave_last_out  # noqa: E402
 from seqrec.evaluation import evaluate  # noqa: E402
 from seqrec.evaluation.results import base_record, hardware_line  # noqa: E402
 from seqrec.models.sasrec import SASRec, SASRecConfig  # noqa: E402
-
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def timed(fn):
@@ -152,10 +164,7 @@ def ranking(split, threads: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=6)
-    ap.add_argument("--threads", type=int, default=2, help="threads of the evaluation (all cores)")
-    args = ap.parse_args()
+    args = parser().parse_args()
     t0 = time.perf_counter()
     load_res = data_path()
     prepared = preprocess(load("ml-1m-sasrec"), PreprocessConfig(filter="k_core", min_item=5))

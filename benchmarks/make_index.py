@@ -5,10 +5,22 @@
 
 from __future__ import annotations
 
-import json
+import argparse
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
+import json
+
 SHOW = ("HR@10", "NDCG@10", "Recall@10", "COV@10")
 
 

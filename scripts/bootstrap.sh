@@ -71,7 +71,10 @@ else
   say "torch $(.venv/bin/python -c 'import torch; print(torch.__version__, "CUDA" if torch.version.cuda else "CPU")') installed"
 fi
 
-if .venv/bin/python -c "import seqrec, hypothesis, fastapi, matplotlib, onnxruntime, onnxscript, optuna" 2>/dev/null; then
+# the entry point check: an editable install made before a command was declared lacks it
+if .venv/bin/python -c "import seqrec, seqrec_lab, hypothesis, fastapi, matplotlib, onnxruntime, onnxscript, optuna
+from importlib.metadata import entry_points
+assert 'reproduce' in [e.name for e in entry_points(group='seqrec.commands')]" 2>/dev/null; then
   say "seqrec and its extras already installed"
 else
   say "installing seqrec (editable) with the test, serve, plot, export and tune extras"

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seqrec.data.attributes import ItemAttributes, read_item_attributes_tsv
+from seqrec.data.attributes import ItemAttributes
 from seqrec.data.interactions import Interactions
 from seqrec.data.preprocess import PreprocessConfig, preprocess
 from seqrec.data.sources import cache, load
+from seqrec.data.sources.shared_files import read_item_attributes_tsv
 from seqrec.data.splits import leave_last_out
 from seqrec.errors import DataError
 

@@ -141,8 +141,8 @@ def test_preprocessing_records_removed_items_and_users(tmp_path):
 def test_reproduction_identities_recorded_before_the_read_keys_still_match():
     """Results stored by `seqrec reproduce` before these keys existed are not invalidated."""
     from seqrec.config import Experiment
-    from seqrec.reproduce.runner import identity
-    from seqrec.reproduce.spec import RunSpec
+    from seqrec_lab.runner import identity
+    from seqrec_lab.spec import RunSpec
 
     old_keys = {"name", "root", "min_rating", "dedup", "filter", "min_item", "min_user"}
     spec = RunSpec("r", "r", 0, Experiment(data=DataSection(name="amazon-beauty")))

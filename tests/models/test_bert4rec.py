@@ -58,8 +58,8 @@ def test_tied_output_has_no_transform_and_scores_the_last_block():
 
 def test_the_new_output_field_leaves_stored_identities_alone():
     from seqrec.config import experiment_from_tree
-    from seqrec.reproduce.runner import identity
-    from seqrec.reproduce.spec import RunSpec
+    from seqrec_lab.runner import identity
+    from seqrec_lab.spec import RunSpec
 
     def ident(**model):
         exp = experiment_from_tree({"model": {"name": "bert4rec", **model}})

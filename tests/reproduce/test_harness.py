@@ -13,8 +13,8 @@ import pytest
 
 import seqrec
 from seqrec.errors import ConfigError
-from seqrec.reproduce import load_table, reproduce
-from seqrec.reproduce.runner import popularity_groups
+from seqrec_lab import load_table, reproduce
+from seqrec_lab.runner import popularity_groups
 
 TINY = """
 title = "tiny"
@@ -193,8 +193,8 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
     # a budget spent before training starts: the trainer stops after its first step
     cut = reproduce(table, runs, budget_seconds=1e-3, **dirs).planned[0]
     assert cut.cached is None and cut.partial is not None and cut.partial["partial"]
-    # the unfinished run's checkpoint is kept in the state dir, so a fresh checkout resumes it
-    # (compressed: the state dir is committed)
+    # the unfinished run's checkpoint is kept in the state dir (compressed), so that a cleaned
+    # run directory resumes from it
     assert (dirs["state_dir"] / cut.key / "last.pt.xz").exists()
     assert not (dirs["state_dir"] / cut.key / "last.pt").exists()
     import shutil
@@ -208,7 +208,7 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_result(tmp_path):
 
 def test_dry_run_says_how_far_an_unfinished_run_got_and_whether_it_resumes(tmp_path, capsys):
     from seqrec.cli.main import main
-    from seqrec.reproduce import runner
+    from seqrec_lab import runner
 
     path = _table(tmp_path, epochs=6)
     table = load_table(path)
@@ -256,7 +256,7 @@ def test_terminal_tables_right_align_numbers_and_left_align_text():
 
 
 def test_saved_state_is_compressed_and_plain_states_still_resume(tmp_path):
-    from seqrec.reproduce import runner
+    from seqrec_lab import runner
 
     run_dir, state = tmp_path / "runs" / "k1", tmp_path / "state"
     run_dir.mkdir(parents=True)
@@ -287,7 +287,7 @@ def test_checkpoint_packing_is_lossless_and_beats_plain_xz_on_float_weights():
 
     import numpy as np
 
-    from seqrec.reproduce import runner
+    from seqrec_lab import runner
 
     rng = np.random.default_rng(0)
     weights = rng.normal(0.0, 0.05, 200_000).astype(np.float32).tobytes()
@@ -301,7 +301,7 @@ def test_checkpoint_packing_is_lossless_and_beats_plain_xz_on_float_weights():
 
 def test_a_state_too_large_to_keep_is_copied_plain(tmp_path, monkeypatch):
     """Packing cannot bring a big state under the kept size: it is copied as is (fast)."""
-    from seqrec.reproduce import runner
+    from seqrec_lab import runner
 
     monkeypatch.setattr(runner, "PACK_MAX_RAW_BYTES", 1000)
     run_dir, state = tmp_path / "runs" / "k1", tmp_path / "state"
@@ -317,35 +317,40 @@ def test_a_state_too_large_to_keep_is_copied_plain(tmp_path, monkeypatch):
     assert runner.restore_state(fresh, state) and (fresh / "last.pt").read_bytes() == big
 
 
-def test_a_state_too_large_to_commit_is_invisible_to_git_until_it_shrinks(tmp_path, monkeypatch):
-    """``git add reproduce-state`` must not pick up a state over the kept size."""
+def test_the_state_folder_is_local_ignored_by_git_and_configurable(monkeypatch):
+    """Checkpoints are never committed: the default state folder is ignored by the checkout's
+    .gitignore, the old committed folder is gone, and $SEQREC_STATE_DIR moves it."""
     import shutil
 
-    from seqrec.reproduce import runner
+    from seqrec_lab.harness import DEFAULT_STATE_DIR, STATE_ENV, default_state_dir
 
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    monkeypatch.setattr(runner, "STATE_KEEP_BYTES", 1000)
-    monkeypatch.setattr(runner, "PACK_MAX_RAW_BYTES", 2000)
-    repo = tmp_path / "repo"
-    run_dir, state = tmp_path / "runs" / "k1", repo / "reproduce-state"
-    run_dir.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.delenv(STATE_ENV, raising=False)
+    assert default_state_dir() == DEFAULT_STATE_DIR
+    monkeypatch.setenv(STATE_ENV, "/somewhere/else")
+    assert default_state_dir() == Path("/somewhere/else")
+    root = Path(__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)  # noqa: E731
+    assert git("check-ignore", "-q", f"{DEFAULT_STATE_DIR}/0123456789abcdef/last.pt.xz").returncode == 0
+    assert git("ls-files", "reproduce-state", str(DEFAULT_STATE_DIR)).stdout == ""
 
-    def untracked() -> list[str]:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
-                             capture_output=True, text=True, check=True).stdout
-        return sorted(line[3:] for line in out.splitlines())
 
-    (run_dir / "last.pt").write_bytes(bytes(range(256)) * 16)  # 4 kB: over the kept size
-    (run_dir / "run.json").write_text("{}")
-    runner.save_state(run_dir, state, finished=False)
-    assert (state / "k1" / "last.pt").exists() and untracked() == []
-    (run_dir / "last.pt").write_bytes(b"\0" * 500)  # under it again: committed as usual
-    runner.save_state(run_dir, state, finished=False)
-    assert untracked() == ["reproduce-state/k1/last.pt.xz", "reproduce-state/k1/run.json"]
-    runner.save_state(run_dir, state, finished=True)
-    assert not (state / "k1").exists()
+def test_a_run_started_elsewhere_without_its_state_restarts_and_says_so(tmp_path):
+    """A fresh clone has the partial record of an unfinished run but not its checkpoint."""
+    import shutil
+
+    table = load_table(_table(tmp_path, epochs=2))
+    runs = table.select(models={"sasrec"}, seeds={0})
+    dirs = _dirs(tmp_path)
+    cut = reproduce(table, runs, budget_seconds=1e-3, **dirs).planned[0]
+    assert cut.partial is not None
+    shutil.rmtree(dirs["runs_dir"])
+    shutil.rmtree(dirs["state_dir"])
+    said: list[str] = []
+    done = reproduce(table, runs, on_event=said.append, **dirs).planned[0]
+    assert done.cached is not None
+    assert any("no saved state for sasrec seed 0: starting from epoch 0" in line for line in said), said
 
 
 def _cli(path: Path, *options: str) -> list[str]:
@@ -392,37 +397,70 @@ def test_popularity_groups_split_traffic_in_thirds():
     assert set(g[1:7]) == {0, 1, 2}
 
 
-def test_readme_section_is_generated_from_the_reports(tmp_path):
-    from seqrec.reproduce.readme import END, START, update_readme
+def test_the_results_overview_is_generated_from_the_reports(tmp_path):
+    from seqrec_lab.readme import write_overview
 
     dirs = _dirs(tmp_path)
     table = load_table(_table(tmp_path))
     reproduce(table, table.select(models={"pop"}), **dirs)
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\nbefore\n{START}\nstale hand-written text\n{END}\nafter\n")
-    assert update_readme(readme, dirs["report_dir"])
-    text = readme.read_text()
-    assert "stale" not in text and text.startswith("# x\n\nbefore\n") and text.endswith("after\n")
+    path = write_overview(dirs["report_dir"])
+    assert path == dirs["report_dir"] / "README.md"
+    text = path.read_text()
+    assert f"## [{table.title}](tiny.md)" in text and "1 of 2 rows finished" in text
     assert "| pop | " in text and "0.0200" in text  # the row and its published value
-    assert "1 of 2 rows finished" in text
-    readme.write_text("no markers\n")
-    assert not update_readme(readme, dirs["report_dir"])
+    assert "Not run yet: sasrec (" in text and "| sasrec |" not in text  # compact: no empty rows
+    mtime = path.stat().st_mtime_ns
+    write_overview(dirs["report_dir"])
+    assert path.stat().st_mtime_ns == mtime  # unchanged text: not rewritten
 
 
-def test_scratch_report_dir_leaves_the_readme_alone(tmp_path):
-    """A table reported into a scratch ``--report-dir`` must not rebuild the checkout's README
-    section from that directory (it once replaced every table's results with the scratch one's)."""
-    from seqrec.reproduce.readme import END, START
+def test_a_study_is_one_line_of_the_overview(tmp_path):
+    from seqrec_lab.readme import section
+
+    rows = [{"label": f"r{i}", "dataset": "d", "finished": i < 3, "seeds": [0] if i < 3 else [],
+             "test": {"NDCG@10": 0.1} if i < 3 else {}} for i in range(40)]
+    (tmp_path / "defaults.json").write_text(json.dumps({"table": "defaults", "title": "Recipes", "rows": rows}))
+    text = section(tmp_path)
+    assert "- **[Recipes](defaults.md)** (`seqrec reproduce defaults`): 3 of 40 rows finished." in text
+    assert "| r0 |" not in text
+
+
+def test_seqrec_reproduce_leaves_the_repository_readme_byte_identical(tmp_path):
+    """``seqrec reproduce X`` writes its reports and their overview (docs/reproduce/README.md),
+    never the README.md of the checkout it runs in, whatever the report directory."""
+    from seqrec_lab.readme import section
 
     path = _table(tmp_path)
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n{START}\nthe checkout's results\n{END}\n")
+    original = b"# x\n<!-- reproduce:start -->\nthe checkout's own text\n<!-- reproduce:end -->\n\xc3\xa9"
+    readme.write_bytes(original)
     subprocess.run(_cli(path, "--runs", "pop"), cwd=tmp_path, env=ENV, check=True, capture_output=True)
-    assert readme.read_text() == f"# x\n{START}\nthe checkout's results\n{END}\n"
-    # the default report directory of the checkout does regenerate it
+    assert readme.read_bytes() == original
+    assert (tmp_path / "r" / "report" / "README.md").read_text() == section(tmp_path / "r" / "report")
+    # the default report directory (docs/reproduce) refreshes its overview there, not the README
     subprocess.run(_cli(path, "--runs", "pop")[:-6] + ["--results-dir", "r/results", "--report-only"],
                    cwd=tmp_path, env=ENV, check=True, capture_output=True)
-    assert "the checkout's results" not in readme.read_text() and "| pop | " in readme.read_text()
+    assert readme.read_bytes() == original
+    assert "| pop | " in (tmp_path / "docs" / "reproduce" / "README.md").read_text()
+
+
+def test_the_committed_overview_is_what_the_generator_writes_and_the_readme_is_untouched(tmp_path):
+    import shutil
+
+    from seqrec_lab.readme import section, write_overview
+
+    root = Path(__file__).resolve().parents[2]
+    reports = root / "docs" / "reproduce"
+    if not (reports / "README.md").exists():
+        pytest.skip("no committed reports here")
+    before = (root / "README.md").read_bytes()
+    assert (reports / "README.md").read_text() == section(reports), (
+        "docs/reproduce/README.md is stale or edited by hand: seqrec reproduce NAME --report-only rewrites it")
+    for summary in reports.glob("*.json"):
+        shutil.copy(summary, tmp_path)
+    write_overview(tmp_path)
+    assert (tmp_path / "README.md").read_text() == (reports / "README.md").read_text()
+    assert (root / "README.md").read_bytes() == before
 
 
 def test_no_run_starts_once_the_budget_is_spent(tmp_path):
@@ -459,8 +497,8 @@ min_item = 5
 
 
 def test_a_run_whose_dataset_is_missing_is_skipped_and_stored_ones_still_report(tmp_path):
-    from seqrec.reproduce import runner
-    from seqrec.reproduce.harness import plan
+    from seqrec_lab import runner
+    from seqrec_lab.harness import plan
 
     data = _data(tmp_path)
     path = tmp_path / "pops.toml"
@@ -486,14 +524,14 @@ def test_a_run_whose_dataset_is_missing_is_skipped_and_stored_ones_still_report(
                                            ("1h 5m 30s", 3930), ("3600s", 3600), ("45", 45),
                                            ("0.5h", 1800)])
 def test_budget_durations_combine_units(text, seconds):
-    from seqrec.cli.reproduce import parse_duration
+    from seqrec_lab.cli import parse_duration
 
     assert parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["", "0m", "h", "2x", "30m2h", "-1m", "1h1h"])
 def test_bad_budget_durations_are_refused(text):
-    from seqrec.cli.reproduce import parse_duration
+    from seqrec_lab.cli import parse_duration
 
     with pytest.raises(ConfigError, match="--budget"):
         parse_duration(text)
@@ -506,7 +544,7 @@ def test_batch_targets_counts_in_a_run_identity_only_when_it_sizes_the_batch(tmp
 
     from seqrec.models.sasrec import SASRec, SASRecConfig
     from seqrec.models.torch_recommender import _check_same_config
-    from seqrec.reproduce.runner import compatible
+    from seqrec_lab.runner import compatible
 
     def ident(**cfg):
         return {"model": "sasrec", "model_config": cfg, "data": {}, "seed": 0}
@@ -531,7 +569,7 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
 
     from seqrec.models.sasrec import SASRec, SASRecConfig
     from seqrec.models.torch_recommender import _check_same_config
-    from seqrec.reproduce.runner import compatible
+    from seqrec_lab.runner import compatible
 
     def ident(**cfg):
         return {"model": "sasrec", "model_config": cfg, "data": {}, "seed": 0}
@@ -553,7 +591,7 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
 
 
 def test_readme_section_shows_the_metrics_with_published_values_first(tmp_path):
-    from seqrec.reproduce.readme import section
+    from seqrec_lab.readme import section
 
     summary = {"table": "t", "title": "T", "rows": [
         {"label": "a", "dataset": "d", "finished": True, "seeds": [0],
@@ -567,7 +605,7 @@ def test_readme_section_shows_the_metrics_with_published_values_first(tmp_path):
 
 def test_readme_section_says_when_a_row_has_fewer_finished_seeds_than_planned(tmp_path):
     """RecTools' ML-1M row showed 'finished' with one of three seeds: its mean is that seed's."""
-    from seqrec.reproduce.readme import section
+    from seqrec_lab.readme import section
 
     row = {"label": "a", "dataset": "d", "finished": True, "seeds": [0, 1], "test": {"NDCG@10": 0.3}}
     summary = {"table": "t", "title": "T", "rows": [

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from seqrec import stop
-from seqrec.reproduce import load_table, reproduce, runner
-from seqrec.reproduce.harness import STOP_GRACE_SECONDS, plan
+from seqrec_lab import load_table, reproduce, runner
+from seqrec_lab.harness import STOP_GRACE_SECONDS, plan
 
 from .test_harness import ENV, _cli, _dirs, _table
 
@@ -148,7 +148,7 @@ def test_a_stop_request_in_the_inline_path_leaves_a_partial_record(tmp_path, mon
 _HOLD_LOCK = """
 import sys, time
 from pathlib import Path
-from seqrec.reproduce.runner import _lock
+from seqrec_lab.runner import _lock
 fh = _lock(Path(sys.argv[1]))
 print("locked", flush=True)
 time.sleep(600)
@@ -156,7 +156,7 @@ time.sleep(600)
 
 
 def test_run_lock_is_released_when_its_holder_is_killed(tmp_path):
-    from seqrec.reproduce.runner import RunBusy, _lock
+    from seqrec_lab.runner import RunBusy, _lock
 
     holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(tmp_path)], env=ENV,
                               stdout=subprocess.PIPE, text=True)
@@ -180,7 +180,7 @@ def test_a_lock_held_for_an_instant_does_not_refuse_the_run(tmp_path):
     import fcntl
     import threading
 
-    from seqrec.reproduce.runner import _lock, is_training
+    from seqrec_lab.runner import _lock, is_training
 
     (tmp_path / "lock").write_text("")
     probe = open(tmp_path / "lock")  # noqa: SIM115 - released by the timer

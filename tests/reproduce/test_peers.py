@@ -14,7 +14,7 @@ import pytest
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, SeqRecError
 from seqrec.evaluation import evaluate
-from seqrec.reproduce import load_table, peers, reproduce
+from seqrec_lab import load_table, peers, reproduce
 
 # The fake worker: epoch 1 returns each user's least popular unseen items (a poor list), epoch 2
 # (the final model) the true target first, so the final lists score exactly 1.0 only if the
@@ -198,7 +198,7 @@ def test_topk_lists_score_like_the_model_that_made_them():
 
 def test_exported_split_is_what_the_workers_read(tmp_path, fake_peer):
     table = load_table(_table(tmp_path))
-    from seqrec.reproduce.runner import prepared_data
+    from seqrec_lab.runner import prepared_data
 
     split = prepared_data(table.runs[0]).split
     peers.export_split(split, tmp_path / "x")
@@ -289,7 +289,7 @@ def test_a_peer_worker_dies_with_the_process_that_started_it(tmp_path):
     script = f'''
 import sys
 from pathlib import Path
-from seqrec.reproduce import peers
+from seqrec_lab import peers
 peers.worker_dir = lambda: Path({str(wdir)!r})
 peers.PEERS["fake"] = {{"python": sys.executable, "version": "9.9", "revision": 1, "packages": []}}
 cfg = peers.peer_config("peer:fake", {{"epochs": 2}}, 0)
@@ -421,7 +421,7 @@ def test_curve_scores_are_cached_for_lists_gone_after_a_resume(tmp_path):
 def test_same_key_other_budget_keeps_both_records(tmp_path):
     """The peers table's seqrec row and a defaults-table row differ only in their budget (one key):
     the second record must not overwrite the first."""
-    from seqrec.reproduce.runner import write_record
+    from seqrec_lab.runner import write_record
 
     a = {"identity": {"model_config": {"max_train_seconds": 90.0}}, "x": 1}
     b = {"identity": {"model_config": {"max_train_seconds": 0.0}}, "x": 2}
@@ -432,7 +432,7 @@ def test_same_key_other_budget_keeps_both_records(tmp_path):
 
 
 def test_time_to_reach_reads_the_validation_curve():
-    from seqrec.reproduce.peers_report import best_point, seconds_to_reach
+    from seqrec_lab.peers_report import best_point, seconds_to_reach
 
     rec = {"validation_history": [{"epoch": e, "train_seconds": 10.0 * e, "metrics": {"NDCG@10": v}}
                                   for e, v in ((1, 0.05), (2, 0.09), (3, 0.12), (4, 0.11))]}

@@ -1,6 +1,6 @@
 """A table may list validation columns (``valid:NDCG@10``) beside its test metrics."""
 
-from seqrec.reproduce.report import _cell
+from seqrec_lab.report import _cell
 
 
 def test_valid_prefix_reads_the_validation_metrics():

@@ -8,28 +8,23 @@ import os
 import re
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from seqrec.cli.results import (  # noqa: F401 - table_metrics, write_records: used by callers here
+    TABLE_METRICS,
+    results_header,
+    results_table,
+    slug,
+    table_metrics,
+    write_records,
+)
 from seqrec.cli.table import format_mapping, format_table
 from seqrec.config import Experiment, apply_override, experiment_from_tree, load_experiment
 from seqrec.errors import ConfigError, DataError
 
-TABLE_METRICS = ("HR@10", "NDCG@10", "HR@20", "NDCG@20", "MRR", "COV@10")
-
-
-def table_metrics(ks: Any = (10, 20)) -> tuple[str, ...]:
-    """The columns of a results table for the cut-offs evaluated (``eval.ks``):
-    ``TABLE_METRICS`` when they include 10 and 20 (the default [5, 10, 20] does), else HR and
-    NDCG at (up to three of) them, MRR and coverage at the smallest."""
-    ks = sorted({int(k) for k in ks})
-    if not ks or {10, 20} <= set(ks):
-        return TABLE_METRICS
-    shown = ks[:3]
-    return (*(f"{m}@{k}" for k in shown for m in ("HR", "NDCG")), "MRR", f"COV@{shown[0]}")
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from seqrec.cli.demo import run
@@ -38,6 +33,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    plugin = getattr(args, "plugin_command", None)
+    if plugin is not None:  # a command of another package (seqrec.cli.plugins)
+        return plugin.run(args)
     handler = {
         "data": cmd_data,
         "models": cmd_models,
@@ -47,7 +45,6 @@ def dispatch(args: argparse.Namespace) -> int:
         "export": cmd_export,
         "demo": cmd_demo,
         "serve": cmd_serve,
-        "reproduce": cmd_reproduce,
         "config": cmd_config,
         "tune": cmd_tune,
         "runs": cmd_runs,
@@ -173,24 +170,6 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 # --- train / evaluate -------------------------------------------------------------------------
-def results_table(records: list[dict[str, Any]], split: str = "test") -> str:
-    columns = table_metrics(records[0].get("ks") or ()) if records else TABLE_METRICS
-    rows = []
-    for rec in records:
-        metrics = rec["metrics"][split]
-        stopped = (rec.get("stopped") or "-").replace("_", " ")
-        rows.append([rec["model"] + (f" ({rec['variant']})" if rec.get("variant") else "")]
-                    + [metrics.get(m) for m in columns] + [rec.get("train_seconds"), stopped])
-    return format_table(["model", *columns, "fit s", "stopped by"], rows)
-
-
-def write_records(records: list[dict[str, Any]], out_dir: Path, stem: str) -> None:
-    from seqrec.evaluation.results import write_result
-
-    for rec in records:
-        write_result(rec, out_dir, f"{stem}-{rec['model']}")
-
-
 def _model_named(config: str | None, overrides: list[str]) -> bool:
     """Whether the config file or a --set (or -m) names the model (else the default is used)."""
     from seqrec.config import read_config
@@ -468,21 +447,3 @@ def _listen(host: str, port: int) -> Any:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
-
-
-# --- reproduce -------------------------------------------------------------------------------
-def cmd_reproduce(args: argparse.Namespace) -> int:
-    from seqrec.cli.reproduce import run
-
-    return run(args)
-
-
-def results_header(record: dict[str, Any]) -> str:
-    return (f"{record['dataset']} | {record['protocol']} | {record.get('ranking', 'full')} ranking"
-            f" | seen filter: {record.get('seen_filter')} | test metrics")
-
-
-def slug(name: str) -> str:
-    return Path(name).stem.replace(".", "-") if "/" in name or "." in name else name
-
-

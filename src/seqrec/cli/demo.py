@@ -12,7 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from seqrec.cli.commands import results_header, results_table, slug, write_records
+from seqrec.cli.results import results_header, results_table, slug, write_records
 from seqrec.config import Experiment, load_experiment
 from seqrec.errors import ConfigError, DataError, SeqRecError
 

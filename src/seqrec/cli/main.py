@@ -35,6 +35,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         if message.startswith("unrecognized arguments:"):
             message += _unrecognized_hint(message.split(":", 1)[1].split())
+        elif "invalid choice: 'reproduce'" in message:
+            message += (" (seqrec reproduce is the research layer's command, registered by the "
+                        "entry point group seqrec.commands: reinstall seqrec, e.g. pip install -e "
+                        "., so that its entry points are installed)")
         super().error(message)
 
 
@@ -154,28 +158,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "endpoints that answer from the model (not /health, /, /docs); default: "
                         "$SEQREC_API_KEY, else open")
 
-    rp = sub.add_parser("reproduce", help="run a paper's table (configs/reproduce/NAME.toml) and "
-                        "write its report (docs/reproduce/NAME.md/.html)")
-    rp.add_argument("name", nargs="?", help="table name (configs/reproduce/NAME.toml) or a path to a "
-                    "table file; none: list the tables")
-    rp.add_argument("--models", help="only these models (comma-separated registry names)")
-    rp.add_argument("--datasets", help="only these datasets (comma-separated)")
-    rp.add_argument("--seeds", help="only these seeds (comma-separated integers)")
-    rp.add_argument("--runs", help="only these run ids (comma-separated)")
-    rp.add_argument("--workers", type=int, default=1, help="runs trained at once, one process each")
-    rp.add_argument("--threads", type=int, default=1, help="torch threads per worker")
-    rp.add_argument("--budget", help="wall-clock budget (e.g. 90m, 2h, 2h30m, 3600s): unfinished runs "
-                    "checkpoint and report their best so far; the same command continues them")
-    rp.add_argument("--dry-run", action="store_true", help="list the runs and what is cached; train nothing")
-    rp.add_argument("--report-only", action="store_true", help="rewrite the report from the recorded runs")
-    rp.add_argument("--runs-dir", default="runs/reproduce", help="checkpoints (default runs/reproduce)")
-    rp.add_argument("--results-dir", default="docs/reproduce/runs", help="run records (default docs/reproduce/runs)")
-    rp.add_argument("--report-dir", default="docs/reproduce",
-                    help="reports (default docs/reproduce; only the default one regenerates README.md's results)")
-    rp.add_argument("--state-dir", default="reproduce-state", help="where unfinished runs keep their "
-                    "checkpoint when the budget stops them, to resume on another checkout "
-                    "(default reproduce-state; 'none' disables)")
-
     sub.add_parser("doctor", help="what this installation can do: versions, PyTorch build and "
                                   "devices, extras, data folders (paste it into a bug report)")
     demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset "
@@ -196,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="escape hatch for slow machines: also stop each neural model after N "
                       "seconds of training steps (the table then depends on the machine's speed "
                       "and load; default 0: the epoch budget alone)")
+    from seqrec.cli.plugins import add_commands
+
+    add_commands(sub)  # commands of other packages (seqrec reproduce: the research layer)
     return parser
 
 

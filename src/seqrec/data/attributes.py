@@ -14,7 +14,6 @@ Models that need one category per item call :meth:`ItemAttributes.primary_catego
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -149,21 +148,3 @@ def from_genres(items: dict | None) -> ItemAttributes | None:
         position[i] = position[i - 1] + 1 if item[i] == item[i - 1] else 0
     return ItemAttributes(item, np.asarray([vocab[g] for g in names], np.int64),
                           np.full(len(item), "category"), position)
-
-
-def read_item_attributes_tsv(path: str | Path) -> ItemAttributes:
-    """A shared ``*.item_attributes.tsv.xz`` file: columns ``item_id``, ``position``,
-    ``attribute_id``, ``kind`` (see the shared data README)."""
-    import polars as pl
-
-    from seqrec.data.sources import _io
-
-    source = str(path)
-    df = _io.read_table(_io.read_bytes(path), source, sep="\t",
-                        dtypes={"item_id": pl.Int64, "position": pl.Int64,
-                                "attribute_id": pl.Int64, "kind": pl.String})
-    _io.require(df, ("item_id", "position", "attribute_id", "kind"), source)
-    if df.null_count().sum_horizontal().item():
-        raise DataError(f"{source}: empty cells in the item-attribute table")
-    return ItemAttributes(df["item_id"].to_numpy(), df["attribute_id"].to_numpy(),
-                          df["kind"].to_numpy(), df["position"].to_numpy())

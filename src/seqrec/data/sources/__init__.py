@@ -147,6 +147,7 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("yelp", "Yelp Open Dataset review.json (manual download)",
                 ("yelp/yelp_academic_dataset_review.json",), "yelp:read_reviews", has_time=True),
 ]}
+_download.ORIGINALS.update({s.name: s.download for s in DATASETS.values() if s.download is not None})
 
 
 def _call(ref: str, *args: Any) -> Interactions:

@@ -100,6 +100,10 @@ MANUAL: dict[str, str] = {
             "and download it by hand from https://www.yelp.com/dataset, then place "
             "yelp_academic_dataset_review.json under $SEQREC_DATA_DIR/yelp/ (or pass its path)",
 }
+ORIGINALS: dict[str, str] = {}
+"""Dataset name -> the key of :data:`REMOTES` holding its original (``ml-1m-ts`` -> ``ml-1m``).
+Filled by :mod:`seqrec.data.sources` from its dataset table (the package is always imported
+before this module), so that this module does not import the package back."""
 
 
 def cache_dir() -> Path:
@@ -220,12 +224,8 @@ def download(
     """
     if name in MANUAL:
         raise DataError(MANUAL[name])
-    if name not in REMOTES:  # a dataset name whose original is downloadable (ml-1m-ts -> ml-1m)
-        from seqrec.data.sources import DATASETS
-
-        spec = DATASETS.get(name)
-        if spec is not None and spec.download is not None:
-            return download(spec.download, cache, force, sha256, progress)
+    if name not in REMOTES and name in ORIGINALS:  # a dataset whose original is downloadable
+        return download(ORIGINALS[name], cache, force, sha256, progress)
     if name not in REMOTES:
         raise UnknownNameError(
             f"no download for dataset {name!r}; downloadable: {', '.join(sorted(REMOTES))}"

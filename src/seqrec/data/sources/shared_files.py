@@ -15,8 +15,10 @@ from pathlib import Path
 
 import polars as pl
 
+from seqrec.data.attributes import ItemAttributes
 from seqrec.data.interactions import Interactions
 from seqrec.data.sources import _io, movielens
+from seqrec.errors import DataError
 
 _DTYPES = {"user_id": pl.Int64, "session_id": pl.Int64, "item_id": pl.Int64,
            "timestamp": pl.Int64, "rating": pl.Float32}
@@ -45,8 +47,6 @@ def read_seq_with_attributes(path: str | Path, name: str,
     inter = read_seq_tsv(path, name)
     if attributes_path is None:
         return inter
-    from seqrec.data.attributes import read_item_attributes_tsv
-
     att = read_item_attributes_tsv(attributes_path)
     return inter.replace(item_attributes=att, notes=inter.notes + (
         f"item attributes from {Path(attributes_path).name} ({len(att)} rows, kinds: "
@@ -79,3 +79,17 @@ def read_ml100k(path: str | Path, items_path: str | Path | None = None) -> Inter
 def read_latest_small_csv(path: str | Path, movies_path: str | Path | None = None) -> Interactions:
     """``ml-latest-small.ratings.csv.xz`` from the shared folder (same data as the shipped copy)."""
     return movielens.read_ratings_csv(path, movies_path, name="ml-latest-small")
+
+
+def read_item_attributes_tsv(path: str | Path) -> ItemAttributes:
+    """A shared ``*.item_attributes.tsv.xz`` file: columns ``item_id``, ``position``,
+    ``attribute_id``, ``kind`` (see the shared data README)."""
+    source = str(path)
+    df = _io.read_table(_io.read_bytes(path), source, sep="\t",
+                        dtypes={"item_id": pl.Int64, "position": pl.Int64,
+                                "attribute_id": pl.Int64, "kind": pl.String})
+    _io.require(df, ("item_id", "position", "attribute_id", "kind"), source)
+    if df.null_count().sum_horizontal().item():
+        raise DataError(f"{source}: empty cells in the item-attribute table")
+    return ItemAttributes(df["item_id"].to_numpy(), df["attribute_id"].to_numpy(),
+                          df["kind"].to_numpy(), df["position"].to_numpy())
