@@ -176,7 +176,7 @@ def run_experiment(
     _check_training_pairs(split, model, exp.data.name)
     t0 = time.perf_counter()
     model.fit(split.train, split.valid, **_fit_kwargs(model, fit_options))
-    train_seconds = time.perf_counter() - t0
+    train_seconds = _fit_seconds(model, time.perf_counter() - t0)
     main = _is_main_process()
     valid = evaluate_model(model, exp, split.valid, progress, fit_data=split.train) if main else None
     training = _training_info(model)
@@ -225,6 +225,13 @@ def _is_main_process() -> bool:
     if dist is not None:
         return dist.is_main_process()
     return int(os.environ.get("RANK", "0")) == 0
+
+
+def _fit_seconds(model: Recommender, wall: float) -> float:
+    """Seconds the fit took over all its segments: this process's, plus the earlier segments'
+    of a resumed run, which its training log carries from the checkpoint."""
+    log_ = getattr(model, "training_log", None)
+    return wall + getattr(log_, "earlier_wall_seconds", 0.0)
 
 
 def _training_info(model: Recommender) -> dict[str, Any] | None:

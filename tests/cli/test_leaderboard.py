@@ -60,3 +60,18 @@ def test_runs_without_a_runs_folder_shows_the_runs_in_the_current_folder(tmp_pat
     assert main(["runs"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("note: no ./runs folder here") and "\nr1 " in out
+
+
+def test_a_resumed_run_counts_the_time_of_every_segment(tmp_path):
+    """`seqrec runs` showed a resumed run's last segment only (32 s against 171 s in its log)."""
+    log = tmp_path / "shop.csv"
+    log.write_text("user,item,timestamp\n" + "".join(
+        f"{u},{(u * 3 + k) % 9},{k}\n" for u in range(60) for k in range(10)))
+    out = tmp_path / "run"
+    common = ["-m", "sasrec", "--set", "model.dim=16", "--set", "model.max_len=10", "--set", "train.patience=0"]
+    assert _train(log, out, *common, "--set", "train.epochs=6") == 0
+    assert _train(log, out, *common, "--set", "train.epochs=7") == 0  # resumes for one more epoch
+    lines = [json.loads(ln) for ln in (out / "train-log.jsonl").read_text().splitlines()]
+    record = json.loads((out / "result.json").read_text())
+    # the logged seconds count only steps and validations, of both segments: the run took longer
+    assert record["epochs"] == 7 and record["train_seconds"] >= lines[-1]["seconds"], (record, lines[-1])

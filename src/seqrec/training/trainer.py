@@ -56,6 +56,10 @@ class TrainingLog:
     """One record per completed epoch (epoch, epochs, train_loss, validation metric, seconds)."""
     world_size: int = 1
     lr: float | None = None
+    wall_seconds: float = 0.0
+    """Wall-clock seconds of ``fit`` over every segment of a resumed run (checkpointed)."""
+    earlier_wall_seconds: float = 0.0
+    """The part of ``wall_seconds`` spent by earlier segments (those before the last resume)."""
 
     @property
     def batch_share(self) -> float:
@@ -172,7 +176,7 @@ class Trainer:
                 "best_epoch": lg.best_epoch, "best_step": lg.best_step,
                 "epochs_run": lg.epochs_run, "global_step": lg.global_step, "stopped": lg.stopped,
                 "train_seconds": lg.train_seconds, "batch_seconds": lg.batch_seconds,
-                "epoch_log": json.dumps(lg.epoch_log),
+                "epoch_log": json.dumps(lg.epoch_log), "wall_seconds": self._wall(),
             },
             "rng": rng_state(),
         }
@@ -213,10 +217,17 @@ class Trainer:
         return True
 
     # --- loop -------------------------------------------------------------------------------
+    def _wall(self) -> float:
+        """Wall seconds of the run so far: earlier segments' plus this one's."""
+        start = getattr(self, "_segment_start", None)
+        return self.log.earlier_wall_seconds + (0.0 if start is None else time.perf_counter() - start)
+
     def fit(self, resume: bool = True) -> TrainingLog:
         cfg = self.config
+        self._segment_start = time.perf_counter()
         if resume:
             self.try_resume()
+        self.log.earlier_wall_seconds = self.log.wall_seconds
         bs = cfg.batch_size
         n_steps = math.ceil(len(self.rows) / bs)
         if cfg.max_train_seconds and self.log.train_seconds >= cfg.max_train_seconds:
@@ -304,6 +315,7 @@ class Trainer:
             self.model.load_state_dict(self.best_state)
         if self.writer is not None:
             self.writer.close()
+        self.log.wall_seconds = self._wall()
         return self.log
 
     def _end_epoch(self) -> None:
