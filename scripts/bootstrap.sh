@@ -41,7 +41,7 @@ EOF
 }
 
 if .venv/bin/python -c "import torch" 2>/dev/null; then
-  say "torch $(.venv/bin/python -c 'import torch; print(torch.__version__)') already installed"
+  say "torch $(.venv/bin/python -W ignore -c 'import torch; print(torch.__version__)') already installed"
 else
   index=${SEQREC_TORCH_INDEX:-}
   if [ -z "$index" ]; then
@@ -68,7 +68,8 @@ else
   fi
   say "installing torch==$TORCH_VERSION and its dependencies from the default index"
   "${PIP[@]}" "torch==$TORCH_VERSION"
-  say "torch $(.venv/bin/python -c 'import torch; print(torch.__version__, "CUDA" if torch.version.cuda else "CPU")') installed"
+  # -W ignore: torch warns that NumPy is missing, which the project's install brings next
+  say "torch $(.venv/bin/python -W ignore -c 'import torch; print(torch.__version__, "CUDA" if torch.version.cuda else "CPU")') installed"
 fi
 
 # the entry point check: an editable install made before a command was declared lacks it
