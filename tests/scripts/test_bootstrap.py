@@ -5,6 +5,7 @@ The script runs against a fake ``.venv/bin/python`` that records every call, and
 ``nvidia-smi`` that succeeds (GPU) or fails (no GPU)."""
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_PYTHON = r"""#!/usr/bin/env bash
 echo "$*" >> "$FAKE_LOG"
+if [[ "$1" == -W ]]; then shift 2; fi  # python -W ignore -c ...
 case "$1" in
   -c) if [[ "$2" == *print* ]]; then echo "2.13.0+cpu CPU"; exit 0; fi
       if [[ "$2" == "import torch" && -f "$FAKE_STATE/torch" ]]; then exit 0; fi
@@ -90,3 +92,11 @@ def test_bootstrap_names_an_old_python_or_a_missing_venv_module(tmp_path, versio
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 1 and expect.format(py=py) in res.stdout, res.stdout + res.stderr
     assert not (tmp_path / ".venv").exists()  # nothing half-made for the next run to trust
+
+
+# torch's version is printed before NumPy is installed: without -W ignore its 'Failed to
+# initialize NumPy' warning landed in a fresh set-up's output
+def test_every_torch_version_print_silences_the_numpy_warning():
+    lines = [ln for ln in (ROOT / "scripts" / "bootstrap.sh").read_text().splitlines() if "import torch; print" in ln]
+    assert len(lines) >= 2
+    assert all(re.search(r"python -W ignore -c 'import torch; print", ln) for ln in lines), lines
