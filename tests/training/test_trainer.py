@@ -91,8 +91,10 @@ def test_early_stopping_restores_best_and_logs_every_validation(tmp_path, data):
     assert len(lines) == len(lg.history) == lg.epochs_run
     metrics = [x["metrics"]["NDCG@10"] for x in lines]
     assert lg.best_metric == max(metrics)
-    if lg.stopped == "patience":
-        assert lg.epochs_run < 30 and metrics.index(max(metrics)) == len(metrics) - 3
+    # patience 2: the run stops two validations after its best, well before epoch 30
+    assert lg.stopped == "patience"
+    assert lg.epochs_run < 30 and metrics.index(max(metrics)) == len(metrics) - 3
+    assert lg.best_epoch == lines[-3]["epoch"] and all(m < lg.best_metric for m in metrics[-2:])
     # the restored weights are the best validation weights
     assert model.validation_metrics(valid)["NDCG@10"] == pytest.approx(lg.best_metric)
     assert 0.0 < lg.batch_share < 1.0
