@@ -23,7 +23,7 @@ SHARED = Path(os.environ.get("SEQREC_DATA_DIR")
 
 def attrs(rows):
     """rows: (item, position, attribute, kind)."""
-    item, pos, att, kind = zip(*rows)
+    item, pos, att, kind = zip(*rows, strict=True)
     return ItemAttributes(np.array(item), np.array(att), np.array(kind), np.array(pos))
 
 
@@ -73,7 +73,7 @@ def test_attributes_survive_filtering_remap_and_split():
     vocab = prepared.vocab
     assert vocab.raw.tolist() == [10, 20, 30]
     att = vocab.attributes
-    assert sorted(zip(att.item.tolist(), att.attribute.tolist())) == [(1, 1), (2, 2), (3, 1)]
+    assert sorted(zip(att.item.tolist(), att.attribute.tolist(), strict=True)) == [(1, 1), (2, 2), (3, 1)]
     assert any("item attributes re-keyed" in n for n in prepared.interactions.notes)
     split = leave_last_out(prepared.sequences())
     for seqs in (split.train, split.train_valid, split.test.histories()):

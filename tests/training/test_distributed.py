@@ -80,7 +80,7 @@ def test_two_processes_match_one_and_a_killed_run_resumes_exactly(tmp_path):
     hist = one.training_log.history
     assert one.training_log.global_step == two["global_step"] == 3 * 6
     assert len(hist) == len(two["history"]) == 3
-    for a, b in zip(hist, two["history"]):
+    for a, b in zip(hist, two["history"], strict=True):
         for name, value in a["metrics"].items():
             assert b["metrics"][name] == pytest.approx(value, abs=1e-6), name
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-5)

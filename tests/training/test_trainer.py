@@ -7,8 +7,8 @@ import textwrap
 import time
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 from seqrec.errors import ConfigError
 from seqrec.models.sasrec import SASRec, SASRecConfig
@@ -298,7 +298,7 @@ def test_bf16_precision_trains_in_bfloat16_and_keeps_float32_weights(data):
     losses = {p: [h["train_loss"] for h in m.training_log.history] for p, m in runs.items()}
     assert losses["bf16"][-1] < losses["bf16"][0]  # it learns
     assert losses["bf16"] != losses["fp32"]  # the arithmetic really changed ...
-    for a, b in zip(losses["bf16"], losses["fp32"]):  # ... and stayed close
+    for a, b in zip(losses["bf16"], losses["fp32"], strict=True):  # ... and stayed close
         assert a == pytest.approx(b, rel=0.05)
     best = {p: m.training_log.best_metric for p, m in runs.items()}
     assert best["bf16"] == pytest.approx(best["fp32"], abs=0.1)
