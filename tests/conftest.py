@@ -37,3 +37,13 @@ if settings is not None:
     settings.register_profile("dev", print_blob=True)
     # loaded here, before the test modules are imported: their @settings inherit from it
     settings.load_profile(os.environ.get("SEQREC_HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """A benchmark is slow too: ``-m "not slow"`` replaces the default ``-m 'not benchmark'``
+    of ``addopts`` (the last ``-m`` wins), and must not bring the benchmarks back."""
+    import pytest
+
+    for item in items:
+        if item.get_closest_marker("benchmark") is not None:
+            item.add_marker(pytest.mark.slow)
