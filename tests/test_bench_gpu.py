@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import seqrec
+
+pytestmark = pytest.mark.slow  # subprocesses and a torchrun
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "device" / "bench_gpu.py"

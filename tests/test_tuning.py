@@ -65,6 +65,7 @@ def test_unknown_key_in_space_fails_before_any_trial(tmp_path, capsys):
     assert not (tmp_path / "bad.db").exists()
 
 
+@pytest.mark.slow
 def test_two_workers_share_one_sqlite_study_and_the_best_config_reloads(tmp_path, capsys):
     cfg = _config(tmp_path)
     storage = f"sqlite:///{tmp_path / 'study.db'}"

@@ -101,6 +101,7 @@ def test_item_attribute_tsv_and_parse_cache_roundtrip(tmp_path, monkeypatch):
         read_item_attributes_tsv(bad)
 
 
+@pytest.mark.slow  # real data
 @pytest.mark.skipif(not (SHARED / "yelp2020-5core.s3rec.time.tsv.xz").is_file(),
                     reason="../shared/data not present")
 @pytest.mark.parametrize("name,n_items,has_time,kinds", [

@@ -35,8 +35,13 @@ from seqrec.data.sources import (
 from seqrec.errors import ConfigError, DataError, UnknownNameError
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-needs_shared = pytest.mark.skipif(not (SHARED / "ml-1m.seq.tsv.xz").is_file(),
-                                  reason="../shared/data not present")
+_shared_present = pytest.mark.skipif(not (SHARED / "ml-1m.seq.tsv.xz").is_file(),
+                                     reason="../shared/data not present")
+
+
+def needs_shared(test):
+    """Real data: skipped without ../shared/data, and in the slow tier."""
+    return pytest.mark.slow(_shared_present(test))
 
 
 def write(path: Path, text: str | bytes, encoding: str = "utf-8") -> Path:

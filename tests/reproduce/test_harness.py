@@ -354,6 +354,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1",
        "PYTHONPATH": os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH")) if p)}
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_result(tmp_path):
     path = _table(tmp_path, epochs=40)
     cmd = _cli(path, "--runs", "sasrec", "--seeds", "0", "--state-dir", "none")
@@ -410,6 +411,7 @@ def test_readme_section_is_generated_from_the_reports(tmp_path):
     assert not update_readme(readme, dirs["report_dir"])
 
 
+@pytest.mark.slow
 def test_scratch_report_dir_leaves_the_readme_alone(tmp_path):
     """A table reported into a scratch ``--report-dir`` must not rebuild the checkout's README
     section from that directory (it once replaced every table's results with the scratch one's)."""

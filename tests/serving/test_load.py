@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # a uvicorn subprocess
 pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 

@@ -40,6 +40,7 @@ def _history(model):
             for h in model.training_log.history]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["bce"])
 def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path, loss):
     """A subprocess trains with a checkpoint every step; it is SIGKILLed mid-run, training
