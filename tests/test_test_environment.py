@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import seqrec
 
 
@@ -25,3 +27,24 @@ def test_the_ci_profile_derandomizes_hypothesis():
     assert ci.derandomize and ci.database is None
     if os.environ.get("SEQREC_HYPOTHESIS_PROFILE") == "ci":  # as .ci/run sets it
         assert settings.default.derandomize
+
+
+def test_a_benchmark_counts_as_slow(request):
+    # `-m "not slow"` replaces addopts' `-m 'not benchmark'`: the hook keeps benchmarks out
+    root = Path(__file__).resolve().parent / "conftest.py"
+    (conftest,) = [p for p in request.config.pluginmanager.get_plugins()
+                   if getattr(p, "__file__", None) and Path(p.__file__).resolve() == root]
+
+    class Item:
+        def __init__(self, *marks):
+            self.marks = list(marks)
+
+        def get_closest_marker(self, name):
+            return next((m for m in self.marks if m.name == name), None)
+
+        def add_marker(self, mark):
+            self.marks.append(mark.mark)
+
+    bench, plain = Item(pytest.mark.benchmark.mark), Item()
+    conftest.pytest_collection_modifyitems(request.config, [bench, plain])
+    assert bench.get_closest_marker("slow") is not None and plain.get_closest_marker("slow") is None
