@@ -19,10 +19,10 @@ import os
 import tempfile
 from pathlib import Path
 
-import seqrec
-
 # set before any seqrec module reads it; one private cache per test session
 os.environ.setdefault("SEQREC_CACHE_DIR", tempfile.mkdtemp(prefix="seqrec-test-cache-"))
+
+import seqrec  # noqa: E402  (after the cache directory is set)
 
 SRC = str(Path(seqrec.__file__).resolve().parents[1])
 os.environ["PYTHONPATH"] = os.pathsep.join(
