@@ -379,7 +379,6 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     # the same code and configuration as this process (tests/conftest.py), else the comparison
     # below says nothing about resuming
     assert resumed["key"] == whole["key"], "the subprocess ran another seqrec or configuration"
-    assert resumed["config"]["model_config"] == whole["config"]["model_config"]
     assert resumed["metrics"] == whole["metrics"]
     assert resumed["global_step"] == whole["global_step"]
     curve = lambda rec: [(h["epoch"], h["metrics"]) for h in rec["validation_history"]]  # noqa: E731
