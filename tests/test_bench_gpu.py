@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import seqrec
+
+pytestmark = pytest.mark.slow  # subprocesses and a torchrun
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "device" / "bench_gpu.py"
@@ -32,8 +36,9 @@ def test_bench_gpu_dry_run(tmp_path):
         assert r["steady_s_per_epoch"] > 0 and len(r["parity"]) == 1
         assert 0.0 < r["parity"][0]["ndcg10"] <= 1.0
     assert runs["ddp2"]["world_size"] == 2 and runs["fp32"]["world_size"] == 1
-    # autocast really ran in bf16: the curve moves off the fp32 one
-    assert runs["bf16"]["parity"][0]["ndcg10"] != runs["fp32"]["parity"][0]["ndcg10"] or \
-        runs["bf16"]["steady_s_per_epoch"] != runs["fp32"]["steady_s_per_epoch"]
+    # autocast really ran in bf16: the validation curve moves off the fp32 one (same seed, one
+    # thread: fp32 runs are bit-identical, so only the bf16 arithmetic can move it)
+    print({v: r["parity"] for v, r in runs.items()})
+    assert runs["bf16"]["parity"][0]["ndcg10"] != runs["fp32"]["parity"][0]["ndcg10"]
     assert "| sasrec | ddp2 |" in out.with_suffix(".md").read_text()
     assert "fp32" in proc.stdout  # the figures are printed

@@ -20,6 +20,7 @@ def data():
     return prepare_data(load_experiment(None))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", model_names())
 def test_default_config_runs_on_default_dataset(name, data, tmp_path):
     config_cls, _ = get_model(name)

@@ -2,7 +2,9 @@
 loader and the HTTP API. Every generated input is either accepted or refused with a
 ``SeqRecError`` (HTTP: a 4xx); any other exception, or a 5xx, fails the test.
 
-The number of inputs tried is counted per target, printed (``pytest -s``) and asserted.
+Each target runs twice: a tenth of its inputs in the quick loop and all of them in the slow
+tier (``-m "not slow"`` leaves the full size out). The number of inputs tried is counted per
+target and size, printed (``pytest -s``) and asserted.
 """
 
 import itertools
@@ -25,16 +27,36 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from seqrec.serving.service import create_app  # noqa: E402
 
-# examples per target: 3,500 inputs in all; ~35 s on 2 idle cores (~90 s at load 12)
+# examples per target at full size: 3,500 inputs in all; ~35 s on 2 idle cores (~90 s at load 12)
 N_FILES, N_CONFIG_TEXT, N_OVERRIDES, N_ARTIFACT, N_HTTP = 600, 600, 700, 600, 1000
-COUNTS: dict[str, int] = {}
+QUICK_SHARE = 10  # the quick loop tries a tenth of them
+COUNTS: dict[tuple[str, str], int] = {}  # (size, target) -> inputs tried
 SERIAL = itertools.count()
-FUZZ = settings(deadline=None, database=None, derandomize=False, print_blob=True,
-                suppress_health_check=list(HealthCheck))
+# derandomized or not by the profile (tests/conftest.py): the same inputs on every CI run
+FUZZ = settings(deadline=None, database=None, print_blob=True, suppress_health_check=list(HealthCheck))
+SIZE = {"now": "quick"}
+
+
+@pytest.fixture(autouse=True)
+def _size(request):
+    """Which size the running test is (once per test, not per input)."""
+    SIZE["now"] = "full" if request.node.get_closest_marker("slow") else "quick"
 
 
 def _count(target: str) -> None:
-    COUNTS[target] = COUNTS.get(target, 0) + 1
+    key = (SIZE["now"], target)
+    COUNTS[key] = COUNTS.get(key, 0) + 1
+
+
+def _sizes(n: int, **strategies):
+    """The property ``body`` as two tests: a tenth of ``n`` inputs, and ``n`` in the slow tier."""
+
+    def both(body):
+        quick = settings(FUZZ, max_examples=max(n // QUICK_SHARE, 1))(given(**strategies)(body))
+        full = settings(FUZZ, max_examples=n)(given(**strategies)(body))
+        return quick, pytest.mark.slow(full)
+
+    return both
 
 
 @pytest.fixture(scope="module")
@@ -79,9 +101,7 @@ def table_files(draw):
     return ext, raw, options
 
 
-@settings(FUZZ, max_examples=N_FILES)
-@given(case=table_files())
-def test_fuzz_file_reader(workdir, case):
+def _file_reader(workdir, case):
     ext, raw, options = case
     _count("file reader")
     path = workdir / f"t{next(SERIAL)}{ext}"
@@ -97,6 +117,9 @@ def test_fuzz_file_reader(workdir, case):
     finally:
         path.unlink(missing_ok=True)
     assert len(inter.user) == len(inter.item) > 0
+
+
+test_fuzz_file_reader, test_fuzz_file_reader_full = _sizes(N_FILES, case=table_files())(_file_reader)
 
 
 # --- config loader ---------------------------------------------------------------------------
@@ -124,14 +147,16 @@ VALUE_TREE = st.recursive(
 )
 
 
-@settings(FUZZ, max_examples=N_OVERRIDES)
-@given(overrides=st.lists(OVERRIDE, max_size=4))
-def test_fuzz_config_overrides(overrides):
+def _config_overrides(overrides):
     _count("config overrides")
     try:
         load_experiment(None, overrides).model_config()
     except SeqRecError:
         pass
+
+
+test_fuzz_config_overrides, test_fuzz_config_overrides_full = _sizes(
+    N_OVERRIDES, overrides=st.lists(OVERRIDE, max_size=4))(_config_overrides)
 
 
 @st.composite
@@ -148,9 +173,7 @@ def config_files(draw):
     return fmt, text
 
 
-@settings(FUZZ, max_examples=N_CONFIG_TEXT)
-@given(case=config_files())
-def test_fuzz_config_files(workdir, case):
+def _config_files(workdir, case):
     fmt, text = case
     _count("config files")
     path = workdir / f"c{next(SERIAL)}.{fmt}"
@@ -162,6 +185,10 @@ def test_fuzz_config_files(workdir, case):
         pass
     finally:
         path.unlink(missing_ok=True)
+
+
+test_fuzz_config_files, test_fuzz_config_files_full = _sizes(
+    N_CONFIG_TEXT, case=config_files())(_config_files)
 
 
 # --- artifact loader -------------------------------------------------------------------------
@@ -216,9 +243,7 @@ def _mutate_json(meta, data):
         node[data.draw(st.integers(0, len(node) - 1))] = value
 
 
-@settings(FUZZ, max_examples=N_ARTIFACT)
-@given(data=st.data())
-def test_fuzz_artifact_loader(artifacts, workdir, data):
+def _artifact_loader(artifacts, workdir, data):
     from seqrec.models.base import Recommender
 
     _count("artifact loader")
@@ -259,6 +284,10 @@ def test_fuzz_artifact_loader(artifacts, workdir, data):
         shutil.rmtree(path, ignore_errors=True)
 
 
+test_fuzz_artifact_loader, test_fuzz_artifact_loader_full = _sizes(
+    N_ARTIFACT, data=st.data())(_artifact_loader)
+
+
 # --- HTTP API --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def client(artifacts):
@@ -280,11 +309,7 @@ BODY = st.one_of(
 )
 
 
-@settings(FUZZ, max_examples=N_HTTP)
-@given(method=st.sampled_from(["POST", "POST", "POST", "GET", "PUT"]),
-       route=st.sampled_from(["/recommend", "/recommend", "/health", "/info", "/nope", "/recommend/"]),
-       body=BODY, raw=st.one_of(st.none(), st.binary(max_size=40)))
-def test_fuzz_http_api(client, method, route, body, raw):
+def _http_api(client, method, route, body, raw):
     _count("HTTP API")
     if raw is not None:
         resp = client.request(method, route, content=raw, headers={"content-type": "application/json"})
@@ -301,16 +326,28 @@ def test_fuzz_http_api(client, method, route, body, raw):
         assert len(answer["items"]) == len(answer["scores"]) and np.isfinite(answer["scores"]).all()
 
 
+test_fuzz_http_api, test_fuzz_http_api_full = _sizes(
+    N_HTTP, method=st.sampled_from(["POST", "POST", "POST", "GET", "PUT"]),
+    route=st.sampled_from(["/recommend", "/recommend", "/health", "/info", "/nope", "/recommend/"]),
+    body=BODY, raw=st.one_of(st.none(), st.binary(max_size=40)))(_http_api)
+
+
 def test_fuzz_input_count():
-    """Runs last (file order): every target was exercised, thousands of inputs in all."""
-    total = sum(COUNTS.values())
-    print(f"\nfuzz: {total} inputs tried: " + ", ".join(f"{k} {v}" for k, v in COUNTS.items()))
+    """Runs last (file order): every target was exercised at each size that ran, thousands
+    of inputs in all at full size."""
     expected = {"file reader": N_FILES, "config overrides": N_OVERRIDES,
                 "config files": N_CONFIG_TEXT, "artifact loader": N_ARTIFACT, "HTTP API": N_HTTP}
-    ran = {k: COUNTS.get(k, 0) for k in expected}
-    if len([v for v in ran.values() if v]) < len(expected):
-        pytest.skip(f"run with the whole module to count every target ({ran})")
-    for key, n in expected.items():
-        assert ran[key] >= n // 2, (key, ran[key])
-    assert total >= 2000
+    for size, share in (("quick", QUICK_SHARE), ("full", 1)):
+        ran = {k: COUNTS.get((size, k), 0) for k in expected}
+        print(f"\nfuzz, {size}: {sum(ran.values())} inputs tried: "
+              + ", ".join(f"{k} {v}" for k, v in ran.items()))
+        if not any(ran.values()):
+            continue  # this size was not selected (-m "not slow" leaves out the full one)
+        if not all(ran.values()):
+            pytest.skip(f"run with the whole module to count every target ({size}: {ran})")
+        for key, n in expected.items():
+            assert ran[key] >= n // share // 2, (size, key, ran[key])
+        assert sum(ran.values()) >= 2000 // share
+    if not COUNTS:
+        pytest.skip("no fuzz target ran")
 

@@ -65,6 +65,7 @@ def test_unknown_key_in_space_fails_before_any_trial(tmp_path, capsys):
     assert not (tmp_path / "bad.db").exists()
 
 
+@pytest.mark.slow
 def test_two_workers_share_one_sqlite_study_and_the_best_config_reloads(tmp_path, capsys):
     cfg = _config(tmp_path)
     storage = f"sqlite:///{tmp_path / 'study.db'}"
@@ -77,7 +78,7 @@ def test_two_workers_share_one_sqlite_study_and_the_best_config_reloads(tmp_path
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for w in range(2)]
     outs = [w.communicate(timeout=300) for w in workers]
-    for w, (out, err) in zip(workers, outs):
+    for w, (_out, err) in zip(workers, outs, strict=True):
         assert w.returncode == 0, err[-3000:]
 
     study = optuna.load_study(study_name="shared", storage=storage)

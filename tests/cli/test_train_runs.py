@@ -126,6 +126,7 @@ def test_a_second_trainer_in_the_same_run_directory_is_refused(csv_path, tmp_pat
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_progress_lines_when_not_a_terminal(csv_path, tmp_path):
     """Through a pipe (no terminal): one line per epoch with epoch i/N, loss, the validation
     metric and seconds; the stop reason in the table and the result file."""
@@ -144,6 +145,7 @@ def test_progress_lines_when_not_a_terminal(csv_path, tmp_path):
     assert result["stopped"] == "epochs"
 
 
+@pytest.mark.slow
 def test_sigterm_stops_train_like_ctrl_c_and_keeps_the_checkpoint(csv_path, tmp_path):
     """`kill`, a container stop or a preemption: the checkpoint stays and the message says how
     to resume (SIGTERM's default action ended the process without a word)."""

@@ -24,7 +24,7 @@ SHARED = Path(os.environ.get("SEQREC_DATA_DIR")
 
 def attrs(rows):
     """rows: (item, position, attribute, kind)."""
-    item, pos, att, kind = zip(*rows)
+    item, pos, att, kind = zip(*rows, strict=True)
     return ItemAttributes(np.array(item), np.array(att), np.array(kind), np.array(pos))
 
 
@@ -74,7 +74,7 @@ def test_attributes_survive_filtering_remap_and_split():
     vocab = prepared.vocab
     assert vocab.raw.tolist() == [10, 20, 30]
     att = vocab.attributes
-    assert sorted(zip(att.item.tolist(), att.attribute.tolist())) == [(1, 1), (2, 2), (3, 1)]
+    assert sorted(zip(att.item.tolist(), att.attribute.tolist(), strict=True)) == [(1, 1), (2, 2), (3, 1)]
     assert any("item attributes re-keyed" in n for n in prepared.interactions.notes)
     split = leave_last_out(prepared.sequences())
     for seqs in (split.train, split.train_valid, split.test.histories()):
@@ -102,6 +102,7 @@ def test_item_attribute_tsv_and_parse_cache_roundtrip(tmp_path, monkeypatch):
         read_item_attributes_tsv(bad)
 
 
+@pytest.mark.slow  # real data
 @pytest.mark.skipif(not (SHARED / "yelp2020-5core.s3rec.time.tsv.xz").is_file(),
                     reason="../shared/data not present")
 @pytest.mark.parametrize("name,n_items,has_time,kinds", [

@@ -35,8 +35,13 @@ from seqrec.data.sources import (
 from seqrec.errors import ConfigError, DataError, UnknownNameError
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-needs_shared = pytest.mark.skipif(not (SHARED / "ml-1m.seq.tsv.xz").is_file(),
-                                  reason="../shared/data not present")
+_shared_present = pytest.mark.skipif(not (SHARED / "ml-1m.seq.tsv.xz").is_file(),
+                                     reason="../shared/data not present")
+
+
+def needs_shared(test):
+    """Real data: skipped without ../shared/data, and in the slow tier."""
+    return pytest.mark.slow(_shared_present(test))
 
 
 def write(path: Path, text: str | bytes, encoding: str = "utf-8") -> Path:
@@ -609,9 +614,9 @@ def test_the_papers_own_file_layouts_read_as_the_registered_beauty(tmp_path):
     order = np.lexsort((np.arange(len(ref)), ref.user))  # per user, in the file's order
     users, items = ref.user[order], ref.item[order]
     starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
-    lines = [" ".join(map(str, [users[a], *items[a:b]])) for a, b in zip(starts, np.r_[starts[1:], len(users)])]
+    lines = [" ".join(map(str, [users[a], *items[a:b]])) for a, b in zip(starts, np.r_[starts[1:], len(users)], strict=True)]
     (tmp_path / "Beauty.txt").write_text("\n".join(lines) + "\n")
-    (tmp_path / "beauty_pairs.txt").write_text("".join(f"{u} {i}\n" for u, i in zip(users, items)))
+    (tmp_path / "beauty_pairs.txt").write_text("".join(f"{u} {i}\n" for u, i in zip(users, items, strict=True)))
     for name in ("Beauty.txt", "beauty_pairs.txt"):
         inter = load(str(tmp_path / name))
         assert len(inter) == len(ref) == 198502 and not inter.has_time

@@ -5,7 +5,13 @@ import torch
 from seqrec.data.batching import SequenceBatch
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
-from seqrec.models.fmlprec import FilterLayer, FMLPRec, FMLPRecConfig, FMLPRecEncoder, prefix_samples
+from seqrec.models.fmlprec import (
+    FilterLayer,
+    FMLPRec,
+    FMLPRecConfig,
+    FMLPRecEncoder,
+    prefix_samples,
+)
 from seqrec.testing import conformance as C
 from seqrec.testing.conformance import ConformanceSuite
 from seqrec.training.negatives import NegativeSampler
@@ -51,7 +57,7 @@ def test_prefix_samples_are_the_official_ones():
     rows = [[1, 2, 3], [4, 5, 6, 7, 8, 9], [7]]
     train = Sequences.from_lists(rows, n_items=9)
     row, at, n = prefix_samples(train, max_len=4)
-    got = [(int(r), list(train.items[a - k:a]), int(train.items[a])) for r, a, k in zip(row, at, n)]
+    got = [(int(r), list(train.items[a - k:a]), int(train.items[a])) for r, a, k in zip(row, at, n, strict=True)]
     ref = []  # FMLPRecDataset: prefixes of the last max_len items, input = prefix[:-1]
     for r, seq in enumerate(rows):
         window = seq[-4:]

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from seqrec.data.batching import SequenceBatch
-from seqrec.data.vocab import ItemVocab
 from seqrec.data.sequences import Sequences
+from seqrec.data.vocab import ItemVocab
 from seqrec.errors import DataError
 from seqrec.models.lsan import LSAN, LSANConfig, LSANEncoder, qr_indices, qr_sizes
 from seqrec.models.lsan_blocks import CausalLightConv, SelfAttentionBlock, TwinAttentionBlock

@@ -88,8 +88,8 @@ def test_sigterm_stops_every_worker_cleanly_and_the_rerun_matches(tmp_path):
     # little late on a loaded 2-core CI machine found its sibling already done (one partial)
     path = _table(tmp_path, epochs=120)
     text = path.read_text()
-    assert "patience = 10" in text  # the table's early stop is what this test switches off
-    path.write_text(text.replace("patience = 10", "patience = 0\nbatch_size = 16"))
+    assert "epochs = 120\n" in text  # the table's early stop is what this test switches off
+    path.write_text(text.replace("epochs = 120\n", "epochs = 120\npatience = 0\nbatch_size = 16\n"))
     cmd = _cli(path, "--models", "sasrec", "--workers", "2", "--state-dir", "r/state")
     results, state = tmp_path / "r" / "results", tmp_path / "r" / "state"
 
@@ -210,7 +210,9 @@ def test_plan_reads_each_stored_record_once(tmp_path, monkeypatch):
     # another learning rate: new identities, no cached run, so every lookup misses and must
     # compare with everything stored (the case that read each file once per planned run)
     other = tmp_path / "other.toml"
-    other.write_text(_table(tmp_path).read_text().replace("lr = 1e-3", "lr = 2e-3"))
+    text = _table(tmp_path).read_text()
+    assert text.count("[runs.train]\n") == 1
+    other.write_text(text.replace("[runs.train]\n", "[runs.train]\nlr = 2e-3\n"))  # not the default
     missed = plan(load_table(other), load_table(other).runs, dirs["runs_dir"], dirs["results_dir"])
     assert [p.done for p in missed] == [True, False, False]  # pop has no lr: still cached
     assert reads and max(reads.values()) == 1, reads

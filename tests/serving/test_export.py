@@ -34,6 +34,7 @@ def _histories():
 
 @needs_ort
 @pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.slow
 def test_onnx_scores_match_pytorch(name, tmp_path):
     cls, kwargs = MODELS[name]
     model = fitted(cls, kwargs)

@@ -2,21 +2,39 @@
 from concurrent clients): every request answered, no errors, no memory growth. The full-size
 run is benchmarks/bench_serve_load.py (figures in docs/results/serve_load.md)."""
 
+from contextlib import contextmanager
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # a uvicorn subprocess
 pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 
-from seqrec.serving.loadtest import HOST, load_test  # noqa: E402
-from seqrec.testing.conformance import fitted  # noqa: E402
 from seqrec.models.sasrec import SASRec  # noqa: E402
+from seqrec.serving import loadtest  # noqa: E402
+from seqrec.testing.conformance import fitted  # noqa: E402
 
 # RSS may move by allocator noise; a leak of 64 KiB per request would exceed this over 150.
 RSS_TOLERANCE_MB = 8.0
 
 
-def test_concurrent_clients_against_the_real_server(tmp_path):
+def _listening_addresses(port: int) -> set[str]:
+    """Local IPv4/IPv6 addresses (hex, as /proc/net/tcp* writes them) listening on ``port``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not Path(table).exists():
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def test_concurrent_clients_against_the_real_server(tmp_path, monkeypatch):
     model = fitted(SASRec, {"dim": 16, "n_blocks": 1, "n_heads": 1})
     model.save(tmp_path / "art")
     rng = np.random.default_rng(0)
@@ -25,10 +43,22 @@ def test_concurrent_clients_against_the_real_server(tmp_path):
     payloads.append(("/recommend/batch", {"requests": [{"history": raw[:3]}, {"history": []}],
                                           "k": 5, "deny": raw[:2]}))
     payloads.append(("/recommend", {"history": raw[:4], "allow": raw[5:15], "k": 3}))
-    res = load_test(tmp_path / "art", payloads, n_requests=300, clients=6, max_seconds=90,
-                    warmup=30)
+    listening: list[set[str]] = []
+    real_server = loadtest.running_server
+
+    @contextmanager
+    def watched_server(*args, **kwargs):  # what the running server really listens on
+        with real_server(*args, **kwargs) as (url, proc):
+            listening.append(_listening_addresses(int(url.rsplit(":", 1)[1])))
+            yield url, proc
+
+    monkeypatch.setattr(loadtest, "running_server", watched_server)
+    res = loadtest.load_test(tmp_path / "art", payloads, n_requests=300, clients=6, max_seconds=90,
+                             warmup=30)
     print({k: v for k, v in res.items() if not isinstance(v, list)})
-    assert HOST == "127.0.0.1"
+    # loopback only: the load never leaves this machine (0100007F is 127.0.0.1 in /proc's hex)
+    if Path("/proc/net/tcp").exists():
+        assert listening == [{"0100007F"}]
     assert res["requests"] == 300 and not res["timed_out"]
     assert res["errors"] == 0, res["error_examples"]
     assert 0 < res["p50_ms"] <= res["p99_ms"] < 10_000

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from seqrec.data.vocab import ItemVocab
 from seqrec.data.sequences import Sequences
+from seqrec.data.vocab import ItemVocab
 from seqrec.models.base import Recommender
 from seqrec.models.factorization.pop import Pop, PopConfig
 

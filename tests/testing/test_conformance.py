@@ -76,3 +76,12 @@ def test_scoring_that_drops_the_last_history_item_is_detected():
     C.check_scores_use_only_history(BERT4Rec, kw)
     with pytest.raises(AssertionError, match="most recent"):
         C.check_scores_use_only_history(Overwrites, kw)
+
+
+def test_batch_invariance_leaves_the_cached_model_as_the_other_checks_find_it():
+    # every check reuses one fitted model per class and config: a check that changes it (its
+    # scoring chunk size, here) would hand the later checks another model than they name
+    model = C.fitted(SASRec, KW)
+    before = model.config
+    C.check_batch_invariance(SASRec, KW)
+    assert C.fitted(SASRec, KW) is model and model.config == before

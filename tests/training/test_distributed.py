@@ -70,6 +70,7 @@ def test_learning_rate_rule_is_explicit():
         SASRecConfig(lr_rule="cubic")
 
 
+@pytest.mark.slow
 def test_two_processes_match_one_and_a_killed_run_resumes_exactly(tmp_path):
     both = _drive(tmp_path / "two", TINY, tmp_path / "two" / "ck")
     two = json.loads((tmp_path / "two" / "result.json").read_text())
@@ -80,7 +81,7 @@ def test_two_processes_match_one_and_a_killed_run_resumes_exactly(tmp_path):
     hist = one.training_log.history
     assert one.training_log.global_step == two["global_step"] == 3 * 6
     assert len(hist) == len(two["history"]) == 3
-    for a, b in zip(hist, two["history"]):
+    for a, b in zip(hist, two["history"], strict=True):
         for name, value in a["metrics"].items():
             assert b["metrics"][name] == pytest.approx(value, abs=1e-6), name
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-5)
@@ -98,6 +99,7 @@ def test_two_processes_match_one_and_a_killed_run_resumes_exactly(tmp_path):
     assert resumed["scores"] == two["scores"]
 
 
+@pytest.mark.slow
 def test_torchrun_seqrec_train_writes_one_result_on_rank_0(tmp_path):
     """``torchrun -m seqrec train`` on a CSV: rank 0 alone evaluates and writes, and the
     result records the world size, the global and per-rank batch and the learning rate."""
@@ -120,6 +122,7 @@ def test_torchrun_seqrec_train_writes_one_result_on_rank_0(tmp_path):
     assert proc.stdout.count("artifact:") == 1  # one rank reported
 
 
+@pytest.mark.slow
 def test_a_training_forward_that_bypasses_ddp_is_caught(tmp_path):
     """A ``compute_loss`` override calling ``self.encoder`` instead of ``train_forward`` would
     train each rank on its own gradients; the trainer stops it after the first step."""

@@ -7,8 +7,8 @@ import textwrap
 import time
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 from seqrec.errors import ConfigError
 from seqrec.models.sasrec import SASRec, SASRecConfig
@@ -40,6 +40,7 @@ def _history(model):
             for h in model.training_log.history]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["bce"])
 def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path, loss):
     """A subprocess trains with a checkpoint every step; it is SIGKILLed mid-run, training
@@ -91,8 +92,10 @@ def test_early_stopping_restores_best_and_logs_every_validation(tmp_path, data):
     assert len(lines) == len(lg.history) == lg.epochs_run
     metrics = [x["metrics"]["NDCG@10"] for x in lines]
     assert lg.best_metric == max(metrics)
-    if lg.stopped == "patience":
-        assert lg.epochs_run < 30 and metrics.index(max(metrics)) == len(metrics) - 3
+    # patience 2: the run stops two validations after its best, well before epoch 30
+    assert lg.stopped == "patience"
+    assert lg.epochs_run < 30 and metrics.index(max(metrics)) == len(metrics) - 3
+    assert lg.best_epoch == lines[-3]["epoch"] and all(m < lg.best_metric for m in metrics[-2:])
     # the restored weights are the best validation weights
     assert model.validation_metrics(valid)["NDCG@10"] == pytest.approx(lg.best_metric)
     assert 0.0 < lg.batch_share < 1.0
@@ -296,7 +299,7 @@ def test_bf16_precision_trains_in_bfloat16_and_keeps_float32_weights(data):
     losses = {p: [h["train_loss"] for h in m.training_log.history] for p, m in runs.items()}
     assert losses["bf16"][-1] < losses["bf16"][0]  # it learns
     assert losses["bf16"] != losses["fp32"]  # the arithmetic really changed ...
-    for a, b in zip(losses["bf16"], losses["fp32"]):  # ... and stayed close
+    for a, b in zip(losses["bf16"], losses["fp32"], strict=True):  # ... and stayed close
         assert a == pytest.approx(b, rel=0.05)
     best = {p: m.training_log.best_metric for p, m in runs.items()}
     assert best["bf16"] == pytest.approx(best["fp32"], abs=0.1)

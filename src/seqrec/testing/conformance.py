@@ -174,8 +174,12 @@ def check_batch_invariance(model_cls, config_kwargs: dict[str, Any], atol: float
     diff = np.abs(alone[:, 1:] - together[::5, 1:]).max()
     assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), f"batch composition changed scores by {diff}"
     if hasattr(model.config, "eval_batch_size"):  # small scoring chunks, each cut to its width
-        model.config = dataclasses.replace(model.config, eval_batch_size=3)
-        chunked = model.score(hist)
+        config = model.config  # restored: the fitted model is cached and shared with the other checks
+        model.config = dataclasses.replace(config, eval_batch_size=3)
+        try:
+            chunked = model.score(hist)
+        finally:
+            model.config = config
         diff = np.abs(chunked[:, 1:] - together[:, 1:]).max()
         assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), f"chunking changed scores by {diff}"
 
