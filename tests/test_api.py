@@ -34,8 +34,12 @@ def test_train_evaluates_recommends_and_saves(log, tmp_path):
     assert by_history.skipped_unknown == 1 and known not in by_history.items  # seen items excluded
     with pytest.raises(ConfigError, match="one of user=ID or history"):
         run.recommend(k=2)
+    # load gives back the object train gave: the README's next line works on it
     loaded = seqrec.load(run.save(tmp_path / "artifact"))
-    assert loaded.recommend([[known]], k=2)[0].items == run.model.recommend([[known]], k=2)[0].items
+    assert type(loaded) is type(run) and loaded.recommend(user=user, k=3).items == rec.items
+    assert loaded.recommend(history=[known], k=2).items == run.recommend(history=[known], k=2).items
+    assert loaded.model.recommend([[known]], k=2)[0].items == run.model.recommend([[known]], k=2)[0].items
+    assert loaded.metrics == {} and loaded.n_items == run.model.n_items  # no run directory: no record
 
 
 def test_in_memory_table_and_run_directory(log, tmp_path, capsys):
@@ -45,7 +49,8 @@ def test_in_memory_table_and_run_directory(log, tmp_path, capsys):
     assert run.metrics == same.metrics  # the table is read like the file
     record = json.loads((tmp_path / "run" / "result.json").read_text())
     assert record["metrics"]["test"] == run.metrics and (tmp_path / "run" / "model").is_dir()
-    assert seqrec.load(tmp_path / "run").name == "pop"  # the run directory stands for its artifact
+    loaded = seqrec.load(tmp_path / "run")  # the run directory stands for its artifact
+    assert loaded.name == "pop" and loaded.metrics == run.metrics and loaded.out == tmp_path / "run"
     with pytest.raises(ConfigError, match="holds another run"):  # like seqrec train --out
         seqrec.train(frame, "puresvd", data_options={"filter": "none"}, out=tmp_path / "run")
     with pytest.raises(ConfigError, match=r"\['sep'\] apply to files"):

@@ -10,7 +10,7 @@ artifact are from the command line.
     run.recommend(user="c42", k=10).items                # raw ids in, raw ids out
     run.recommend(history=["sku1", "sku7"], k=5)
     run.save("models/shop-sasrec")                       # seqrec serve / recommend / load take it
-    model = seqrec.load("models/shop-sasrec")            # a Recommender
+    model = seqrec.load("models/shop-sasrec")            # the same kind of object as run
 
 Keyword arguments of :func:`train` are the model's settings (``seqrec config sasrec`` lists them
 with their defaults: ``dim``, ``epochs``, ``lr``, ...); the other sections of an experiment go in
@@ -38,21 +38,30 @@ IN_MEMORY_NAME = "frame"
 
 @dataclass
 class TrainedRun:
-    """A fitted model with the experiment and the result record that describe it."""
+    """A fitted model with the experiment and the result record that describe it: what
+    :func:`train` returns and what :func:`load` reads back, so that the same calls work on
+    both. ``experiment`` is None and ``record`` empty for an artifact saved outside a run
+    directory. Attributes of the model (``score``, ``top_k``, ``vocab``, ``n_items``,
+    ``reads_time``...) are reachable on the run too."""
 
     model: Recommender
-    experiment: Experiment
+    experiment: Experiment | None
     record: dict[str, Any]
     out: Path | None = None
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("model", "experiment", "record", "out"):
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
     @property
     def metrics(self) -> dict[str, float]:
-        """Test metrics (full ranking, the configured seen filter)."""
-        return dict(self.record["metrics"]["test"])
+        """Test metrics (full ranking, the configured seen filter); empty when unknown."""
+        return dict(self.record.get("metrics", {}).get("test") or {})
 
     @property
     def valid_metrics(self) -> dict[str, float]:
-        return dict(self.record["metrics"]["valid"])
+        return dict(self.record.get("metrics", {}).get("valid") or {})
 
     def recommend(self, user: Any = None, history: list[Any] | None = None, k: int = 10,
                   exclude_seen: bool = True, allow: list[Any] | None = None,
@@ -79,7 +88,8 @@ class TrainedRun:
         trained = f"; {rec['epochs']} epoch(s), stopped by {rec.get('stopped')}" if rec.get("epochs") else ""
         where = f"; out={str(self.out)!r}" if self.out is not None else ""
         data = Path(str(rec.get('dataset', '?'))).name.split('.')[0]  # a file: its name
-        return (f"TrainedRun({rec.get('model', self.experiment.model)} on {data}, "
+        model = rec.get("model") or self.model.name
+        return (f"TrainedRun({model} on {data}, "
                 f"{rec.get('protocol', '?')}: test {shown or 'no metrics'}{trained}{where})")
 
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
@@ -154,6 +164,20 @@ def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | No
     return TrainedRun(fitted, exp, record, out)
 
 
-def load(path: str | Path) -> Recommender:
-    """A saved model: an artifact directory or the run directory holding it."""
-    return Recommender.load(path)
+def load(path: str | Path) -> TrainedRun:
+    """A saved model, as :func:`train` returns one: an artifact directory or the run directory
+    holding it (whose ``result.json`` gives ``metrics``). ``.model`` is the bare recommender."""
+    import json
+
+    from seqrec.serving.artifact import artifact_dir
+
+    art = artifact_dir(path)
+    model = Recommender.load(art)
+    run_dir = art.parent if (art.parent / "result.json").is_file() else None
+    record: dict[str, Any] = {}
+    if run_dir is not None:
+        try:
+            record = json.loads((run_dir / "result.json").read_text())
+        except (OSError, ValueError):
+            record = {}
+    return TrainedRun(model, None, record if isinstance(record, dict) else {}, run_dir)

@@ -8,7 +8,8 @@ The JSON schema is the one of DESIGN.md section 4::
      "train_seconds", "eval_seconds", "eval_seconds_by_split", "hardware", "versions",
      "command", "created", ...}
 
-``hardware`` is an object (platform, processor, cpu_count, torch_threads) rather than one
+``hardware`` is an object (platform, processor, cpu_model, cpu_count, torch_threads,
+torch_cpu_capability) rather than one
 string, so tools can filter on it; :func:`hardware_line` renders it for people.
 """
 
@@ -51,22 +52,44 @@ def versions() -> dict[str, str | None]:
 
 
 def hardware() -> dict[str, Any]:
-    """Platform, processor, CPU count and (if torch is already imported) its thread count."""
+    """Platform, processor, CPU model, CPU count and (if torch is already imported) its thread
+    count and the instruction set its CPU kernels use. The last two matter for exact
+    reproduction: the same seed gives the same numbers for the same thread count and kernels,
+    while AVX2 and AVX-512 kernels round differently and training then drifts apart."""
     torch = sys.modules.get("torch")
-    return {
+    out = {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads() if torch is not None else None,
     }
+    if torch is not None:
+        out["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    return out
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 def hardware_line(hw: Mapping[str, Any] | str) -> str:
     if isinstance(hw, str):
         return hw
     line = f"{hw.get('platform')}, {hw.get('processor')}, {hw.get('cpu_count')} CPUs"
+    if hw.get("cpu_model"):
+        line += f" ({hw['cpu_model']})"
     if hw.get("torch_threads") is not None:
         line += f", torch threads {hw['torch_threads']}"
+    if hw.get("torch_cpu_capability"):
+        line += f", {hw['torch_cpu_capability']} kernels"
     return line
 
 
