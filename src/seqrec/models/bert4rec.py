@@ -86,13 +86,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from seqrec.config_fields import setting
 from seqrec.data.batching import SequenceBatch, left_pad
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.sasrec import CausalSelfAttention
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
+from seqrec.models.sasrec import CausalSelfAttention
 from seqrec.models.torch_recommender import TorchRecommender
 
 INIT_STD = 0.02
@@ -135,7 +136,7 @@ class BERT4RecConfig(NeuralConfig):
     N(0, 1), as the LRURec authors' code leaves them)."""
     head_norm: bool = False
     """LayerNorm after the output GELU transform (the official code; not in the paper)."""
-    output: str = "transform"
+    output: str = setting("transform", legacy="transform")
     """'transform' (eq. 7: ``GELU(h W^P + b^P) E^T + b^O``, the official and LRURec code) or
     'tied' (``h E^T``: no transform, no output bias, as the Dross authors' HF-BERT BERT4Rec)."""
     lr: float = 1e-4
@@ -150,10 +151,6 @@ class BERT4RecConfig(NeuralConfig):
     """Sequences per training step (the paper's 256)."""
     grad_clip: float = 5.0
     """Global gradient-norm clipping (the official optimisation code)."""
-
-    # fields added after runs were stored: a run at this value keeps its stored identity
-    # (seqrec.reproduce.runner.identity leaves them out)
-    identity_added = {"output": "transform"}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -80,8 +80,6 @@ from seqrec.models.torch_recommender import TorchRecommender, _Threads
 
 INIT_STD = 0.02
 EMBED_DROPOUT_AT = ("before_norm", "after_norm")
-# LRURecConfig overrides that give the model seqrec trained before 2026-11-30 (resume its runs)
-LEGACY = {"embed_dropout_at": "after_norm", "decay_biases_and_norms": True}
 
 
 @dataclass(frozen=True)

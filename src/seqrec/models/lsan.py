@@ -88,6 +88,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqrec.config_fields import setting
 from seqrec.data.batching import SequenceBatch
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, DataError
@@ -133,7 +134,7 @@ class LSANConfig(NeuralConfig):
     """Dropout on the input embedding, residual branches and FFN."""
     dynamic: bool = True
     """Context-aware weighting of the base embeddings; False = plain sum (LSAN_w/o.dynamic)."""
-    composition: str = "sum"
+    composition: str = setting("sum", legacy="sum")
     """'sum': the paper's (context-weighted) sum of the base embeddings; 'product': Shi et
     al.'s element-wise product (not LSAN; unweighted, so it needs ``dynamic=False``)."""
     twin: bool = True

@@ -1,12 +1,14 @@
 """The training fields every neural model shares (:class:`NeuralConfig`), the recipe of the
 baselines that took the measured defaults (:class:`SlidingRecipeConfig`), the checks model
-configs validate with, and which fields a run may change when it resumes."""
+configs validate with them. Each field declares its role in a run (``seqrec.config_fields``): budget
+and placement fields may change when a run resumes; the others make it another run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from seqrec.config_fields import BUDGET, PLACEMENT, setting
 from seqrec.errors import ConfigError
 
 LOSSES = ("bce", "ce", "sampled_softmax", "gbce")
@@ -34,6 +36,16 @@ def check_choice(config: Any, name: str, choices: tuple[str, ...]) -> None:
         raise ConfigError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
 
+def _batch_given(config: dict[str, Any]) -> bool:
+    """The automatic batch's fields cannot change training while ``batch_size`` is given."""
+    return bool(config.get("batch_size", 0))
+
+
+def _no_growth(config: dict[str, Any]) -> bool:
+    """``auto_batch_max`` acts only through ``min_epoch_steps`` on an automatic batch."""
+    return _batch_given(config) or not config.get("min_epoch_steps", 0)
+
+
 @dataclass(frozen=True)
 class NeuralConfig:
     """Training fields shared by every neural model; model configs inherit from it."""
@@ -48,7 +60,7 @@ class NeuralConfig:
     """gBCE calibration parameter t in [0, 1]."""
     logq: bool = False
     """sampled_softmax: draw negatives by popularity and apply the log-Q correction."""
-    ce_chunk: int = 256
+    ce_chunk: int = setting(256, role=PLACEMENT)
     """Positions per chunk in the full cross-entropy (memory chunk x I; small is cache-friendly)."""
     lr: float = 1e-3
     """AdamW learning rate."""
@@ -62,14 +74,14 @@ class NeuralConfig:
     batch_size: int = 128
     """Sequences per optimizer step over all processes: the global batch (under torchrun each
     of N ranks takes a contiguous 1/N of it). 0: sized by ``batch_targets`` at fit time."""
-    batch_targets: int = 1024
+    batch_targets: int = setting(1024, inert_when=_batch_given)
     """With ``batch_size = 0``: the batch in sequences is set at fit time so that it holds about
     this many training targets, ``round(batch_targets / mean targets per training row)``, at
     least 1 (a ``batch_size`` > 0 is used as given and this is ignored). One size in sequences
     does not suit every dataset: 128 windows of 50 on MovieLens hold about 5,000 targets, 128
     short Amazon histories about 750 (``docs/reproduce/defaults.md`` measures both). The size
     used is in the run's result (``training.global_batch``)."""
-    min_epoch_steps: int = 0
+    min_epoch_steps: int = setting(0, legacy=0, inert_when=_batch_given)
     """With ``batch_size = 0``: where the data are large enough, the batch grows beyond
     ``batch_targets``' size, up to ``auto_batch_max`` sequences, as long as an epoch keeps this
     many optimizer steps: ``max(targets batch, min(auto_batch_max, floor(training rows /
@@ -77,16 +89,16 @@ class NeuralConfig:
     get less noisy ones: with 100, ML-100K's 2,412 windows of 50 train in batches of 25 (the
     1,024-target size), ML-1M's 22,532 in batches of 128, which validated higher there
     (``docs/reproduce/defaults.md``). 0 = off. Ignored when ``batch_size`` > 0."""
-    auto_batch_max: int = 128
+    auto_batch_max: int = setting(128, inert_when=_no_growth)
     """The largest batch (sequences) ``min_epoch_steps`` may raise an automatic batch to."""
-    lr_rule: str = "fixed"
+    lr_rule: str = setting("fixed", legacy="fixed")
     """How ``lr`` follows the global batch: 'fixed' (``lr`` as given), 'linear' or 'sqrt'
     (``lr`` times ``batch_size / lr_base_batch``, or its square root)."""
-    lr_base_batch: int = 0
+    lr_base_batch: int = setting(0, legacy=0)
     """The global batch at which ``lr`` was tuned ('linear' / 'sqrt'; 0 = ``batch_size``)."""
-    epochs: int = 200
+    epochs: int = setting(200, role=BUDGET)
     """Maximum number of epochs."""
-    patience: int = 10
+    patience: int = setting(10, role=BUDGET)
     """Stop after this many validations without improvement (0 disables early stopping)."""
     eval_every: int = 1
     """Validate every this many epochs."""
@@ -98,25 +110,25 @@ class NeuralConfig:
     """Clip the global gradient norm to this value (0 disables clipping)."""
     seed: int = 0
     """Seed of initialization, data order, negatives and dropout."""
-    device: str = "cpu"
+    device: str = setting("cpu", role=PLACEMENT)
     """'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)."""
-    num_threads: int = 0
+    num_threads: int = setting(0, role=PLACEMENT)
     """torch intra-op threads during fit/score (0 leaves the global setting alone)."""
-    max_train_seconds: float = 0.0
+    max_train_seconds: float = setting(0.0, role=BUDGET)
     """Stop training after this many seconds of steps (0 = no budget)."""
-    eval_batch_size: int = 1024
+    eval_batch_size: int = setting(1024, role=PLACEMENT)
     """Histories per scoring chunk."""
     train_windows: str = "last"
     """'last': each user's most recent ``max_len`` transitions (the SASRec paper); 'sliding':
     every transition once, long histories cut into windows (the LRURec code's loader)."""
-    window_stride: int = 0
+    window_stride: int = setting(0, legacy=0)
     """With 'sliding': a new window every ``window_stride`` transitions (0 = ``max_len``:
     windows that do not overlap). A window trains only its newest ``window_stride`` targets,
     the older positions being context, so every transition is still a target once per epoch
     and each has at least ``max_len - window_stride`` items before it (without overlap the
     first target of an older window sees none). Costs ``max_len / window_stride`` times the
     encoder work per epoch; 1 is RecBole's one-sequence-per-transition data."""
-    precision: str = "fp32"
+    precision: str = setting("fp32", legacy="fp32")
     """Training arithmetic. 'fp32': float32 throughout. 'bf16': the training forward and loss
     under ``torch.autocast(bfloat16)``, the full cross-entropy's matmuls in bfloat16 (softmax
     and sums in float32); weights, optimizer state, validation and scoring stay float32. Faster
@@ -169,26 +181,3 @@ class SlidingRecipeConfig(NeuralConfig):
     """Stop after this many validations without improvement (default since 2026-12-05; was 10;
     0 disables early stopping). ``lr=1e-3, patience=10, train_windows='last'`` is the previous
     recipe."""
-
-
-# Fields that only bound or place a run; changing them between resumes is allowed (e.g. a
-# larger time budget or more epochs continue a stopped run).
-# ``ce_chunk`` only changes the floating-point summation order of the loss.
-RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device", "eval_batch_size",
-               "ce_chunk")
-
-
-# Fields added to the configs after runs were recorded, with the value that reproduces how those
-# runs trained. A stored config without the field is read with this value, not with the class's
-# current default (which may differ: SASRec's ``min_epoch_steps`` is 100).
-ADDED_FIELDS: dict[str, Any] = {"min_epoch_steps": 0}
-
-
-def inert_fields(config: dict) -> set[str]:
-    """Fields of a config dict that cannot change training: the automatic batch's fields while
-    ``batch_size`` is given (> 0), and ``auto_batch_max`` without ``min_epoch_steps``.
-    Comparisons of runs skip them, so that a run keeps its identity whatever values of them it
-    recorded then."""
-    if config.get("batch_size", 0):
-        return {"batch_targets", "min_epoch_steps", "auto_batch_max"}
-    return set() if config.get("min_epoch_steps", 0) else {"auto_batch_max"}

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,7 +42,7 @@ from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, DataError
 from seqrec.models.base import Recommender, config_to_dict
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.neural_config import ADDED_FIELDS, RUN_CONTROL, NeuralConfig, inert_fields
+from seqrec.models.neural_config import NeuralConfig
 
 log = logging.getLogger(__name__)
 
@@ -410,37 +409,26 @@ def steps_per_epoch(train: Sequences, cfg: Any) -> int:
 
 
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
-    """A checkpoint directory belongs to one (model, config, catalogue); refuse to mix."""
-    import dataclasses
+    """A checkpoint directory belongs to one (model, config, catalogue); refuse to mix. Budget
+    and placement fields may differ (:func:`seqrec.identity.same_run`, training only)."""
     import json
+
+    from seqrec.identity import differences
 
     directory.mkdir(parents=True, exist_ok=True)
     meta = {"model": name, "config": config_to_dict(cfg), "n_items": int(n_items)}
     path = directory / "run.json"
 
-    def identity(m: dict) -> dict:
-        skip = set(RUN_CONTROL) | inert_fields(m["config"])
-        return {**m, "config": {k: v for k, v in m["config"].items() if k not in skip}}
+    def as_identity(m: dict) -> dict:
+        return {"model": m.get("model"), "model_config": m.get("config", {}), "n_items": m.get("n_items")}
 
     if path.exists():
         old = json.loads(path.read_text())
-        # A field added to the config class after the run started counts as the value the run
-        # trained with: its ADDED_FIELDS value, else its default.
-        defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
-        for k, v in meta["config"].items():
-            if k in old["config"]:
-                continue
-            if k in ADDED_FIELDS:
-                old["config"][k] = ADDED_FIELDS[k]
-            elif k in defaults and json.loads(json.dumps(defaults[k], default=str)) == v:
-                old["config"][k] = v
-        if identity(old) != identity(meta):
-            changed = sorted(k for k in set(old["config"]) | set(meta["config"])
-                             if k not in RUN_CONTROL and k not in inert_fields(meta["config"])
-                             and old["config"].get(k) != meta["config"].get(k))
+        changed = differences(as_identity(old), as_identity(meta), type(cfg), training_only=True)
+        if changed:
             raise ConfigError(
                 f"{directory} holds a run with another model/config/data (differs in "
-                f"{', '.join(changed) or 'model or n_items'}); use a new directory"
+                f"{', '.join(changed)}); use a new directory"
             )
     path.write_text(json.dumps(meta, indent=2))
 

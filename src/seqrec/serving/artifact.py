@@ -47,7 +47,7 @@ MAX_META_BYTES = 1 << 20
 
 
 def save_recommender(model: Any, path: Path) -> Path:
-    from seqrec.models.base import config_to_dict
+    from seqrec.config_fields import config_to_dict
 
     model._check_fitted()
     path.mkdir(parents=True, exist_ok=True)
