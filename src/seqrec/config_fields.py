@@ -10,6 +10,8 @@ Every config is a frozen dataclass whose fields carry, beside type, default and 
 - optionally a **legacy** value (``field.metadata["legacy"]``): for a field added after runs
   were recorded, the value those runs trained with. A stored config without the field is read
   with it (not with today's default, which may differ);
+- a **section** (``field.metadata["section"]``): where an experiment file writes it (model,
+  train or run; :data:`CONFIG_SECTIONS`);
 - optionally ``inert_when`` (``field.metadata["inert_when"]``): a predicate on the whole config
   dict under which the field cannot change training (the automatic batch's fields while
   ``batch_size`` is given); comparisons of runs then skip it.
@@ -33,16 +35,28 @@ BUDGET = "budget"
 PLACEMENT = "placement"
 ROLES = (RESULT, BUDGET, PLACEMENT)
 
+MODEL = "model"
+TRAIN = "train"
+RUN = "run"
+CONFIG_SECTIONS = (MODEL, TRAIN, RUN)
+"""The experiment-file sections a model config's fields are written in: ``[model]`` (the
+model's hyperparameters), ``[train]`` (objective, optimizer, batch, windows, epochs, patience),
+``[run]`` (placement and the time budget: threads, device, chunk sizes, max_train_seconds).
+They are one flat set of keys: a key is read from any of them, and written in its own."""
+
 _NONE = object()
 
 
 def setting(default: Any = dataclasses.MISSING, *, role: str = RESULT, legacy: Any = _NONE,
-            inert_when: Callable[[dict[str, Any]], bool] | None = None,
+            inert_when: Callable[[dict[str, Any]], bool] | None = None, section: str = MODEL,
             default_factory: Any = dataclasses.MISSING) -> Any:
-    """A dataclass field with its role, legacy value and inertness declared (see the module)."""
+    """A dataclass field with its role, legacy value, inertness and section declared (see the
+    module)."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
-    meta: dict[str, Any] = {"role": role}
+    if section not in CONFIG_SECTIONS:
+        raise ValueError(f"section must be one of {CONFIG_SECTIONS}, got {section!r}")
+    meta: dict[str, Any] = {"role": role, "section": section}
     if legacy is not _NONE:
         meta["legacy"] = legacy
     if inert_when is not None:
@@ -58,12 +72,17 @@ def field_info(cls: type, name: str) -> dict[str, Any]:
         f = getattr(klass, "__dataclass_fields__", {}).get(name)
         if f is not None and "role" in f.metadata:
             return dict(f.metadata)
-    return {"role": RESULT}  # (cached: do not modify the dict returned)
+    return {"role": RESULT, "section": MODEL}  # (cached: do not modify the dict returned)
 
 
 def role(cls: type, name: str) -> str:
     """:data:`RESULT`, :data:`BUDGET` or :data:`PLACEMENT` for field ``name`` of ``cls``."""
     return field_info(cls, name)["role"]
+
+
+def section(cls: type, name: str) -> str:
+    """The section (:data:`CONFIG_SECTIONS`) field ``name`` of ``cls`` is written in."""
+    return field_info(cls, name).get("section", MODEL)
 
 
 def names_with_role(cls: type, *roles: str) -> tuple[str, ...]:
