@@ -82,3 +82,36 @@ def test_run_settings_have_their_own_section_and_older_files_keep_loading(tmp_pa
         load_experiment(both)
     with pytest.raises(ConfigError, match="unknown key"):
         load_experiment(None, ["run.dimm=3", "model.name=sasrec"])
+
+
+def test_model_training_defaults_are_data_on_the_model_config():
+    """A model's defaults of the shared training fields are its ``train_defaults`` mapping,
+    applied as field defaults; type, role and doc stay NeuralConfig's, declared once."""
+    from dataclasses import dataclass
+
+    from seqrec.config_fields import BUDGET, role
+    from seqrec.models.gru4rec import GRU4RecConfig
+    from seqrec.models.neural_config import SLIDING_RECIPE, NeuralConfig
+    from seqrec.models.sasrec import SASRecConfig
+
+    assert SASRecConfig().lr == SASRecConfig.train_defaults["lr"] == 3e-3
+    assert SASRecConfig(lr=1e-3).lr == 1e-3 and role(SASRecConfig, "patience") == BUDGET
+    assert GRU4RecConfig.train_defaults is SLIDING_RECIPE and GRU4RecConfig().train_windows == "sliding"
+    assert NeuralConfig().lr == 1e-3  # the shared default is untouched
+
+    @dataclass(frozen=True)
+    class Mine(NeuralConfig):
+        train_defaults = {"lr": 0.5}
+        dim: int = 4
+
+    assert Mine().lr == 0.5 and Mine().dim == 4
+    with pytest.raises(TypeError, match="dim are not shared fields"):
+        @dataclass(frozen=True)
+        class Bad(NeuralConfig):
+            train_defaults = {"dim": 8}
+            dim: int = 4
+    with pytest.raises(TypeError, match="lr set both as a field and in train_defaults"):
+        @dataclass(frozen=True)
+        class Twice(NeuralConfig):
+            train_defaults = {"lr": 0.5}
+            lr: float = 0.1

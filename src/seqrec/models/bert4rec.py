@@ -139,18 +139,14 @@ class BERT4RecConfig(NeuralConfig):
     output: str = setting("transform", legacy="transform")
     """'transform' (eq. 7: ``GELU(h W^P + b^P) E^T + b^O``, the official and LRURec code) or
     'tied' (``h E^T``: no transform, no output bias, as the Dross authors' HF-BERT BERT4Rec)."""
-    lr: float = 1e-4
-    """AdamW learning rate (the paper's 1e-4)."""
-    weight_decay: float = 0.01
-    """AdamW decoupled weight decay (the paper's 0.01)."""
-    decay_biases_and_norms: bool = False
-    """The official optimiser excludes biases and LayerNorms from weight decay."""
-    betas: tuple[float, float] = (0.9, 0.999)
-    """Adam betas (the paper's)."""
-    batch_size: int = 256
-    """Sequences per training step (the paper's 256)."""
-    grad_clip: float = 5.0
-    """Global gradient-norm clipping (the official optimisation code)."""
+    train_defaults = {  # the paper's optimisation, and the official code's clipping
+        "lr": 1e-4,
+        "weight_decay": 0.01,
+        "decay_biases_and_norms": False,  # the official optimiser excludes biases and LayerNorms
+        "betas": (0.9, 0.999),
+        "batch_size": 256,
+        "grad_clip": 5.0,
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -1,12 +1,12 @@
 """The training fields every neural model shares (:class:`NeuralConfig`), the recipe of the
-baselines that took the measured defaults (:class:`SlidingRecipeConfig`), the checks model
+baselines that took the measured defaults (:data:`SLIDING_RECIPE`), the checks model
 configs validate with them. Each field declares its role in a run (``seqrec.config_fields``): budget
 and placement fields may change when a run resumes; the others make it another run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from seqrec.config_fields import BUDGET, PLACEMENT, setting
 from seqrec.errors import ConfigError
@@ -48,7 +48,14 @@ def _no_growth(config: dict[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class NeuralConfig:
-    """Training fields shared by every neural model; model configs inherit from it."""
+    """Training and run fields shared by every neural model; model configs inherit from it and
+    add their hyperparameters (section ``model``). A model's own defaults for the shared fields
+    are data on its config class, :attr:`train_defaults`, not redeclared fields."""
+
+    train_defaults: ClassVar[dict[str, Any]] = {}
+    """This model's defaults of shared fields (``{"lr": 3e-3, "patience": 30}``); a subclass
+    that sets it gets them as its field defaults (the field's type, role, legacy value and doc
+    stay those declared here)."""
 
     max_len: int = setting(50, section="train")
     """Maximum input length n (most recent items kept)."""
@@ -135,6 +142,26 @@ class NeuralConfig:
     only where bfloat16 is native (CPUs with AVX512-BF16 or AMX, recent GPUs);
     ``docs/results/precision.md`` measures speed and accuracy against 'fp32'."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("train_defaults")
+        if not own:
+            return
+        shared = NeuralConfig.__dataclass_fields__
+        unknown = sorted(set(own) - set(shared))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.train_defaults: {', '.join(unknown)} are not shared "
+                            "fields (declare a model's own hyperparameters as fields)")
+        annotations = dict(cls.__dict__.get("__annotations__", {}))
+        twice = sorted(set(own) & set(annotations))
+        if twice:
+            raise TypeError(f"{cls.__name__}: {', '.join(twice)} set both as a field and in "
+                            "train_defaults; set each once")
+        for name, value in own.items():  # picked up by @dataclass as the subclass's defaults
+            setattr(cls, name, value)
+            annotations[name] = shared[name].type
+        cls.__annotations__ = annotations
+
     def __post_init__(self) -> None:
         check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr",
                        "epochs", "eval_every", "eval_batch_size")
@@ -164,20 +191,6 @@ class NeuralConfig:
 
 
 
-@dataclass(frozen=True)
-class SlidingRecipeConfig(NeuralConfig):
-    """``NeuralConfig`` with the training recipe the defaults study chose for the baselines
-    that validated best with it (GRU4Rec, NARM, FPMC; ``docs/reproduce/defaults.md``, each
-    model's numbers in its module docstring). On Beauty, where lr 3e-3 cost LRURec, it held for
-    GRU4Rec (+7% best validation NDCG@10) and NARM (+11%); for FPMC it is 1.6% lower there
-    (level over the three datasets, kept for the higher mean)."""
-
-    train_windows: str = "sliding"
-    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
-    of max_len; 'last': each user's latest max_len transitions (the old default)."""
-    lr: float = 3e-3
-    """AdamW learning rate (default since 2026-12-05; was 1e-3)."""
-    patience: int = 30
-    """Stop after this many validations without improvement (default since 2026-12-05; was 10;
-    0 disables early stopping). ``lr=1e-3, patience=10, train_windows='last'`` is the previous
-    recipe."""
+SLIDING_RECIPE: dict[str, Any] = {"train_windows": "sliding", "lr": 3e-3, "patience": 30}
+"""The training recipe the defaults study chose for the baselines that validated best with it
+(GRU4Rec, NARM, FPMC: their ``train_defaults``; ``docs/reproduce/defaults.md``)."""
