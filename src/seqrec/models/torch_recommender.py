@@ -272,14 +272,11 @@ class TorchRecommender(Recommender):
         return autocast_loss
 
     def validation_metrics(self, valid: Targets) -> dict[str, float]:
-        """Full-ranking metrics on ``valid`` with the history filter."""
-        try:
-            from seqrec.evaluation import evaluate
-        except ImportError:
-            evaluate = None
-        if evaluate is not None:
-            return dict(evaluate(self, valid, ks=(10,), seen_filter="history").metrics)
-        return quick_metrics(self, valid, k=10)
+        """Full-ranking metrics on ``valid`` with the history filter (the evaluation package's
+        metrics, as every reported number)."""
+        from seqrec.evaluation import evaluate
+
+        return dict(evaluate(self, valid, ks=(10,), seen_filter="history").metrics)
 
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
         out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
@@ -431,19 +428,3 @@ def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> No
                 f"{', '.join(changed)}); use a new directory"
             )
     path.write_text(json.dumps(meta, indent=2))
-
-
-def quick_metrics(model: Recommender, targets: Targets, k: int = 10, chunk: int = 1024) -> dict[str, float]:
-    """NDCG@k and Recall@k with full ranking and the history filter (fallback evaluator)."""
-    ndcg, hit = [], []
-    for start in range(0, len(targets), chunk):
-        sl = slice(start, min(start + chunk, len(targets)))
-        hist = targets.histories(sl)
-        scores = model.score(hist)
-        scores[hist.row_ids, hist.items] = -np.inf
-        items = targets.items[sl]
-        target = scores[np.arange(len(items)), items]
-        rank = (scores > target[:, None]).sum(1)
-        hit.append(rank < k)
-        ndcg.append(np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0))
-    return {f"NDCG@{k}": float(np.concatenate(ndcg).mean()), f"Recall@{k}": float(np.concatenate(hit).mean())}
