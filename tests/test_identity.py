@@ -85,7 +85,7 @@ def test_a_missing_fingerprint_matches_any_stored_one():
 
 def test_checkpoints_and_run_directories_use_the_same_rule(tmp_path):
     from seqrec.cli.runs import prepare_run_dir
-    from seqrec.models.torch_recommender import _check_same_config
+    from seqrec.training.checkpoint import claim_run_dir as _check_same_config
 
     cfg = SASRecConfig(dim=8)
     _check_same_config(tmp_path / "ck", cfg, "sasrec", 10)

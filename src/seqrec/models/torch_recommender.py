@@ -40,9 +40,10 @@ import torch
 from seqrec.data.batching import SequenceBatch, inference_batch, training_batch
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, DataError
-from seqrec.models.base import Recommender, config_to_dict
+from seqrec.models.base import Recommender
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.neural_config import NeuralConfig
+from seqrec.training.checkpoint import claim_run_dir
 from seqrec.training.losses import next_item_loss
 from seqrec.training.negatives import negatives_for_loss
 from seqrec.training.rows import (  # noqa: F401 - the batch sizing is re-exported for scripts
@@ -218,7 +219,7 @@ class TorchRecommender(Recommender):
                 pop = train.item_counts() if (cfg.loss == "sampled_softmax" and cfg.logq) else None
                 self._sampler = NegativeSampler(train, pop)
             if checkpoint_dir is not None and (ctx is None or ctx.is_main):
-                _check_same_config(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
+                claim_run_dir(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
             trainer = Trainer(
                 self.encoder, train_cfg, rows,
                 make_batch=lambda r, rng: self.make_batch(windows, r, rng),
@@ -343,25 +344,5 @@ class TorchRecommender(Recommender):
 
 
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
-    """A checkpoint directory belongs to one (model, config, catalogue); refuse to mix. Budget
-    and placement fields may differ (:func:`seqrec.identity.same_run`, training only)."""
-    import json
-
-    from seqrec.identity import differences
-
-    directory.mkdir(parents=True, exist_ok=True)
-    meta = {"model": name, "config": config_to_dict(cfg), "n_items": int(n_items)}
-    path = directory / "run.json"
-
-    def as_identity(m: dict) -> dict:
-        return {"model": m.get("model"), "model_config": m.get("config", {}), "n_items": m.get("n_items")}
-
-    if path.exists():
-        old = json.loads(path.read_text())
-        changed = differences(as_identity(old), as_identity(meta), type(cfg), training_only=True)
-        if changed:
-            raise ConfigError(
-                f"{directory} holds a run with another model/config/data (differs in "
-                f"{', '.join(changed)}); use a new directory"
-            )
-    path.write_text(json.dumps(meta, indent=2))
+    """:func:`seqrec.training.checkpoint.claim_run_dir` (the name the tests and scripts use)."""
+    claim_run_dir(directory, cfg, name, n_items)
