@@ -58,3 +58,60 @@ def test_a_flat_recbole_yaml_is_recognised_and_its_keys_placed(tmp_path):
     assert msg.startswith("this looks like a config of RecBole: seqrec's has sections")
     assert "RecBole's hidden_size is 'dim' here: dim = ... goes in a section: [model] dim = ..." in msg
     assert "[train] max_len = ..., --set max_len=..." in msg
+
+
+def test_run_settings_have_their_own_section_and_older_files_keep_loading(tmp_path):
+    """Placement and the time budget are written under [run] (as the fields declare); a file
+    that keeps them under [train], as older ones did, loads the same, and --set overrides the
+    key where the file has it."""
+    from seqrec.config import section_of
+
+    assert section_of("num_threads") == "run" and section_of("max_train_seconds") == "run"
+    assert section_of("lr") == "train" and section_of("epochs") == "train"
+    new, old = tmp_path / "new.toml", tmp_path / "old.toml"
+    new.write_text('[model]\nname = "sasrec"\n[train]\nepochs = 2\n[run]\nnum_threads = 1\n')
+    old.write_text('[model]\nname = "sasrec"\n[train]\nepochs = 2\nnum_threads = 1\n')
+    assert load_experiment(new).model_config() == load_experiment(old).model_config()
+    assert load_experiment(new).param_names["num_threads"] == "run.num_threads"
+    for path in (new, old):
+        for key in ("num_threads=3", "run.num_threads=3", "train.num_threads=3"):
+            assert load_experiment(path, [key]).model_config().num_threads == 3
+    both = tmp_path / "both.toml"
+    both.write_text('[model]\nname = "sasrec"\n[train]\nnum_threads = 1\n[run]\nnum_threads = 2\n')
+    with pytest.raises(ConfigError, match=r"num_threads set in both \[train\] and \[run\]"):
+        load_experiment(both)
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_experiment(None, ["run.dimm=3", "model.name=sasrec"])
+
+
+def test_model_training_defaults_are_data_on_the_model_config():
+    """A model's defaults of the shared training fields are its ``train_defaults`` mapping,
+    applied as field defaults; type, role and doc stay NeuralConfig's, declared once."""
+    from dataclasses import dataclass
+
+    from seqrec.config_fields import BUDGET, role
+    from seqrec.models.gru4rec import GRU4RecConfig
+    from seqrec.models.neural_config import SLIDING_RECIPE, NeuralConfig
+    from seqrec.models.sasrec import SASRecConfig
+
+    assert SASRecConfig().lr == SASRecConfig.train_defaults["lr"] == 3e-3
+    assert SASRecConfig(lr=1e-3).lr == 1e-3 and role(SASRecConfig, "patience") == BUDGET
+    assert GRU4RecConfig.train_defaults is SLIDING_RECIPE and GRU4RecConfig().train_windows == "sliding"
+    assert NeuralConfig().lr == 1e-3  # the shared default is untouched
+
+    @dataclass(frozen=True)
+    class Mine(NeuralConfig):
+        train_defaults = {"lr": 0.5}
+        dim: int = 4
+
+    assert Mine().lr == 0.5 and Mine().dim == 4
+    with pytest.raises(TypeError, match="dim are not shared fields"):
+        @dataclass(frozen=True)
+        class Bad(NeuralConfig):
+            train_defaults = {"dim": 8}
+            dim: int = 4
+    with pytest.raises(TypeError, match="lr set both as a field and in train_defaults"):
+        @dataclass(frozen=True)
+        class Twice(NeuralConfig):
+            train_defaults = {"lr": 0.5}
+            lr: float = 0.1

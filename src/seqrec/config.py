@@ -1,8 +1,9 @@
 """Experiment configuration: TOML or YAML -> frozen dataclasses, with ``--set a.b=c`` overrides.
 
-Sections: ``data``, ``split``, ``model``, ``train``, ``eval`` (plus top-level ``seed`` and
-``output``). ``model.name`` picks the model from the registry; every other key of ``model`` and
-``train`` must be a field of that model's config dataclass. An unknown key anywhere is a
+Sections: ``data``, ``split``, ``model``, ``train``, ``run``, ``eval`` (plus top-level ``seed``
+and ``output``). ``model.name`` picks the model from the registry; every other key of ``model``,
+``train`` and ``run`` must be a field of that model's config dataclass (one flat set: each field
+declares the section it is written in, and is read from any of the three). An unknown key anywhere is a
 ``ConfigError`` listing the valid keys.
 """
 
@@ -21,6 +22,7 @@ try:  # Python 3.11+; tomli is the same parser for 3.10 (a dependency only there
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from seqrec.config_fields import section as field_section
 from seqrec.data.preprocess import PreprocessConfig
 from seqrec.errors import ConfigError, did_you_mean
 from seqrec.registry import canonical_model_name
@@ -438,6 +440,12 @@ def apply_override(tree: dict[str, Any], assignment: str) -> None:
     parts = key.strip().split(".")
     if len(parts) == 1 and parts[0] not in SECTIONS:  # --set epochs=3: the section it belongs to
         parts = [section_of(parts[0]), parts[0]]
+    if len(parts) == 2 and parts[0] in ("train", "run"):
+        # [train] and [run] are read as one set: a key already written in the other one is
+        # overridden where it is (an older file's [train] num_threads, --set run.num_threads=4)
+        other = "run" if parts[0] == "train" else "train"
+        if isinstance(tree.get(other), dict) and parts[1] in tree[other]:
+            parts = [other, parts[1]]
     node = tree
     for part in parts[:-1]:
         node = node.setdefault(part, {})
@@ -446,7 +454,7 @@ def apply_override(tree: dict[str, Any], assignment: str) -> None:
     node[parts[-1]] = parse_value(value.strip())
 
 
-SECTIONS = ("data", "split", "model", "train", "eval", "seed", "output")
+SECTIONS = ("data", "split", "model", "train", "run", "eval", "seed", "output")
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
@@ -464,16 +472,19 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
 
 def section_of(key: str) -> str:
     """The section a bare key belongs to: ``data``, ``split`` or ``eval`` when it is one of their
-    fields, ``train`` for a neural model's training setting, else ``model`` (model and training
-    settings are one flat set, validated against the model named)."""
+    fields, else the section a neural model's field declares (``train`` or ``run``:
+    :func:`seqrec.config_fields.section`), else ``model`` (model, training and run settings
+    are one flat set, validated against the model named)."""
     for section, cls in (("data", DataSection), ("split", SplitSection), ("eval", EvalSection)):
         if key in {f.name for f in fields(cls)}:
             return section
-    try:  # the neural models' training settings read better under [train] (same flat set)
+    try:
         from seqrec.models.neural_config import NeuralConfig
     except ImportError:  # pragma: no cover - torch missing
         return "model"
-    return "train" if key in {f.name for f in fields(NeuralConfig)} else "model"
+    if key in {f.name for f in fields(NeuralConfig)}:
+        return field_section(NeuralConfig, key)
+    return "model"
 
 
 def _section_hint(key: str) -> str:
@@ -493,17 +504,23 @@ def experiment_from_tree(tree: dict[str, Any]) -> Experiment:
         lead = (f"this looks like a config of {' / '.join(libraries)}: seqrec's has sections, "
                 "each key under its own; ") if libraries else ""
         raise ConfigError(f"{lead}unknown section(s) {', '.join(unknown)}{hints}; valid: {', '.join(SECTIONS)}")
-    for section in ("data", "split", "model", "train", "eval"):
+    for section in ("data", "split", "model", "train", "run", "eval"):
         if not isinstance(tree.get(section, {}), dict):
             raise ConfigError(f"[{section}] must be a section of key = value, got {tree[section]!r}")
     model_tree = dict(tree.get("model", {}))
-    train_tree = dict(tree.get("train", {}))
     name = canonical_model_name(coerce(model_tree.pop("name", "pop"), str, "model.name"))
-    both = sorted(set(model_tree) & set(train_tree))
-    if both:  # one flat parameter set: a key in both sections would silently take [train]'s value
-        raise ConfigError(f"key(s) {', '.join(both)} set in both [model] and [train]; set each once")
-    params = {**model_tree, **train_tree}
-    names = {k: f"model.{k}" for k in model_tree} | {k: f"train.{k}" for k in train_tree}
+    # [model], [train] and [run] are one flat parameter set (each field declares the section it
+    # is written in, seqrec.config_fields.section; any of the three reads it): a key in two of
+    # them would silently take one value
+    parts = {"model": model_tree, "train": dict(tree.get("train", {})), "run": dict(tree.get("run", {}))}
+    params: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for section, part in parts.items():
+        for key, value in part.items():
+            if key in names:
+                raise ConfigError(f"key(s) {key} set in both [{names[key].split('.')[0]}] and "
+                                  f"[{section}]; set each once")
+            params[key], names[key] = value, f"{section}.{key}"
     exp = Experiment(
         data=build_dataclass(DataSection, tree.get("data", {}), "section [data]", _prefixed("data", tree)),
         split=build_dataclass(SplitSection, tree.get("split", {}), "section [split]", _prefixed("split", tree)),

@@ -16,6 +16,7 @@ import textwrap
 from typing import Any
 
 from seqrec.config import DataSection, EvalSection, SplitSection
+from seqrec.config_fields import CONFIG_SECTIONS, section
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -80,16 +81,9 @@ def default_config_toml(model: str) -> str:
     config_cls, _ = get_model(model)
     params = _defaults(config_cls)
     params.pop("seed", None)  # the top-level seed seeds the model too (one seed, not two)
-    train_fields: set[str] = set()
-    try:
-        from seqrec.models.neural_config import NeuralConfig
-
-        if issubclass(config_cls, NeuralConfig):
-            train_fields = {f.name for f in dataclasses.fields(NeuralConfig)}
-    except ImportError:  # pragma: no cover - torch missing: everything goes to [model]
-        pass
-    model_part = {"name": model} | {k: v for k, v in params.items() if k not in train_fields}
-    train_part = {k: v for k, v in params.items() if k in train_fields}
+    parts: dict[str, dict[str, Any]] = {"model": {"name": model}, "train": {}, "run": {}}
+    for key, value in params.items():
+        parts[section(config_cls, key)][key] = value
     docs = field_docs(config_cls) | {"name": "Model name (seqrec models)."}
     lines = [f"# seqrec experiment: the default config of {model}.",
              "# Run it with: seqrec train -c THIS_FILE (any value can be overridden with --set).",
@@ -97,8 +91,8 @@ def default_config_toml(model: str) -> str:
              "seed = 0", 'output = "runs"', ""]
     lines += _section("data", _defaults(DataSection), field_docs(DataSection))
     lines += _section("split", _defaults(SplitSection), field_docs(SplitSection))
-    lines += _section("model", model_part, docs)
-    if train_part:
-        lines += _section("train", train_part, docs)
+    for name in CONFIG_SECTIONS:  # model, train, run: as each field declares
+        if name == "model" or parts[name]:
+            lines += _section(name, parts[name], docs)
     lines += _section("eval", _defaults(EvalSection), field_docs(EvalSection))
     return "\n".join(lines).rstrip() + "\n"

@@ -247,7 +247,7 @@ def _training_info(model: Recommender) -> dict[str, Any] | None:
 
 
 def _config_dict(config: Any) -> dict[str, Any]:
-    from seqrec.models.base import config_to_dict
+    from seqrec.config_fields import config_to_dict
 
     return config_to_dict(config)
 

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from seqrec import stop
+from seqrec.config_fields import BUDGET, PLACEMENT, setting
 from seqrec.errors import ConfigError, SeqRecError
 
 log = logging.getLogger(__name__)
@@ -87,16 +88,16 @@ class PeerConfig:
     """Longest input history (RecTools ``session_max_len``, RecBole ``MAX_ITEM_LIST_LENGTH``)."""
     dropout: float = 0.2
     """Dropout rate (RecTools ``dropout_rate``; RecBole hidden and attention dropout)."""
-    epochs: int = 100
+    epochs: int = setting(100, role=BUDGET)
     """Epoch cap (RecTools trains exactly this many: it has no early stopping)."""
-    patience: int = 10
+    patience: int = setting(10, role=BUDGET)
     """Validations without improvement before the library's own early stopping (RecBole's
     ``stopping_step``); RecTools ignores it."""
     k: int = 20
     """Length of the top-k lists the worker returns (metrics need cut-offs <= k)."""
     seed: int = 0
     """Seed of the library's own RNGs."""
-    num_threads: int = 1
+    num_threads: int = setting(1, role=PLACEMENT)
     """Torch threads of the worker (placement: not part of the identity)."""
 
     def __post_init__(self) -> None:
@@ -137,19 +138,12 @@ def code_version(library: str) -> str:
 
 def identity(spec, fingerprint: str) -> dict[str, Any]:
     """The run's identity, in the shape of :func:`seqrec_lab.runner.identity`."""
+    from seqrec.identity import experiment_identity
+
     exp = spec.experiment
     cfg = peer_config(exp.model, exp.model_params, exp.seed)
-    ident = {
-        "model": exp.model,
-        "model_config": {k: v for k, v in sorted(dataclasses.asdict(cfg).items()) if k != "num_threads"},
-        "data": exp.data.identity(),
-        "split": dataclasses.asdict(exp.split),
-        "eval": dataclasses.asdict(exp.eval),
-        "seed": exp.seed,
-        "fingerprint": fingerprint,
-        "code": code_version(cfg.library),
-    }
-    return json.loads(json.dumps(ident, default=str))
+    return experiment_identity(exp, with_eval=True, config=cfg, fingerprint=fingerprint,
+                               code=code_version(cfg.library))
 
 
 # --- environment -----------------------------------------------------------------------------

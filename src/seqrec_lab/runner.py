@@ -12,14 +12,13 @@ settings (``[eval]``) reuse it too (the key leaves them out) and only evaluate a
 (stopped by the harness's time budget, or by SIGINT / SIGTERM) writes ``<key>.partial.json`` with the best weights
 so far, and the same command continues it.
 
-Records made before a config field existed stay valid while the new field is at its default
-(the same rule as :func:`seqrec.models.torch_recommender._check_same_config`).
+Identity, key and the comparison of runs are :mod:`seqrec.identity`'s (the same rule as
+checkpoints and ``seqrec train`` run directories).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import time
@@ -46,10 +45,6 @@ from seqrec_lab.store import (  # noqa: F401 - re-exported: the harness and test
 
 log = logging.getLogger(__name__)
 
-# Fields that never change what a run computes (how many threads, where, how scoring is chunked).
-PLACEMENT = ("num_threads", "device", "eval_batch_size", "ce_chunk")
-# Fields that bound a run: a finished run with another budget resumes from its checkpoint.
-BUDGET = ("epochs", "patience", "max_train_seconds")
 CHECKPOINT_EVERY = 25  # steps between checkpoints, besides every epoch end and validation
 
 
@@ -62,83 +57,42 @@ def code_version(model_name: str) -> str:
     return f"{__version__}/{cls.__name__}.r{getattr(cls, 'revision', 1)}"
 
 
-def identity(spec: RunSpec, fingerprint: str) -> dict[str, Any]:
-    """Everything that determines the run's numbers (budget included)."""
-    from seqrec.models.base import config_to_dict
+def config_class(model_name: str) -> type:
+    """The config class of a seqrec model or of a peer row."""
+    from seqrec_lab import peers
+
+    if peers.is_peer(model_name):
+        return peers.PeerConfig
+    from seqrec.registry import get_model
+
+    return get_model(model_name)[0]
+
+
+def identity(spec: RunSpec, fingerprint: str | None) -> dict[str, Any]:
+    """Everything that determines the run's numbers, budget included
+    (:func:`seqrec.identity.experiment_identity` with the eval section, fingerprint and code)."""
+    from seqrec.identity import experiment_identity
     from seqrec_lab import peers
 
     exp = spec.experiment
     if peers.is_peer(exp.model):
         return peers.identity(spec, fingerprint)
-    config = exp.model_config()
-    cfg = config_to_dict(config)
-    # a field added to a model after runs were stored is left out at its old behaviour's value,
-    # so a new option does not re-key (and retrain) every stored run of that model
-    for name, old in getattr(type(config), "identity_added", {}).items():
-        if cfg.get(name) == old:
-            cfg.pop(name)
-    ident = {
-        "model": exp.model,
-        "model_config": {k: v for k, v in sorted(cfg.items()) if k not in PLACEMENT},
-        "data": exp.data.identity(),
-        "split": dataclasses.asdict(exp.split),
-        "eval": dataclasses.asdict(exp.eval),
-        "seed": exp.seed,
-        "fingerprint": fingerprint,
-        "code": code_version(exp.model),
-    }
-    return json.loads(json.dumps(ident, default=str))  # the form it has once stored (lists, not tuples)
-
-
-def _strip_budget(ident: dict[str, Any]) -> dict[str, Any]:
-    """What training depends on: the identity without the budget fields and the evaluation
-    settings (a run evaluated another way reuses the same checkpoint)."""
-    out = {k: v for k, v in ident.items() if k != "eval"}
-    out["model_config"] = {k: v for k, v in ident["model_config"].items() if k not in BUDGET}
-    return out
-
-
-def _hash(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return experiment_identity(exp, with_eval=True, fingerprint=fingerprint,
+                               code=code_version(exp.model))
 
 
 def run_key(ident: dict[str, Any]) -> str:
-    return _hash(_strip_budget(ident))
+    """:func:`seqrec.identity.run_key` of a stored or planned identity."""
+    from seqrec.identity import run_key as key
 
-
-def _defaults(model_name: str) -> dict[str, Any]:
-    from seqrec.models.base import config_to_dict
-    from seqrec_lab.peers import is_peer
-    from seqrec.registry import get_model
-
-    if is_peer(model_name):  # a peer's identity lists all its fields: nothing to default
-        return {}
-    from seqrec.models.neural_config import ADDED_FIELDS
-
-    config_cls, _ = get_model(model_name)
-    cfg = config_to_dict(config_cls())
-    # a field the stored run did not know trained as its ADDED_FIELDS value, not today's default
-    return {**cfg, **{k: v for k, v in ADDED_FIELDS.items() if k in cfg}}
+    return key(ident, config_class(ident["model"]))
 
 
 def compatible(stored: dict[str, Any], current: dict[str, Any], budget: bool = True) -> bool:
-    """Same identity, reading a model-config field missing from ``stored`` as its default.
-    A ``current`` fingerprint of None (the dataset is not on this machine) matches any stored
-    one: the run is then recognised by its config, data settings and code alone."""
-    if current.get("fingerprint", "") is None:
-        stored = {**stored, "fingerprint": None}
-    a, b = (stored, current) if budget else (_strip_budget(stored), _strip_budget(current))
-    if {k: v for k, v in a.items() if k != "model_config"} != {k: v for k, v in b.items() if k != "model_config"}:
-        return False
-    from seqrec.models.neural_config import inert_fields
+    """:func:`seqrec.identity.same_run` (``budget=False``: training only, as the key)."""
+    from seqrec.identity import same_run
 
-    defaults = _defaults(current["model"])
-    old = {k: a["model_config"].get(k, defaults.get(k)) if k in defaults else a["model_config"].get(k)
-           for k in set(a["model_config"]) | set(b["model_config"])}
-    new = b["model_config"]
-    inert = inert_fields(old) & inert_fields(new)
-    return all(json.dumps(old.get(k), default=str) == json.dumps(new.get(k), default=str)
-               for k in set(old) | set(new) if k not in inert)
+    return same_run(stored, current, config_class(current["model"]), training_only=not budget)
 
 
 # --- executing a run --------------------------------------------------------------------------

@@ -57,16 +57,21 @@ def test_tied_output_has_no_transform_and_scores_the_last_block():
 
 
 def test_the_new_output_field_leaves_stored_identities_alone():
+    """Records stored before ``output`` existed trained the transform head: they are the same
+    run as today's default, and not the same run as the tied head."""
     from seqrec.config import experiment_from_tree
-    from seqrec_lab.runner import identity
+    from seqrec_lab.runner import compatible, identity, run_key
     from seqrec_lab.spec import RunSpec
 
     def ident(**model):
         exp = experiment_from_tree({"model": {"name": "bert4rec", **model}})
-        return identity(RunSpec("r", "r", 0, exp, (), ""), "fp")["model_config"]
+        return identity(RunSpec("r", "r", 0, exp, (), ""), "fp")
 
-    assert "output" not in ident() and ident(output="tied")["output"] == "tied"
-    assert ident() == ident(output="transform")
+    today, tied = ident(), ident(output="tied")
+    stored = {**today, "model_config": {k: v for k, v in today["model_config"].items() if k != "output"}}
+    assert today["model_config"]["output"] == "transform" and tied["model_config"]["output"] == "tied"
+    assert compatible(stored, today) and compatible(stored, today, budget=False)
+    assert not compatible(stored, tied) and run_key(tied) != run_key(today)
 
 
 def test_bidirectional_model_would_fail_the_causal_check_so_it_is_skipped():

@@ -189,7 +189,7 @@ def test_window_stride_trains_each_transition_once_with_more_windows(data):
 def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
     """batch_targets picks the batch in sequences from the rows' mean target count, so long
     and short rows get batches of about the same number of targets."""
-    from seqrec.models.torch_recommender import resolved_batch, targets_per_row
+    from seqrec.training.rows import resolved_batch, targets_per_row
 
     train, _, _ = data
     for max_len in (3, 8):
@@ -221,7 +221,7 @@ def test_min_epoch_steps_raises_an_automatic_batch_where_the_data_allow(data):
     """With batch_size = 0, min_epoch_steps grows the batch beyond batch_targets' size, up to
     auto_batch_max, while an epoch keeps that many steps; small data keep the targets batch, and
     a given batch_size is never changed."""
-    from seqrec.models.torch_recommender import resolved_batch, targets_per_row
+    from seqrec.training.rows import resolved_batch, targets_per_row
 
     train, _, _ = data
     cfg = SASRecConfig(**dict(TINY, batch_size=0, epochs=1, patience=0), batch_targets=9,

@@ -305,9 +305,9 @@ def _training_identity(artifact: Path) -> dict[str, Any] | None:
 def _same_data_and_split(trained_on: dict[str, Any] | None, exp: Experiment) -> bool | None:
     if trained_on is None:
         return None
-    from seqrec.cli.runs import run_identity
+    from seqrec.identity import experiment_identity
 
-    ours = run_identity(exp)  # the same normalisation as the recorded identity
+    ours = experiment_identity(exp)  # the same normalisation as the recorded identity
     return ours["data"] == trained_on["data"] and ours["split"] == trained_on["split"]
 
 

@@ -10,8 +10,8 @@ A ``seqrec train`` run directory holds::
     result.json / .md   the result record (with the reason training stopped)
 
 Rerunning the same command resumes from ``checkpoint/`` (a finished run is re-evaluated);
-only budget fields (epochs, patience, time budget, threads, device) may change between the
-two. A directory holding another run, or anything else, is refused unless ``--fresh``.
+only budget and placement fields (epochs, patience, time budget, threads, device) may change
+between the two (:func:`seqrec.identity.same_run`). A directory holding another run, or anything else, is refused unless ``--fresh``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import IO, Any
 from seqrec.atomic import atomic_write
 from seqrec.config import Experiment
 from seqrec.errors import ConfigError
+from seqrec.identity import differences, experiment_identity
 from seqrec.locks import lock_dir
 
 EXPERIMENT = "experiment.json"
@@ -40,22 +41,6 @@ RUN_FILES = (EXPERIMENT, CHECKPOINT, "model", TRAIN_LOG, TRAIN_CURVE, "result.js
 CHECKPOINT_EVERY = 200
 
 
-def run_identity(exp: Experiment) -> dict[str, Any]:
-    """What makes two runs the same run: data, split, seed and the full model config minus the
-    fields that only bound or place a run (a larger budget continues a run)."""
-    from seqrec.models.base import config_to_dict
-
-    config = config_to_dict(exp.model_config())
-    if "max_train_seconds" in config:  # a neural config: its run-control fields may change
-        from seqrec.models.neural_config import RUN_CONTROL
-
-        config = {k: v for k, v in config.items() if k not in RUN_CONTROL}
-    full = exp.to_dict()
-    data = json.loads(json.dumps(exp.data.identity(), default=str))  # read keys only when set
-    return {"data": data, "split": full["split"], "model": exp.model,
-            "model_config": config, "seed": exp.seed}
-
-
 def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> tuple[bool, IO[str]]:
     """Claim ``out`` for this run: ``(resumable, lock)``, where ``resumable`` says whether an
     earlier attempt of it can be resumed and ``lock`` must stay open while the run trains.
@@ -66,11 +51,11 @@ def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> tuple[bool, IO[s
         RunBusy: another ``seqrec train`` works in ``out`` now (two trainers would interleave
             their checkpoints).
     """
-    identity = run_identity(exp)
+    identity = experiment_identity(exp)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory")
     if not fresh and out.is_dir() and any(p.name != LOCK for p in out.iterdir()):
-        _check_same_run(out, identity)
+        _check_same_run(out, identity, type(exp.model_config()))
     out.mkdir(parents=True, exist_ok=True)
     lock = lock_dir(out, LOCK, f"{out} is in use by another seqrec train (started "
                                "earlier and still running); wait for it, or pass --out DIR")
@@ -105,7 +90,7 @@ def check_same_data(out: Path, name: str, fingerprint: str, n_users: int, n_item
     atomic_write(path, lambda fh: fh.write(json.dumps(record, indent=2).encode()))
 
 
-def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
+def _check_same_run(out: Path, identity: dict[str, Any], config_cls: type) -> None:
     hint = "pass --out DIR for a new run, or --fresh to start this one over"
     path = out / EXPERIMENT
     if not path.exists():
@@ -113,28 +98,19 @@ def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
                           f"(no {EXPERIMENT}); {hint}")
     try:
         old = json.loads(path.read_text())["identity"]
-    except (OSError, ValueError, KeyError, TypeError):
+        changed = differences(old, identity, config_cls, training_only=True)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise ConfigError(f"{path} is unreadable; {hint}") from None
-    if old != identity and _never_trained(out):
+    if changed and _never_trained(out):
         return  # an attempt stopped by a config or data error before training: nothing to lose
-    if old != identity:
-        raise ConfigError(f"{out} holds another run (differs in {', '.join(_diff(old, identity))}); "
-                          f"{hint}")
+    if changed:
+        raise ConfigError(f"{out} holds another run (differs in {', '.join(changed)}); {hint}")
 
 
 def _never_trained(out: Path) -> bool:
     """Whether ``out`` holds only the claim of a run that never reached training (fit creates
     the checkpoint folder first): e.g. its data file was refused."""
     return not any((out / name).exists() for name in RUN_FILES if name != EXPERIMENT)
-
-
-def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            out += _diff(old.get(key), new.get(key), f"{prefix}{key}.")
-        return out
-    return [] if old == new else [prefix.rstrip(".").replace("model_config.", "model.")]
 
 
 class EpochPrinter:

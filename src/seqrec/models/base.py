@@ -12,15 +12,15 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from seqrec.config_fields import config_to_dict  # noqa: F401 - re-exported for models
 from seqrec.data.raw_times import aligned_times
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import DataError, NotFittedError
@@ -246,8 +246,3 @@ class Recommender(ABC):
 
         return load_recommender(Path(path))
 
-
-def config_to_dict(config: Any) -> dict[str, Any]:
-    if is_dataclass(config):
-        return json.loads(json.dumps(asdict(config), default=str))
-    raise TypeError(f"config must be a dataclass, got {type(config).__name__}")

@@ -82,13 +82,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from seqrec.config_fields import setting
 from seqrec.data.batching import SequenceBatch, left_pad
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.sasrec import CausalSelfAttention
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
+from seqrec.models.sasrec import CausalSelfAttention
 from seqrec.models.torch_recommender import TorchRecommender
 
 INIT_STD = 0.02
@@ -131,25 +132,17 @@ class BERT4RecConfig(NeuralConfig):
     N(0, 1), as the LRURec authors' code leaves them)."""
     head_norm: bool = False
     """LayerNorm after the output GELU transform (the official code; not in the paper)."""
-    output: str = "transform"
+    output: str = setting("transform", legacy="transform")
     """'transform' (eq. 7: ``GELU(h W^P + b^P) E^T + b^O``, the official and LRURec code) or
     'tied' (``h E^T``: no transform, no output bias, as the Dross authors' HF-BERT BERT4Rec)."""
-    lr: float = 1e-4
-    """AdamW learning rate (the paper's 1e-4)."""
-    weight_decay: float = 0.01
-    """AdamW decoupled weight decay (the paper's 0.01)."""
-    decay_biases_and_norms: bool = False
-    """The official optimiser excludes biases and LayerNorms from weight decay."""
-    betas: tuple[float, float] = (0.9, 0.999)
-    """Adam betas (the paper's)."""
-    batch_size: int = 256
-    """Sequences per training step (the paper's 256)."""
-    grad_clip: float = 5.0
-    """Global gradient-norm clipping (the official optimisation code)."""
-
-    # fields added after runs were stored: a run at this value keeps its stored identity
-    # (seqrec.reproduce.runner.identity leaves them out)
-    identity_added = {"output": "transform"}
+    train_defaults = {  # the paper's optimisation, and the official code's clipping
+        "lr": 1e-4,
+        "weight_decay": 0.01,
+        "decay_biases_and_norms": False,  # the official optimiser excludes biases and LayerNorms
+        "betas": (0.9, 0.999),
+        "batch_size": 256,
+        "grad_clip": 5.0,
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()

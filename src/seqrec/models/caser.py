@@ -59,12 +59,9 @@ ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
 class CaserConfig(NeuralConfig):
     """Caser hyperparameters (training fields inherited from ``NeuralConfig``)."""
 
-    train_windows: str = "sliding"
-    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
-    of max_len; 'last': each user's latest max_len transitions (the old default). Best validation
-    NDCG@10 of Caser at its other defaults, last -> sliding: ml-latest-small 0.026 -> 0.056,
-    ML-100K 0.103 -> 0.133 (``docs/reproduce/defaults.md``; on the Amazon / Yelp 5-cores the latest
-    50 transitions are already 97-99% of a user's training data, ``docs/results/window_coverage.md``)."""
+    train_defaults = {
+        "train_windows": "sliding",  # every transition once per epoch; validated above 'last'
+    }                                # (docs/reproduce/defaults.md)
 
     dim: int = 64
     """Embedding size d of users and items (the code's default: 50)."""

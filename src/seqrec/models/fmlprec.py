@@ -80,10 +80,10 @@ class FMLPRecConfig(NeuralConfig):
     """Dropout after the embedding, on the filter output and on the FFN output."""
     ffn_dim: int = 0
     """FFN inner size (0 = 4 d, as the official code)."""
-    betas: tuple[float, float] = (0.9, 0.999)
-    """Adam betas (the official defaults)."""
-    batch_size: int = 256
-    """Samples (prefixes) per training step (the official 256)."""
+    train_defaults = {
+        "betas": (0.9, 0.999),  # the official defaults
+        "batch_size": 256,  # samples (prefixes) per step, the official 256
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()

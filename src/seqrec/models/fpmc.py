@@ -47,13 +47,16 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.neural_config import SlidingRecipeConfig, check_positive, check_range
+from seqrec.models.neural_config import SLIDING_RECIPE, NeuralConfig, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
 
 @dataclass(frozen=True)
-class FPMCConfig(SlidingRecipeConfig):
-    """FPMC hyperparameters (training fields inherited from ``SlidingRecipeConfig``)."""
+class FPMCConfig(NeuralConfig):
+    """FPMC hyperparameters (training fields from ``NeuralConfig``, defaults from the
+    sliding-window recipe)."""
+
+    train_defaults = SLIDING_RECIPE
 
     dim: int = 64
     """Factor size k of each of the four factor tables (hidden state is 2 * dim wide)."""

@@ -51,8 +51,13 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.neural_config import (SlidingRecipeConfig, check_choice, check_positive,
-                                         check_range)
+from seqrec.models.neural_config import (
+    SLIDING_RECIPE,
+    NeuralConfig,
+    check_choice,
+    check_positive,
+    check_range,
+)
 from seqrec.models.torch_recommender import TorchRecommender
 
 
@@ -87,8 +92,11 @@ def uniform_glorot_(tensor: torch.Tensor, fan_in: int, fan_out: int) -> torch.Te
 
 
 @dataclass(frozen=True)
-class GRU4RecConfig(SlidingRecipeConfig):
-    """GRU4Rec hyperparameters (training fields inherited from ``SlidingRecipeConfig``)."""
+class GRU4RecConfig(NeuralConfig):
+    """GRU4Rec hyperparameters (training fields from ``NeuralConfig``, defaults from the
+    sliding-window recipe)."""
+
+    train_defaults = SLIDING_RECIPE
 
     dim: int = 64
     """Size of every GRU layer (and of the item embeddings)."""

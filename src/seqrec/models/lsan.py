@@ -89,6 +89,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqrec.config_fields import setting
 from seqrec.data.batching import SequenceBatch
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, DataError
@@ -108,13 +109,12 @@ class LSANConfig(NeuralConfig):
     """LSAN hyperparameters (training fields inherited from ``NeuralConfig``; the paper's
     batch 256 and Adam betas are the defaults here)."""
 
-    train_windows: str = "sliding"
-    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
-    of max_len; 'last': each user's latest max_len transitions (the paper's loader and the old
-    default). Best validation NDCG@10 of LSAN at its other defaults, last -> sliding:
-    ml-latest-small 0.028 -> 0.050, ML-100K 0.067 -> 0.090 (``docs/reproduce/defaults.md``; on
-    the Amazon / Yelp 5-cores the latest 50 transitions are already 97-99% of a user's training
-    data, ``docs/results/window_coverage.md``)."""
+    train_defaults = {
+        "train_windows": "sliding",  # every transition once per epoch; validated above the
+                                     # paper's 'last' (docs/reproduce/defaults.md)
+        "batch_size": 256,  # the paper's
+        "betas": (0.9, 0.999),  # the paper gives none: PyTorch's defaults
+    }
 
     dim: int = 128
     """Embedding / hidden size D."""
@@ -134,7 +134,7 @@ class LSANConfig(NeuralConfig):
     """Dropout on the input embedding, residual branches and FFN."""
     dynamic: bool = True
     """Context-aware weighting of the base embeddings; False = plain sum (LSAN_w/o.dynamic)."""
-    composition: str = "sum"
+    composition: str = setting("sum", legacy="sum")
     """'sum': the paper's (context-weighted) sum of the base embeddings; 'product': Shi et
     al.'s element-wise product (not LSAN; unweighted, so it needs ``dynamic=False``)."""
     twin: bool = True
@@ -166,10 +166,6 @@ class LSANConfig(NeuralConfig):
     it at every call and holds no full-size table)."""
     l2: float = 1e-5
     """L2 coefficient lambda on all parameters (added to the loss as lambda / 2 * ||theta||^2)."""
-    batch_size: int = 256
-    """Sequences per training step (the paper: 256)."""
-    betas: tuple[float, float] = (0.9, 0.999)
-    """Adam betas (the paper gives none: PyTorch's defaults)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -50,8 +50,13 @@ from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.gru4rec import run_left_padded
 from seqrec.models.layers import Dropout
-from seqrec.models.neural_config import (SlidingRecipeConfig, check_choice, check_positive,
-                                         check_range)
+from seqrec.models.neural_config import (
+    SLIDING_RECIPE,
+    NeuralConfig,
+    check_choice,
+    check_positive,
+    check_range,
+)
 from seqrec.models.torch_recommender import TorchRecommender
 
 # elements of one [B, chunk, L, H] attention block (keeps a chunk near 64 MB in float32)
@@ -59,8 +64,11 @@ _BLOCK = 1 << 24
 
 
 @dataclass(frozen=True)
-class NARMConfig(SlidingRecipeConfig):
-    """NARM hyperparameters (training fields inherited from ``SlidingRecipeConfig``)."""
+class NARMConfig(NeuralConfig):
+    """NARM hyperparameters (training fields from ``NeuralConfig``, defaults from the
+    sliding-window recipe)."""
+
+    train_defaults = SLIDING_RECIPE
 
     dim: int = 64
     """Item embedding size D (the paper: 50)."""

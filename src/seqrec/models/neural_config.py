@@ -1,12 +1,14 @@
 """The training fields every neural model shares (:class:`NeuralConfig`), the recipe of the
-baselines that took the measured defaults (:class:`SlidingRecipeConfig`), the checks model
-configs validate with, and which fields a run may change when it resumes."""
+baselines that took the measured defaults (:data:`SLIDING_RECIPE`), the checks model
+configs validate with them. Each field declares its role in a run (``seqrec.config_fields``): budget
+and placement fields may change when a run resumes; the others make it another run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from seqrec.config_fields import BUDGET, PLACEMENT, setting
 from seqrec.errors import ConfigError
 
 LOSSES = ("bce", "ce", "sampled_softmax", "gbce")
@@ -34,42 +36,59 @@ def check_choice(config: Any, name: str, choices: tuple[str, ...]) -> None:
         raise ConfigError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
 
+def _batch_given(config: dict[str, Any]) -> bool:
+    """The automatic batch's fields cannot change training while ``batch_size`` is given."""
+    return bool(config.get("batch_size", 0))
+
+
+def _no_growth(config: dict[str, Any]) -> bool:
+    """``auto_batch_max`` acts only through ``min_epoch_steps`` on an automatic batch."""
+    return _batch_given(config) or not config.get("min_epoch_steps", 0)
+
+
 @dataclass(frozen=True)
 class NeuralConfig:
-    """Training fields shared by every neural model; model configs inherit from it."""
+    """Training and run fields shared by every neural model; model configs inherit from it and
+    add their hyperparameters (section ``model``). A model's own defaults for the shared fields
+    are data on its config class, :attr:`train_defaults`, not redeclared fields."""
 
-    max_len: int = 50
+    train_defaults: ClassVar[dict[str, Any]] = {}
+    """This model's defaults of shared fields (``{"lr": 3e-3, "patience": 30}``); a subclass
+    that sets it gets them as its field defaults (the field's type, role, legacy value and doc
+    stay those declared here)."""
+
+    max_len: int = setting(50, section="train")
     """Maximum input length n (most recent items kept)."""
-    loss: str = "ce"
+    loss: str = setting("ce", section="train")
     """'bce' (paper, 1 negative/position), 'ce' (full softmax), 'sampled_softmax' or 'gbce'."""
-    n_negatives: int = 256
+    n_negatives: int = setting(256, section="train")
     """Negatives per batch (sampled_softmax) or per sequence (gbce)."""
-    gbce_t: float = 0.75
+    gbce_t: float = setting(0.75, section="train")
     """gBCE calibration parameter t in [0, 1]."""
-    logq: bool = False
+    logq: bool = setting(False, section="train")
     """sampled_softmax: draw negatives by popularity and apply the log-Q correction."""
-    ce_chunk: int = 256
+    ce_chunk: int = setting(256, role=PLACEMENT, section="run")
     """Positions per chunk in the full cross-entropy (memory chunk x I; small is cache-friendly)."""
-    lr: float = 1e-3
+    lr: float = setting(1e-3, section="train")
     """AdamW learning rate."""
-    weight_decay: float = 0.0
+    weight_decay: float = setting(0.0, section="train")
     """AdamW decoupled weight decay."""
-    decay_biases_and_norms: bool = True
+    decay_biases_and_norms: bool = setting(True, section="train")
     """Decay biases and LayerNorm parameters too; False decays only the other parameters (the
     grouping of the BERT4Rec / LRURec code, ``SequenceEncoder.no_decay_names``)."""
-    betas: tuple[float, float] = (0.9, 0.98)
+    betas: tuple[float, float] = setting((0.9, 0.98), section="train")
     """AdamW betas (the SASRec paper uses beta2 = 0.98)."""
-    batch_size: int = 128
+    batch_size: int = setting(128, section="train")
     """Sequences per optimizer step over all processes: the global batch (under torchrun each
     of N ranks takes a contiguous 1/N of it). 0: sized by ``batch_targets`` at fit time."""
-    batch_targets: int = 1024
+    batch_targets: int = setting(1024, inert_when=_batch_given, section="train")
     """With ``batch_size = 0``: the batch in sequences is set at fit time so that it holds about
     this many training targets, ``round(batch_targets / mean targets per training row)``, at
     least 1 (a ``batch_size`` > 0 is used as given and this is ignored). One size in sequences
     does not suit every dataset: 128 windows of 50 on MovieLens hold about 5,000 targets, 128
     short Amazon histories about 750 (``docs/reproduce/defaults.md`` measures both). The size
     used is in the run's result (``training.global_batch``)."""
-    min_epoch_steps: int = 0
+    min_epoch_steps: int = setting(0, legacy=0, inert_when=_batch_given, section="train")
     """With ``batch_size = 0``: where the data are large enough, the batch grows beyond
     ``batch_targets``' size, up to ``auto_batch_max`` sequences, as long as an epoch keeps this
     many optimizer steps: ``max(targets batch, min(auto_batch_max, floor(training rows /
@@ -77,51 +96,71 @@ class NeuralConfig:
     get less noisy ones: with 100, ML-100K's 2,412 windows of 50 train in batches of 25 (the
     1,024-target size), ML-1M's 22,532 in batches of 128, which validated higher there
     (``docs/reproduce/defaults.md``). 0 = off. Ignored when ``batch_size`` > 0."""
-    auto_batch_max: int = 128
+    auto_batch_max: int = setting(128, inert_when=_no_growth, section="train")
     """The largest batch (sequences) ``min_epoch_steps`` may raise an automatic batch to."""
-    lr_rule: str = "fixed"
+    lr_rule: str = setting("fixed", legacy="fixed", section="train")
     """How ``lr`` follows the global batch: 'fixed' (``lr`` as given), 'linear' or 'sqrt'
     (``lr`` times ``batch_size / lr_base_batch``, or its square root)."""
-    lr_base_batch: int = 0
+    lr_base_batch: int = setting(0, legacy=0, section="train")
     """The global batch at which ``lr`` was tuned ('linear' / 'sqrt'; 0 = ``batch_size``)."""
-    epochs: int = 200
+    epochs: int = setting(200, role=BUDGET, section="train")
     """Maximum number of epochs."""
-    patience: int = 10
+    patience: int = setting(10, role=BUDGET, section="train")
     """Stop after this many validations without improvement (0 disables early stopping)."""
-    eval_every: int = 1
+    eval_every: int = setting(1, section="train")
     """Validate every this many epochs."""
-    eval_every_steps: int = 0
+    eval_every_steps: int = setting(0, section="train")
     """If > 0, validate every this many steps instead of per epoch."""
-    val_metric: str = "NDCG@10"
+    val_metric: str = setting("NDCG@10", section="train")
     """Validation metric for early stopping and model selection (higher is better)."""
-    grad_clip: float = 0.0
+    grad_clip: float = setting(0.0, section="train")
     """Clip the global gradient norm to this value (0 disables clipping)."""
-    seed: int = 0
+    seed: int = setting(0, section="train")
     """Seed of initialization, data order, negatives and dropout."""
-    device: str = "cpu"
+    device: str = setting("cpu", role=PLACEMENT, section="run")
     """'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)."""
-    num_threads: int = 0
+    num_threads: int = setting(0, role=PLACEMENT, section="run")
     """torch intra-op threads during fit/score (0 leaves the global setting alone)."""
-    max_train_seconds: float = 0.0
+    max_train_seconds: float = setting(0.0, role=BUDGET, section="run")
     """Stop training after this many seconds of steps (0 = no budget)."""
-    eval_batch_size: int = 1024
+    eval_batch_size: int = setting(1024, role=PLACEMENT, section="run")
     """Histories per scoring chunk."""
-    train_windows: str = "last"
+    train_windows: str = setting("last", section="train")
     """'last': each user's most recent ``max_len`` transitions (the SASRec paper); 'sliding':
     every transition once, long histories cut into windows (the LRURec code's loader)."""
-    window_stride: int = 0
+    window_stride: int = setting(0, legacy=0, section="train")
     """With 'sliding': a new window every ``window_stride`` transitions (0 = ``max_len``:
     windows that do not overlap). A window trains only its newest ``window_stride`` targets,
     the older positions being context, so every transition is still a target once per epoch
     and each has at least ``max_len - window_stride`` items before it (without overlap the
     first target of an older window sees none). Costs ``max_len / window_stride`` times the
     encoder work per epoch; 1 is RecBole's one-sequence-per-transition data."""
-    precision: str = "fp32"
+    precision: str = setting("fp32", legacy="fp32", section="train")
     """Training arithmetic. 'fp32': float32 throughout. 'bf16': the training forward and loss
     under ``torch.autocast(bfloat16)``, the full cross-entropy's matmuls in bfloat16 (softmax
     and sums in float32); weights, optimizer state, validation and scoring stay float32. Faster
     only where bfloat16 is native (CPUs with AVX512-BF16 or AMX, recent GPUs);
     ``docs/results/precision.md`` measures speed and accuracy against 'fp32'."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("train_defaults")
+        if not own:
+            return
+        shared = NeuralConfig.__dataclass_fields__
+        unknown = sorted(set(own) - set(shared))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.train_defaults: {', '.join(unknown)} are not shared "
+                            "fields (declare a model's own hyperparameters as fields)")
+        annotations = dict(cls.__dict__.get("__annotations__", {}))
+        twice = sorted(set(own) & set(annotations))
+        if twice:
+            raise TypeError(f"{cls.__name__}: {', '.join(twice)} set both as a field and in "
+                            "train_defaults; set each once")
+        for name, value in own.items():  # picked up by @dataclass as the subclass's defaults
+            setattr(cls, name, value)
+            annotations[name] = shared[name].type
+        cls.__annotations__ = annotations
 
     def __post_init__(self) -> None:
         check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr",
@@ -152,43 +191,6 @@ class NeuralConfig:
 
 
 
-@dataclass(frozen=True)
-class SlidingRecipeConfig(NeuralConfig):
-    """``NeuralConfig`` with the training recipe the defaults study chose for the baselines
-    that validated best with it (GRU4Rec, NARM, FPMC; ``docs/reproduce/defaults.md``, each
-    model's numbers in its module docstring). On Beauty, where lr 3e-3 cost LRURec, it held for
-    GRU4Rec (+7% best validation NDCG@10) and NARM (+11%); for FPMC it is 1.6% lower there
-    (level over the three datasets, kept for the higher mean)."""
-
-    train_windows: str = "sliding"
-    """'sliding' (default since 2026-12-05): every training transition once per epoch, in windows
-    of max_len; 'last': each user's latest max_len transitions (the old default)."""
-    lr: float = 3e-3
-    """AdamW learning rate (default since 2026-12-05; was 1e-3)."""
-    patience: int = 30
-    """Stop after this many validations without improvement (default since 2026-12-05; was 10;
-    0 disables early stopping). ``lr=1e-3, patience=10, train_windows='last'`` is the previous
-    recipe."""
-
-
-# Fields that only bound or place a run; changing them between resumes is allowed (e.g. a
-# larger time budget or more epochs continue a stopped run).
-# ``ce_chunk`` only changes the floating-point summation order of the loss.
-RUN_CONTROL = ("epochs", "patience", "max_train_seconds", "num_threads", "device", "eval_batch_size",
-               "ce_chunk")
-
-
-# Fields added to the configs after runs were recorded, with the value that reproduces how those
-# runs trained. A stored config without the field is read with this value, not with the class's
-# current default (which may differ: SASRec's ``min_epoch_steps`` is 100).
-ADDED_FIELDS: dict[str, Any] = {"min_epoch_steps": 0}
-
-
-def inert_fields(config: dict) -> set[str]:
-    """Fields of a config dict that cannot change training: the automatic batch's fields while
-    ``batch_size`` is given (> 0), and ``auto_batch_max`` without ``min_epoch_steps``.
-    Comparisons of runs skip them, so that a run keeps its identity whatever values of them it
-    recorded then."""
-    if config.get("batch_size", 0):
-        return {"batch_targets", "min_epoch_steps", "auto_batch_max"}
-    return set() if config.get("min_epoch_steps", 0) else {"auto_batch_max"}
+SLIDING_RECIPE: dict[str, Any] = {"train_windows": "sliding", "lr": 3e-3, "patience": 30}
+"""The training recipe the defaults study chose for the baselines that validated best with it
+(GRU4Rec, NARM, FPMC: their ``train_defaults``; ``docs/reproduce/defaults.md``)."""

@@ -98,23 +98,13 @@ class SASRecConfig(NeuralConfig):
     """Dropout on attention weights (the TF reference uses ``dropout``; costly on CPU)."""
     layout: str = "reference"
     """'reference' (authors' TensorFlow code, with sqrt(d) scaling) or 'pre_ln' (guide)."""
-    lr: float = 3e-3
-    """AdamW learning rate (the paper: 1e-3; 3e-3 measured better, ``docs/reproduce/defaults.md``)."""
-    patience: int = 30
-    """Stop after this many validations without improvement (0 disables early stopping)."""
-    train_windows: str = "sliding"
-    """'sliding': every training transition once per epoch, in windows of max_len (the LRURec
-    loader; measured better on validation: ``docs/reproduce/defaults.md``); 'last': only the
-    latest max_len transitions of each user (the SASRec paper's loader)."""
-    batch_size: int = 0
-    """Sequences per step; 0 (default) sizes each dataset's batch automatically: about
-    ``batch_targets`` = 1,024 training targets (ML-100K: 25 windows of 50, Beauty: 175 short
-    histories), raised up to 128 sequences where an epoch still has ``min_epoch_steps`` = 100
-    steps (ML-1M: 128 windows). It validated better than a fixed 128 (the paper's size) on
-    small data and than 1,024 targets on ML-1M (``docs/reproduce/defaults.md``)."""
-    min_epoch_steps: int = 100
-    """With ``batch_size = 0``: raise the automatic batch, up to ``auto_batch_max``, while an
-    epoch keeps this many steps (see ``NeuralConfig.min_epoch_steps``; 0 = off)."""
+    train_defaults = {
+        "lr": 3e-3,  # the paper's 1e-3 validated lower (docs/reproduce/defaults.md)
+        "patience": 30,
+        "train_windows": "sliding",  # every transition once per epoch; validated above 'last'
+        "batch_size": 0,  # sized per dataset: about batch_targets targets per step ...
+        "min_epoch_steps": 100,  # ... grown up to auto_batch_max while an epoch keeps 100 steps
+    }
     ffn_dim: int = 0
     """FFN inner size (0 = d, as in the paper)."""
     attn_out_proj: bool = False

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,9 +40,20 @@ import torch
 from seqrec.data.batching import SequenceBatch, inference_batch, training_batch
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, DataError
-from seqrec.models.base import Recommender, config_to_dict
+from seqrec.models.base import Recommender
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.neural_config import ADDED_FIELDS, RUN_CONTROL, NeuralConfig, inert_fields
+from seqrec.models.neural_config import NeuralConfig
+from seqrec.training.checkpoint import claim_run_dir
+from seqrec.training.losses import next_item_loss
+from seqrec.training.negatives import negatives_for_loss
+from seqrec.training.rows import (  # noqa: F401 - the batch sizing is re-exported for scripts
+    context_only,
+    resolved_batch,
+    steps_per_epoch,
+    target_positions,
+    targets_per_row,
+    training_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -131,32 +141,15 @@ class TorchRecommender(Recommender):
 
     def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
         """Inputs/targets for ``rows`` plus the negatives the configured loss needs."""
-        cfg = self.config
-        batch = training_batch(train, rows, cfg.max_len)
-        if 0 < cfg.window_stride < cfg.max_len:  # the config allows a stride only when sliding
-            # targets are right-aligned: the newest window_stride columns are this window's
-            # own; the older ones belong to an older window and stay context only
-            batch.targets[:, : cfg.max_len - cfg.window_stride] = 0
+        batch = context_only(training_batch(train, rows, self.config.max_len), self.config)
         return {"batch": batch, **self.negatives(rows, rng)}
 
     def negatives(self, rows: np.ndarray, rng: np.random.Generator) -> dict:
         """The negatives the configured loss needs for training ``rows`` (none for 'ce'):
         ``[B, max_len]`` (bce), ``[B, n_negatives]`` (gbce) or ``[n_negatives]`` shared."""
-        cfg = self.config
-        out: dict[str, Any] = {}
         # negatives avoid the whole user's history, not only the window's
         users = rows if self._row_source is None else self._row_source[rows]
-        if cfg.loss == "bce":
-            negs = self._sampler.per_row(rng, users, (cfg.max_len,))
-            out["negatives"] = torch.from_numpy(negs)
-        elif cfg.loss == "gbce":
-            out["negatives"] = torch.from_numpy(self._sampler.per_row(rng, users, (cfg.n_negatives,)))
-        elif cfg.loss == "sampled_softmax":
-            negs, logq = self._sampler.shared(rng, cfg.n_negatives)
-            out["negatives"] = torch.from_numpy(negs)
-            if logq is not None:
-                out["neg_logq"] = torch.from_numpy(logq.astype(np.float32))
-        return out
+        return negatives_for_loss(self._sampler, self.config, users, rng)
 
     def compute_loss(self, data: dict) -> torch.Tensor:
         batch: SequenceBatch = data["batch"].to(self.device)
@@ -171,22 +164,8 @@ class TorchRecommender(Recommender):
     def loss_at(self, hidden: torch.Tensor, targets: torch.Tensor, data: dict) -> torch.Tensor:
         """The configured loss of hidden states ``[B, L, D]`` against ``targets [B, L]``
         (0 = no target) with the negatives in ``data``."""
-        from seqrec.training import losses
-
-        cfg = self.config
         weight, bias = self.encoder.output_embeddings()
-        if cfg.loss == "ce":
-            return losses.full_ce_loss(hidden, targets, weight, bias, cfg.ce_chunk,
-                                       mm_dtype=torch.bfloat16 if cfg.precision == "bf16" else None)
-        negs = data["negatives"].to(self.device)
-        if cfg.loss == "bce":
-            return losses.bce_loss(hidden, targets, negs, weight, bias)
-        if cfg.loss == "gbce":
-            return losses.gbce_loss(hidden, targets, negs, weight, bias, cfg.gbce_t)
-        logq = data.get("neg_logq")
-        return losses.sampled_softmax_loss(
-            hidden, targets, negs, weight, bias, None if logq is None else logq.to(self.device)
-        )
+        return next_item_loss(self.config, hidden, targets, data, weight, bias, self.device)
 
     def training_rows(self, train: Sequences) -> tuple[Sequences, np.ndarray | None, np.ndarray]:
         """What one epoch iterates over (see the module function :func:`training_rows`)."""
@@ -240,7 +219,7 @@ class TorchRecommender(Recommender):
                 pop = train.item_counts() if (cfg.loss == "sampled_softmax" and cfg.logq) else None
                 self._sampler = NegativeSampler(train, pop)
             if checkpoint_dir is not None and (ctx is None or ctx.is_main):
-                _check_same_config(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
+                claim_run_dir(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
             trainer = Trainer(
                 self.encoder, train_cfg, rows,
                 make_batch=lambda r, rng: self.make_batch(windows, r, rng),
@@ -250,7 +229,7 @@ class TorchRecommender(Recommender):
                 log_path=log_path, progress=progress, tensorboard_dir=tensorboard_dir,
                 deadline=deadline,
                 on_epoch=on_epoch,
-                dist=ctx, batch_weight=_target_positions,
+                dist=ctx, batch_weight=target_positions,
             )
             self.training_log = trainer.fit(resume=resume)
         self.encoder.eval()
@@ -273,14 +252,11 @@ class TorchRecommender(Recommender):
         return autocast_loss
 
     def validation_metrics(self, valid: Targets) -> dict[str, float]:
-        """Full-ranking metrics on ``valid`` with the history filter."""
-        try:
-            from seqrec.evaluation import evaluate
-        except ImportError:
-            evaluate = None
-        if evaluate is not None:
-            return dict(evaluate(self, valid, ks=(10,), seen_filter="history").metrics)
-        return quick_metrics(self, valid, k=10)
+        """Full-ranking metrics on ``valid`` with the history filter (the evaluation package's
+        metrics, as every reported number)."""
+        from seqrec.evaluation import evaluate
+
+        return dict(evaluate(self, valid, ks=(10,), seen_filter="history").metrics)
 
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
         out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
@@ -367,95 +343,6 @@ class TorchRecommender(Recommender):
         self.encoder.eval()
 
 
-def _target_positions(data: dict) -> float:
-    """What the next-item losses average over: the batch's non-PAD target positions."""
-    return float((data["batch"].targets > 0).sum())
-
-
-def training_rows(train: Sequences, cfg: Any) -> tuple[Sequences, np.ndarray | None, np.ndarray]:
-    """What one epoch iterates over: the training sequences (``train`` itself, or its sliding
-    windows), the user row of each window (None without windows) and the rows with at least
-    one transition."""
-    from seqrec.data.batching import sliding_windows
-
-    windows, source = (sliding_windows(train, cfg.max_len, cfg.window_stride)
-                       if cfg.train_windows == "sliding" else (train, None))
-    return windows, source, np.flatnonzero(windows.lengths >= 2)
-
-
-def targets_per_row(windows: Sequences, rows: np.ndarray, cfg: Any) -> np.ndarray:
-    """Training targets of each row under the shared next-item batching: its transitions,
-    at most ``max_len``, and at most ``window_stride`` with overlapping windows."""
-    n = np.minimum(np.maximum(windows.lengths[rows] - 1, 0), cfg.max_len)
-    return np.minimum(n, cfg.window_stride) if cfg.window_stride else n
-
-
-def resolved_batch(cfg: Any, windows: Sequences, rows: np.ndarray) -> Any:
-    """``cfg`` with the global batch it trains with: a ``batch_size`` of 0 set from
-    ``batch_targets`` and ``min_epoch_steps`` (a ``batch_size`` > 0 is returned unchanged)."""
-    import dataclasses
-
-    if cfg.batch_size:
-        return cfg
-    mean = float(targets_per_row(windows, rows, cfg).mean()) if len(rows) else 1.0
-    batch = max(1, round(cfg.batch_targets / max(mean, 1.0)))
-    if cfg.min_epoch_steps:
-        batch = max(batch, min(cfg.auto_batch_max, len(rows) // cfg.min_epoch_steps))
-    return dataclasses.replace(cfg, batch_size=batch)
-
-
-def steps_per_epoch(train: Sequences, cfg: Any) -> int:
-    windows, _, rows = training_rows(train, cfg)
-    return -(-len(rows) // resolved_batch(cfg, windows, rows).batch_size)
-
-
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
-    """A checkpoint directory belongs to one (model, config, catalogue); refuse to mix."""
-    import dataclasses
-    import json
-
-    directory.mkdir(parents=True, exist_ok=True)
-    meta = {"model": name, "config": config_to_dict(cfg), "n_items": int(n_items)}
-    path = directory / "run.json"
-
-    def identity(m: dict) -> dict:
-        skip = set(RUN_CONTROL) | inert_fields(m["config"])
-        return {**m, "config": {k: v for k, v in m["config"].items() if k not in skip}}
-
-    if path.exists():
-        old = json.loads(path.read_text())
-        # A field added to the config class after the run started counts as the value the run
-        # trained with: its ADDED_FIELDS value, else its default.
-        defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
-        for k, v in meta["config"].items():
-            if k in old["config"]:
-                continue
-            if k in ADDED_FIELDS:
-                old["config"][k] = ADDED_FIELDS[k]
-            elif k in defaults and json.loads(json.dumps(defaults[k], default=str)) == v:
-                old["config"][k] = v
-        if identity(old) != identity(meta):
-            changed = sorted(k for k in set(old["config"]) | set(meta["config"])
-                             if k not in RUN_CONTROL and k not in inert_fields(meta["config"])
-                             and old["config"].get(k) != meta["config"].get(k))
-            raise ConfigError(
-                f"{directory} holds a run with another model/config/data (differs in "
-                f"{', '.join(changed) or 'model or n_items'}); use a new directory"
-            )
-    path.write_text(json.dumps(meta, indent=2))
-
-
-def quick_metrics(model: Recommender, targets: Targets, k: int = 10, chunk: int = 1024) -> dict[str, float]:
-    """NDCG@k and Recall@k with full ranking and the history filter (fallback evaluator)."""
-    ndcg, hit = [], []
-    for start in range(0, len(targets), chunk):
-        sl = slice(start, min(start + chunk, len(targets)))
-        hist = targets.histories(sl)
-        scores = model.score(hist)
-        scores[hist.row_ids, hist.items] = -np.inf
-        items = targets.items[sl]
-        target = scores[np.arange(len(items)), items]
-        rank = (scores > target[:, None]).sum(1)
-        hit.append(rank < k)
-        ndcg.append(np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0))
-    return {f"NDCG@{k}": float(np.concatenate(ndcg).mean()), f"Recall@{k}": float(np.concatenate(hit).mean())}
+    """:func:`seqrec.training.checkpoint.claim_run_dir` (the name the tests and scripts use)."""
+    claim_run_dir(directory, cfg, name, n_items)

@@ -122,7 +122,7 @@ def _move_into_place(staging: Path, path: Path) -> None:
 
 
 def _write_artifact(model: Any, path: Path) -> None:
-    from seqrec.models.base import config_to_dict
+    from seqrec.config_fields import config_to_dict
 
     files: dict[str, dict[str, Any]] = {}
     state = dict(model._state())

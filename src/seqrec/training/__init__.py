@@ -1,6 +1,7 @@
 """Training engine shared by every neural model: one plain loop (``trainer``), losses as plain
-functions (``losses``), pickle-free atomic checkpoints (``checkpoint``) and vectorized negative
-sampling (``negatives``)."""
+functions and their choice by config (``losses``), pickle-free atomic checkpoints
+(``checkpoint``), vectorized negative sampling (``negatives``) and what an epoch iterates over
+with the batch it is cut into (``rows``)."""
 
 from seqrec.training.trainer import Trainer, TrainingLog
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from seqrec.atomic import atomic_write
-from seqrec.errors import DataError
+from seqrec.errors import ConfigError, DataError
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
@@ -68,3 +68,31 @@ def set_rng_state(state: dict[str, Any]) -> None:
     )
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
+
+
+def claim_run_dir(directory: Path, cfg: Any, name: str, n_items: int) -> None:
+    """A checkpoint directory belongs to one (model, config, catalogue): write its
+    ``run.json``, or refuse one that holds another run. Budget and placement fields may differ
+    (:func:`seqrec.identity.same_run`, training only)."""
+    import json
+
+    from seqrec.config_fields import config_to_dict
+    from seqrec.identity import differences
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {"model": name, "config": config_to_dict(cfg), "n_items": int(n_items)}
+    path = directory / "run.json"
+
+    def as_identity(m: dict) -> dict:
+        return {"model": m.get("model"), "model_config": m.get("config", {}), "n_items": m.get("n_items")}
+
+    if path.exists():
+        old = json.loads(path.read_text())
+        changed = differences(as_identity(old), as_identity(meta), type(cfg), training_only=True)
+        if changed:
+            raise ConfigError(
+                f"{directory} holds a run with another model/config/data (differs in "
+                f"{', '.join(changed)}); use a new directory"
+            )
+    path.write_text(json.dumps(meta, indent=2))

@@ -12,9 +12,13 @@ and return the mean loss over valid (non-PAD) positions only.
 * :func:`sampled_softmax_loss` — softmax over the positive and ``N`` negatives shared by the
   batch, with optional log-Q correction (Yi et al., RecSys 2019).
 * :func:`gbce_loss` — generalized BCE with calibrated negatives (Petrov & Macdonald, RecSys 2023).
+
+:func:`next_item_loss` picks one by a config's ``loss``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -212,3 +216,22 @@ def gbce_loss(
     # log sigma(x)^beta = -beta * softplus(-x); log(1 - sigma(x)) = -softplus(x)
     per_pos = beta * F.softplus(-pos) + F.softplus(neg).sum(-1)
     return per_pos[valid].mean()
+
+
+def next_item_loss(cfg: Any, hidden: torch.Tensor, targets: torch.Tensor, data: dict,
+                   weight: torch.Tensor, bias: torch.Tensor | None,
+                   device: torch.device) -> torch.Tensor:
+    """The loss ``cfg.loss`` names ('ce', 'bce', 'gbce' or 'sampled_softmax') of hidden states
+    ``[B, L, D]`` against ``targets [B, L]`` with the negatives in ``data``
+    (:func:`seqrec.training.negatives.negatives_for_loss`)."""
+    if cfg.loss == "ce":
+        return full_ce_loss(hidden, targets, weight, bias, cfg.ce_chunk,
+                            mm_dtype=torch.bfloat16 if cfg.precision == "bf16" else None)
+    negs = data["negatives"].to(device)
+    if cfg.loss == "bce":
+        return bce_loss(hidden, targets, negs, weight, bias)
+    if cfg.loss == "gbce":
+        return gbce_loss(hidden, targets, negs, weight, bias, cfg.gbce_t)
+    logq = data.get("neg_logq")
+    return sampled_softmax_loss(hidden, targets, negs, weight, bias,
+                                None if logq is None else logq.to(device))

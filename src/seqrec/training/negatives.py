@@ -6,6 +6,8 @@ matrix flattened into one searchable vector), and rejected draws are redrawn unt
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from seqrec.data.sequences import Sequences
@@ -82,3 +84,23 @@ class NegativeSampler:
         items = np.searchsorted(self._cdf, rng.random(n) * self._cdf[-1], side="right")
         items = np.clip(items, 1, self.n_items)
         return items, np.log(self._prob[items])
+
+
+def negatives_for_loss(sampler: NegativeSampler | None, cfg: Any, users: np.ndarray,
+                       rng: np.random.Generator) -> dict[str, Any]:
+    """The negatives ``cfg.loss`` needs for a batch of ``users`` (training rows): none for
+    'ce', ``[B, max_len]`` for 'bce', ``[B, n_negatives]`` for 'gbce', ``[n_negatives]`` shared
+    by the batch (and their log-Q with popularity sampling) for 'sampled_softmax'."""
+    import torch
+
+    out: dict[str, Any] = {}
+    if cfg.loss == "bce":
+        out["negatives"] = torch.from_numpy(sampler.per_row(rng, users, (cfg.max_len,)))
+    elif cfg.loss == "gbce":
+        out["negatives"] = torch.from_numpy(sampler.per_row(rng, users, (cfg.n_negatives,)))
+    elif cfg.loss == "sampled_softmax":
+        negs, logq = sampler.shared(rng, cfg.n_negatives)
+        out["negatives"] = torch.from_numpy(negs)
+        if logq is not None:
+            out["neg_logq"] = torch.from_numpy(logq.astype(np.float32))
+    return out

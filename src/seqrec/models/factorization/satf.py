@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
+from seqrec.config_fields import BUDGET, setting
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError
 from seqrec.models.base import Recommender
@@ -106,7 +107,7 @@ class _CommonConfig:
     """Item projector: False = V V^T, True = D^-1 V V^T D."""
     max_iters: int = 10
     """HOOI iterations (exactly this many when fit gets no validation targets)."""
-    patience: int = 3
+    patience: int = setting(3, role=BUDGET)
     """Stop after this many iterations without a better validation NDCG@10."""
     solver: str = "auto"
     """Truncated SVD of the user/item unfoldings: auto | gram | randomized | svds."""
