@@ -61,8 +61,14 @@ class DataSection:
     item_columns: str = ""
     """Column mapping of item_file 'item=sku,title=name,categories=tags' ('' = common names)."""
 
+    events: str = ""
+    """Keep only the rows of these kinds of event, comma-separated ('transaction,addtocart' of
+    RetailRocket's event column; the column is found by its name, or named with
+    data.columns=event=<name>); '' keeps every row, and an event column is then named among the
+    ignored columns."""
+
     READ_KEYS: ClassVar[tuple[str, ...]] = (
-        "columns", "sep", "names", "time_unit", "time_format", "item_file", "item_columns")
+        "columns", "sep", "names", "time_unit", "time_format", "item_file", "item_columns", "events")
 
     def preprocess_config(self) -> PreprocessConfig:
         return PreprocessConfig(self.min_rating, self.dedup, self.filter, self.min_item, self.min_user)
@@ -93,6 +99,8 @@ class DataSection:
                 opts["item_columns"] = _mapping(self.item_columns, "data.item_columns")
         elif self.item_columns:
             raise ConfigError("data.item_columns needs data.item_file")
+        if self.events:
+            opts["events"] = [e.strip() for e in self.events.split(",") if e.strip()]
         return opts
 
     def __post_init__(self) -> None:

@@ -49,6 +49,7 @@ def prepare_data(exp: Experiment, interactions: Any = None) -> PreparedSplit:
         # and time unit asked; what the lazy path cannot follow (text times, an item file)
         # goes through the eager reader
         if (is_parquet(exp.data.name) and set(options) <= {"columns", "timestamp_unit"}
+                and "event" not in options.get("columns", {})
                 and options.get("timestamp_unit", "auto") in LAZY_UNITS):
             try:
                 prepared = prepare_parquet(exp.data.name, exp.data.preprocess_config(), **options)

@@ -58,8 +58,8 @@ PREFIX = "peer:"
 # Each library: the pinned packages of its venv (RecBole 1.2.1 predates NumPy 2 and pandas 2.2's
 # removals, so it gets the older releases), the interpreter that creates the venv, and the
 # worker's revision (bumped when the worker's behaviour changes: part of the run's identity).
-# RecTools' worker learned to resume on 2026-12-04 and kept revision 2: a run that is never
-# stopped trains exactly as before, so the records of revision 2 still describe it.
+# Resuming an interrupted run did not bump a revision: a run that is never stopped trains
+# exactly as before, so the records of that revision still describe it.
 PEERS: dict[str, dict[str, Any]] = {
     "rectools": {"python": "python3.11", "version": "0.19.0", "revision": 2,
                  "packages": ["torch==2.13.0", "rectools[torch]==0.19.0"]},

@@ -264,12 +264,19 @@ def test_ignored_columns_are_named_with_the_kinds_of_event(tmp_path, capsys, mon
     monkeypatch.chdir(tmp_path)
     rows = ["timestamp,visitorid,event,itemid,transactionid"]
     rows += [f"{1433221332117 + 1000 * i},{i % 4},{'view' if i % 3 else 'transaction'},{i % 5},"
-             f"{'' if i % 3 else i}" for i in range(24)]
+             f"{'' if i % 3 else i}" for i in range(48)]
     (tmp_path / "events.csv").write_text("\n".join(rows) + "\n")
     assert main(["train", "events.csv", "-m", "pop", "--set", "data.filter=none"]) == 0
     err = capsys.readouterr().err
-    assert "ignored columns: event (view 16, transaction 8: every row counts the same" in err
-    assert "; transactionid" in err
+    assert "ignored columns: event (view 32, transaction 16: every row counts the same" in err
+    assert "data.events=KIND,KIND keeps only those kinds" in err and "; transactionid" in err
+    # data.events keeps the kinds asked for, and says what it dropped
+    assert main(["train", "events.csv", "-m", "pop", "--set", "data.filter=none",
+                 "--set", "data.events=transaction", "--out", "runs/tx"]) == 0
+    err = capsys.readouterr().err
+    assert "kept the rows whose event is transaction: 16 of 48 (dropped view 32)" in err
+    assert main(["train", "events.csv", "-m", "pop", "--set", "data.events=purchase", "--out", "runs/p"]) == 2
+    assert "holds no 'purchase'; it holds view (32), transaction (16)" in capsys.readouterr().err
 
 
 def test_a_filter_that_drops_most_users_says_what_suits_sessions(tmp_path, capsys, monkeypatch):

@@ -33,7 +33,7 @@ class TestHSTUConformance(ConformanceSuite):
 
 # --- variants: encoder-level conformance checks only (fast) -------------------------------
 VARIANTS = [
-    {"rab_time_query": "next"},
+    {"rab_time_query": "next", "allow_target_time": True},
     {"rab_shared": True, "position_embedding": False},
     {"time_embedding": True, "time_bucket_fn": "sqrt", "time_bucket_divisor": 1.0},
     {"l2_norm": True, "temperature": 0.05, "d_qk": 3, "d_v": 5},
@@ -89,7 +89,7 @@ def test_time_shift_changes_nothing(shift, mode):
     a = time_buckets(*query_time_diffs(ts, mask, qt, mode), 64, "log", 0.301)
     b = time_buckets(*query_time_diffs(ts + shift, mask, qt + shift, mode), 64, "log", 0.301)
     assert torch.equal(a, b)
-    enc = _encoder({"rab_time_query": mode, "time_embedding": True})
+    enc = _encoder({"rab_time_query": mode, "time_embedding": True, "allow_target_time": True})
     items = torch.randint(1, 20, (3, 6), generator=g) * mask
     out_a = enc(SequenceBatch(items, mask, ts * mask, query_times=qt))
     out_b = enc(SequenceBatch(items, mask, (ts + shift) * mask, query_times=qt + shift))
@@ -189,7 +189,7 @@ def _reference(enc: HSTUEncoder, items: list[int], times: list[int], query_time:
 
 
 @pytest.mark.parametrize("extra", [
-    {}, {"rab_time_query": "next"}, {"rab_shared": True, "time_embedding": True},
+    {}, {"rab_time_query": "next", "allow_target_time": True}, {"rab_shared": True, "time_embedding": True},
     {"position_embedding": False, "time_bucket_fn": "sqrt", "time_bucket_divisor": 2.0},
     {"rab": False, "l2_norm": True},
 ])
@@ -233,7 +233,7 @@ def test_position_only_equals_reference_without_times():
 def test_next_mode_training_batch_carries_last_target_time():
     seqs = Sequences.from_lists([[1, 2, 3, 4], [5, 6, 7]], n_items=9,
                                 timestamps=[[10, 20, 30, 40], [5, 6, 700]])
-    model = HSTU(HSTUConfig(max_len=5, dim=8, rab_time_query="next"))
+    model = HSTU(HSTUConfig(max_len=5, dim=8, rab_time_query="next", allow_target_time=True))
     model._remember_catalogue(seqs)
     batch = model.make_batch(seqs, np.array([0, 1]), np.random.default_rng(0))["batch"]
     assert batch.query_times.tolist() == [40, 700]
@@ -256,3 +256,11 @@ def test_config_errors_are_typed():
         HSTUConfig(rab_time_query="later")
     with pytest.raises(ConfigError, match="dim must be >= n_heads"):
         HSTUConfig(dim=2, n_heads=4)
+
+
+def test_the_target_time_query_is_refused_unless_allowed():
+    """rab_time_query='next' reads the target's own timestamp: a leak under offline evaluation."""
+    with pytest.raises(ConfigError, match="leaks the answer"):
+        HSTUConfig(rab_time_query="next")
+    assert HSTUConfig(rab_time_query="next", allow_target_time=True).allow_target_time
+    HSTUConfig(rab_time_query="next", rab_time=False)  # positions only: no time read, no leak

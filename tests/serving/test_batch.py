@@ -7,8 +7,8 @@ import pytest
 
 from seqrec.cli.main import main
 from seqrec.models.base import Recommender
-from seqrec.serving.batch import read_requests
 from seqrec.serving import text_arrays
+from seqrec.serving.batch import read_requests
 from seqrec.serving.histories import FILE
 from seqrec.testing.synthetic import write_log_csv
 

@@ -388,7 +388,8 @@ def data_lines(data: Any) -> list[str]:
 def _reading_notes(notes: tuple[str, ...] | list[str]) -> list[str]:
     """The notes of a reader that change what a file means beyond its columns: a table of lists
     exploded into interactions, an item file attached, columns it did not use."""
-    return [n for n in notes if n.startswith(("one row per user with lists", "item metadata from", "ignored column"))]
+    return [n for n in notes if n.startswith(("one row per user with lists", "item metadata from", "ignored column",
+                                              "kept the rows whose"))]
 
 
 def _columns_read(note: str) -> str:

@@ -120,7 +120,7 @@ class ItemAttributes:
         rank = np.lexsort((cats, -n_per))  # most items first, ties by id
         if max_classes > 0:
             rank = rank[: max(0, max_classes - 1)]  # one class is OTHER
-        class_of = dict(zip(cats[rank].tolist(), range(OTHER + 1, OTHER + 1 + len(rank))))
+        class_of = dict(zip(cats[rank].tolist(), range(OTHER + 1, OTHER + 1 + len(rank)), strict=True))
         classes[chosen_item] = [class_of.get(a, OTHER) for a in chosen_attr.tolist()]
         return classes, len(rank) + 1
 

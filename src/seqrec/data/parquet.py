@@ -27,7 +27,7 @@ from pathlib import Path
 import polars as pl
 
 from seqrec.data.interactions import Interactions
-from seqrec.data.preprocess import PreprocessConfig, Prepared, empty_core_error
+from seqrec.data.preprocess import Prepared, PreprocessConfig, empty_core_error
 from seqrec.data.vocab import ItemVocab
 from seqrec.errors import ConfigError, DataError
 

@@ -69,10 +69,10 @@ class HSTUConfig(NeuralConfig):
     max_len=200`` with ``loss="sampled_softmax", n_negatives=128, l2_norm=True,
     temperature=0.05``; the torch-rechub write-up trains with full cross-entropy (``loss="ce"``).
     ``lr`` and ``patience`` are the best recipe measured (``docs/reproduce/defaults.md``):
-    ``lr=3e-3`` (the released configuration's is ``lr=1e-3``) and ``patience=30`` (10 before
-    2026-11-30). ``train_windows="sliding"`` (every transition once per epoch; since 2026-12-01,
-    best validation NDCG@10 on ml-latest-small 0.086 against 0.058 with ``"last"``, each user's
-    most recent ``max_len`` transitions, the default before).
+    ``lr=3e-3`` (the released configuration's is ``lr=1e-3``) and ``patience=30``;
+    ``train_windows="sliding"`` trains every transition once per epoch (``"last"``: each user's
+    most recent ``max_len`` transitions). Why: ``docs/decisions/learning-rate-and-patience.md`` and
+    ``docs/decisions/sliding-training-windows.md``.
     """
 
     train_defaults = {
@@ -101,7 +101,13 @@ class HSTUConfig(NeuralConfig):
     rab_shared: bool = False
     """One rab for all layers (cheaper) instead of one per layer (paper)."""
     rab_time_query: str = "self"
-    """Query time of position i in rab: 'self' (|t_i - t_j|, write-up) or 'next' (t_{i+1} - t_j)."""
+    """Query time of position i in rab: 'self' (|t_i - t_j|, write-up) or 'next' (t_{i+1} - t_j,
+    Meta's reference). 'next' LEAKS under offline evaluation: the last position's scores read
+    the target's own timestamp, so the answer's time is in the question (changing it moves the
+    scores). It is refused unless ``allow_target_time`` says so, and every record of such a run
+    carries both fields. Online, the query time is the request's own time and nothing leaks."""
+    allow_target_time: bool = False
+    """Allow ``rab_time_query='next'`` although it reads each target's timestamp (see there)."""
     num_time_buckets: int = 128
     """Number of time buckets (the table has one more row)."""
     time_bucket_fn: str = "log"
@@ -123,6 +129,10 @@ class HSTUConfig(NeuralConfig):
                        "time_bucket_divisor", "temperature")
         check_range(self, "dropout", 0.0, 0.99)
         check_choice(self, "rab_time_query", TIME_QUERIES)
+        if self.rab and self.rab_time and self.rab_time_query == "next" and not self.allow_target_time:
+            raise ConfigError("rab_time_query='next' feeds each target's own timestamp into its "
+                              "score, which leaks the answer under offline evaluation; use 'self', "
+                              "or set allow_target_time=true to run it anyway (recorded with the run)")
         check_choice(self, "time_bucket_fn", TIME_BUCKET_FNS)
         for name in ("d_qk", "d_v"):
             if getattr(self, name) < 0:

@@ -89,9 +89,8 @@ class LRURecConfig(NeuralConfig):
 
     Defaults follow the paper (d = 64, 2 blocks, AdamW lr 1e-3 with weight decay 1e-2 and
     PyTorch's default betas, cross-entropy over all items, batch 128) except the patience, set
-    to the best recipe measured (``docs/reproduce/defaults.md``): ``patience=30`` (10 before
-    2026-11-30). The learning rate was 3e-3 from 2026-11-30 to 2026-12-02; with sliding
-    windows 1e-3 validated better on all three datasets of the defaults table. Use
+    to the best recipe measured (``docs/reproduce/defaults.md``): ``patience=30``; with
+    sliding windows the paper's 1e-3 validated above 3e-3 (``docs/decisions/lrurec-recipe.md``). Use
     ``max_len=200`` and ``dropout=0.2`` on ML-1M, ``max_len=50`` and ``dropout=0.6`` on the
     Amazon data.
     """
@@ -116,7 +115,7 @@ class LRURecConfig(NeuralConfig):
     }
     embed_dropout_at: str = "before_norm"
     """``before_norm``: ``LayerNorm(Dropout(E x))`` (the authors' code); ``after_norm``:
-    ``Dropout(LayerNorm(E x))`` (seqrec before 2026-11-30)."""
+    ``Dropout(LayerNorm(E x))`` (the value older runs trained with)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from seqrec.data.attributes import ItemAttributes
-from seqrec.data.vocab import ItemVocab
 from seqrec.data.sequences import Sequences, Targets
+from seqrec.data.vocab import ItemVocab
 
 
 def markov_sequences(

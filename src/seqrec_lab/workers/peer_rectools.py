@@ -114,7 +114,7 @@ def main(work: Path, out: Path, args: dict) -> None:
             if clock["epoch"] < args["epochs"]:
                 # every epoch, not only at a stop: a worker killed outright (SIGKILL, the machine
                 # lost) resumes from its last epoch instead of the last clean stop (hours earlier
-                # on ML-1M); 3.4 MB per 137 s epoch there, outside the training clock
+                # on ML-1M); a few MB per epoch, written outside the training clock
                 save_state(trainer)
 
     def save_state(trainer) -> None:

@@ -74,7 +74,8 @@ def resolve_columns(columns: Mapping[str, str | None] | None, present: list[str]
     columns = dict(columns or {})
     unknown = set(columns) - set(ROLES)
     if unknown:
-        raise ConfigError(f"columns keys must be among {', '.join(ROLES)}, got {sorted(unknown)}")
+        raise ConfigError(f"columns keys must be among {', '.join(ROLES)} (and 'event' for "
+                          f"the kinds of event: data.events), got {sorted(unknown)}")
     out = {}
     for role in ROLES:
         if role in columns:
@@ -114,6 +115,39 @@ EVENT_WORDS = ("event", "type", "action", "behavior", "behaviour", "interaction"
 DUPLICATE_MARK = "_duplicated_"
 
 
+def find_event_column(df, source: str) -> str | None:
+    """The one text column whose name says it holds kinds of event (None when there is none)."""
+    import polars as pl
+
+    found = [c for c in df.columns if df.schema[c] == pl.String
+             and any(w in normalize_name(c) for w in EVENT_WORDS)]
+    if len(found) > 1:
+        raise DataError(f"{source}: several columns could hold the kinds of event ({', '.join(found)}); "
+                        "name it: columns={'event': '<name>'} (from the CLI: --set data.columns=event=<name>)")
+    return found[0] if found else None
+
+
+def keep_events(df, events, column: str | None, source: str):
+    """``df`` with the rows whose event column holds one of ``events``, the note saying so, and
+    the column used; a kind the column never holds is an error listing those it holds."""
+    import polars as pl
+
+    column = column or find_event_column(df, source)
+    if column is None or column not in df.columns:
+        raise DataError(f"{source}: events={list(events)} needs a column of kinds of event "
+                        f"(columns present: {', '.join(df.columns)}); name it: columns={{'event': '<name>'}}")
+    wanted = [str(e).strip() for e in events if str(e).strip()]
+    counts = dict(df[column].cast(pl.String).value_counts().iter_rows())
+    missing = [e for e in wanted if e not in counts]
+    if missing:
+        raise DataError(f"{source}: column '{column}' holds no {', '.join(map(repr, missing))}; it holds "
+                        + ", ".join(f"{k} ({n:,})" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])))
+    kept = df.filter(pl.col(column).cast(pl.String).is_in(wanted))
+    note = (f"kept the rows whose {column} is {', '.join(wanted)}: {kept.height:,} of {df.height:,} "
+            f"(dropped {', '.join(f'{k} {n:,}' for k, n in counts.items() if k not in wanted) or 'none'})")
+    return kept, note, column
+
+
 def ignored_note(df, roles: Mapping[str, str]) -> str | None:
     """The note naming every column of ``df`` that plays no role (None when all are used): an
     event-like text column with its values and counts, a header's repeated name as such."""
@@ -136,7 +170,7 @@ def ignored_note(df, roles: Mapping[str, str]) -> str | None:
             if counts.height <= 20:
                 shown = ", ".join(f"{v} {n:,}" for v, n in counts.iter_rows())
                 parts.append(f"{col} ({shown}: every row counts the same, whatever its {col}; "
-                             "keep the rows of the kinds you want before reading)")
+                             f"data.events=KIND,KIND keeps only those kinds)")
                 continue
         parts.append(col)
     if not parts:

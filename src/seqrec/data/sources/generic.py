@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +37,32 @@ import polars as pl
 
 from seqrec.data.interactions import Interactions
 from seqrec.data.sources import _io, sequence_rows
-from seqrec.data.sources.layouts import (SEP_NAMES, header_names, headerless_names,
-                                         is_user_item_lists, separator_hint, sniff_separator,
-                                         strip_header, user_item_lists)
-from seqrec.data.sources.columns import ALIASES, ITEM_ALIASES, ITEM_ROLES, ignored_note, resolve_columns
-from seqrec.data.sources.time_units import (PER_SECOND, UNIT_WORDS, check_unit, implied_unit,
-                                            mixed_units, mixed_units_message, unit_note)
+from seqrec.data.sources.columns import (
+    ITEM_ALIASES,
+    ITEM_ROLES,
+    ignored_note,
+    keep_events,
+    resolve_columns,
+)
+from seqrec.data.sources.layouts import (
+    SEP_NAMES,
+    header_names,
+    headerless_names,
+    is_user_item_lists,
+    separator_hint,
+    sniff_separator,
+    strip_header,
+    user_item_lists,
+)
+from seqrec.data.sources.time_units import (
+    PER_SECOND,
+    UNIT_WORDS,
+    check_unit,
+    implied_unit,
+    mixed_units,
+    mixed_units_message,
+    unit_note,
+)
 from seqrec.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -157,6 +177,7 @@ def read_file(
     name: str | None = None,
     item_file: str | Path | None = None,
     item_columns: Mapping[str, str] | None = None,
+    events: Sequence[str] | None = None,
 ) -> Interactions:
     """Read an interaction file by its extension.
 
@@ -185,7 +206,8 @@ def read_file(
     df, has_header, guessed, columns = _frame(path, sep, has_header, names, columns)
     note = f"read {path.name}" + "".join(f" [{g}]" for g in guessed)
     return table_interactions(df, str(path), name or path.name.split(".")[0], note,
-                              columns, has_header, time_format, timestamp_unit, item_file, item_columns)
+                              columns, has_header, time_format, timestamp_unit, item_file, item_columns,
+                              events=events)
 
 
 def read_parts(
@@ -199,6 +221,7 @@ def read_parts(
     name: str | None = None,
     item_file: str | Path | None = None,
     item_columns: Mapping[str, str] | None = None,
+    events: Sequence[str] | None = None,
 ) -> Interactions:
     """A folder of part files of one log (Spark / Hive / Dask output: ``part-00000.parquet``,
     monthly ``.csv`` exports), read as one file in name order: every part of one format
@@ -234,7 +257,7 @@ def read_parts(
             + "".join(f" [{g}]" for g in sorted(guessed)))
     try:
         return table_interactions(df, str(folder), name or folder.name, note, columns, has_header_part,
-                                  time_format, timestamp_unit, item_file, item_columns)
+                                  time_format, timestamp_unit, item_file, item_columns, events=events)
     except DataError as exc:  # "line N" of the joined table -> the part and its own line
         raise DataError(_part_line(str(exc), parts, ends, has_header_part)) from None
 
@@ -263,6 +286,7 @@ def read_json(
     name: str | None = None,
     item_file: str | Path | None = None,
     item_columns: Mapping[str, str] | None = None,
+    events: Sequence[str] | None = None,
 ) -> Interactions:
     """A JSON file of flat records, one per interaction: JSON lines (``.jsonl``, one object a
     line) or one array of objects (``.json``); optionally compressed. Keys play the columns'
@@ -284,7 +308,8 @@ def read_json(
     df = _flatten(df)
     # has_header=False: a bad value is named by its record (1-based: the line of JSON lines)
     return table_interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
-                              columns, False, time_format, timestamp_unit, item_file, item_columns)
+                              columns, False, time_format, timestamp_unit, item_file, item_columns,
+                              events=events)
 
 
 def _flatten(df: pl.DataFrame) -> pl.DataFrame:
@@ -302,11 +327,17 @@ def _flatten(df: pl.DataFrame) -> pl.DataFrame:
 
 def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str, columns, has_header,
                        time_format, timestamp_unit, item_file, item_columns,
-                       place: str = "line") -> Interactions:
+                       place: str = "line", events: Sequence[str] | None = None) -> Interactions:
     """The roles of ``df`` as :class:`Interactions` (shared by files and in-memory tables;
-    ``place`` names a position in the source: a file's "line", a table's "row")."""
+    ``place`` names a position in the source: a file's "line", a table's "row"; ``events``
+    keeps the rows whose event column holds one of those kinds)."""
     df, columns, exploded = sequence_rows.explode(df, columns, source)
-    roles = resolve_columns(columns, df.columns, source)
+    columns = dict(columns or {})
+    event_col = columns.pop("event", None)
+    kept_events = None
+    if events:
+        df, kept_events, event_col = keep_events(df, events, event_col, source)
+    roles = resolve_columns(columns or None, [c for c in df.columns if c != event_col], source)
     df, skipped = _without_incomplete_rows(df, roles, source, has_header, place)
     user, user_raw = _io.ids(df, roles["user"], source, has_header)
     item, raw = _io.ids(df, roles["item"], source, has_header)
@@ -317,9 +348,9 @@ def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str,
     if "rating" in roles:
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
-    ignored = ignored_note(df, roles)
-    notes = [f"{read_note} ({mapping})", *([ignored] if ignored else []), *([exploded] if exploded else []),
-             *skipped]
+    ignored = ignored_note(df, {**roles, **({"event": event_col} if kept_events else {})})
+    notes = [f"{read_note} ({mapping})", *([kept_events] if kept_events else []),
+             *([ignored] if ignored else []), *([exploded] if exploded else []), *skipped]
     if ts is not None and unit_note(used, timestamp_unit):
         notes.append(unit_note(used, timestamp_unit))
     items = None

@@ -67,7 +67,8 @@ _DATA_CHARS = set("0123456789.-:+/ TZ")
 
 
 def _is_text_date(value: str) -> bool:
-    """A date or datetime written as text (``2014-04-07T10:51:09.277Z``), not a number."""
+    """A date or datetime written as text (``YYYY-MM-DD``, ``YYYY-MM-DDThh:mm:ss.fffZ``,
+    ``D/M/YYYY``), not a number."""
     try:
         float(value)
         return False

@@ -17,6 +17,7 @@ from seqrec.data.sources.generic import table_interactions
 from seqrec.data.sources.time_units import check_unit
 from seqrec.errors import DataError
 
+
 def read_frame(
     frame: Any,
     columns: Mapping[str, str | None] | None = None,
@@ -25,6 +26,7 @@ def read_frame(
     name: str = "frame",
     item_file: str | Path | None = None,
     item_columns: Mapping[str, str] | None = None,
+    events: list[str] | None = None,
 ) -> Interactions:
     """Interactions from an in-memory table: a Polars (also lazy) or pandas DataFrame, a dict of
     columns, a list of records (dicts), or a list of ``(user, item, time)`` tuples (also
@@ -60,7 +62,8 @@ def read_frame(
     # has_header=False: a bad value is named by its row (1-based), there is no header line
     try:
         return table_interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
-                                  time_format, timestamp_unit, item_file, item_columns, place="row")
+                                  time_format, timestamp_unit, item_file, item_columns, place="row",
+                                  events=events)
     except DataError as exc:  # a table has rows, not lines (the messages are the files')
         raise DataError(re.sub(r"\bat line (\d+)", r"at row \1 (1-based)", str(exc))) from None
 
