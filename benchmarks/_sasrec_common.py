@@ -45,27 +45,56 @@ def parser(description: str, **defaults) -> argparse.ArgumentParser:
     p.add_argument("--layout", default="pre_ln")
     p.add_argument("--init", default="xavier", choices=("xavier", "normal"))
     p.add_argument("--attn-dropout", type=float, default=0.0)
-    p.add_argument("--attn-out-proj", action="store_true",
-                   help="attention output projection (as nn.MultiheadAttention / Dross)")
-    p.add_argument("--positions", default="from_end", choices=("from_end", "from_start"),
-                   help="position numbering: the paper's (last item fixed) or from the oldest "
-                        "item of the window (right-padded codes such as Dross)")
-    p.add_argument("--weight-decay", type=float, default=0.0,
-                   help="AdamW weight decay (0: the paper's Adam; the LRURec code uses 0.01)")
-    p.add_argument("--grad-clip", type=float, default=0.0,
-                   help="gradient-norm clipping (0: none; the LRURec code clips at 5)")
-    p.add_argument("--betas", default="0.9,0.98",
-                   help="Adam betas (0.9,0.98: the SASRec paper; 0.9,0.999: torch default, Dross)")
-    p.add_argument("--windows", default="last", choices=("last", "sliding"),
-                   help="training windows: the most recent max_len transitions per user, or "
-                        "every transition once (long histories cut into windows)")
+    p.add_argument(
+        "--attn-out-proj",
+        action="store_true",
+        help="attention output projection (as nn.MultiheadAttention / Dross)",
+    )
+    p.add_argument(
+        "--positions",
+        default="from_end",
+        choices=("from_end", "from_start"),
+        help="position numbering: the paper's (last item fixed) or from the oldest "
+        "item of the window (right-padded codes such as Dross)",
+    )
+    p.add_argument(
+        "--weight-decay",
+        type=float,
+        default=0.0,
+        help="AdamW weight decay (0: the paper's Adam; the LRURec code uses 0.01)",
+    )
+    p.add_argument(
+        "--grad-clip",
+        type=float,
+        default=0.0,
+        help="gradient-norm clipping (0: none; the LRURec code clips at 5)",
+    )
+    p.add_argument(
+        "--betas",
+        default="0.9,0.98",
+        help="Adam betas (0.9,0.98: the SASRec paper; 0.9,0.999: torch default, Dross)",
+    )
+    p.add_argument(
+        "--windows",
+        default="last",
+        choices=("last", "sliding"),
+        help="training windows: the most recent max_len transitions per user, or "
+        "every transition once (long histories cut into windows)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-seconds", type=float, default=0.0, help="training time budget (0 = none)")
-    p.add_argument("--run-dir", default=None, help="checkpoint dir, default benchmarks/logs/runs/<stem> (resumes if it holds a run)")
+    p.add_argument(
+        "--run-dir",
+        default=None,
+        help="checkpoint dir, default benchmarks/logs/runs/<stem> (resumes if it holds a run)",
+    )
     p.add_argument("--stem", default=None)
-    p.add_argument("--report-only", action="store_true",
-                   help="do not train: test the best weights of the (possibly unfinished) run")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="do not train: test the best weights of the (possibly unfinished) run",
+    )
     return p
 
 
@@ -76,13 +105,29 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
     prepared, split = prepare(dataset)
     prep_s = time.perf_counter() - t0
     cfg = SASRecConfig(
-        max_len=args.max_len, dim=args.dim, n_blocks=args.blocks, n_heads=args.heads,
-        dropout=args.dropout, lr=args.lr, batch_size=args.batch_size, epochs=args.epochs,
-        patience=args.patience, eval_every=args.eval_every, loss=args.loss, layout=args.layout,
-        seed=args.seed, num_threads=args.threads, max_train_seconds=args.max_seconds,
-        weight_decay=args.weight_decay, grad_clip=args.grad_clip, train_windows=args.windows, init=args.init,
-        attn_dropout=args.attn_dropout, attn_out_proj=args.attn_out_proj,
-        positions=args.positions, betas=tuple(float(b) for b in args.betas.split(",")),
+        max_len=args.max_len,
+        dim=args.dim,
+        n_blocks=args.blocks,
+        n_heads=args.heads,
+        dropout=args.dropout,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        patience=args.patience,
+        eval_every=args.eval_every,
+        loss=args.loss,
+        layout=args.layout,
+        seed=args.seed,
+        num_threads=args.threads,
+        max_train_seconds=args.max_seconds,
+        weight_decay=args.weight_decay,
+        grad_clip=args.grad_clip,
+        train_windows=args.windows,
+        init=args.init,
+        attn_dropout=args.attn_dropout,
+        attn_out_proj=args.attn_out_proj,
+        positions=args.positions,
+        betas=tuple(float(b) for b in args.betas.split(",")),
     )
     run_dir = Path(args.run_dir or ROOT / "benchmarks" / "logs" / "runs" / stem)
     model = SASRec(cfg)
@@ -100,19 +145,37 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
     from seqrec.models.torch_recommender import steps_per_epoch
 
     record = result_record(
-        model="sasrec", variant=args.loss, dataset=dataset, fingerprint=prepared.fingerprint(),
-        protocol="leave-last-out", results=results, seed=cfg.seed, config=cfg,
-        epochs=lg.epochs_run, train_seconds=lg.train_seconds,
-        data={"users": prepared.n_users, "items": prepared.n_items,
-              "interactions": len(prepared.interactions),
-              "preprocessing": list(prepared.interactions.notes)},
-        best_epoch=lg.best_epoch, best_valid=lg.best_metric, stopped=lg.stopped,
-        seconds_per_epoch=lg.train_seconds / max(lg.global_step, 1) * steps_per_epoch(split.train, cfg),
-        batch_share=lg.batch_share, global_step=lg.global_step,
+        model="sasrec",
+        variant=args.loss,
+        dataset=dataset,
+        fingerprint=prepared.fingerprint(),
+        protocol="leave-last-out",
+        results=results,
+        seed=cfg.seed,
+        config=cfg,
+        epochs=lg.epochs_run,
+        train_seconds=lg.train_seconds,
+        data={
+            "users": prepared.n_users,
+            "items": prepared.n_items,
+            "interactions": len(prepared.interactions),
+            "preprocessing": list(prepared.interactions.notes),
+        },
+        best_epoch=lg.best_epoch,
+        best_valid=lg.best_metric,
+        stopped=lg.stopped,
+        seconds_per_epoch=lg.train_seconds
+        / max(lg.global_step, 1)
+        * steps_per_epoch(split.train, cfg),
+        batch_share=lg.batch_share,
+        global_step=lg.global_step,
         resumed_from_step=lg.resumed_from_step,
         wall_seconds={"prepare": prep_s, "fit_this_process": wall_fit},
-        validation_log=str((run_dir / "validation.jsonl").relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir / "validation.jsonl"),
-        torch_threads=args.threads, notes=notes,
+        validation_log=str((run_dir / "validation.jsonl").relative_to(ROOT))
+        if run_dir.is_relative_to(ROOT)
+        else str(run_dir / "validation.jsonl"),
+        torch_threads=args.threads,
+        notes=notes,
     )
     if args.report_only:
         record["partial"] = "training not finished: best validated weights of the last checkpoint"

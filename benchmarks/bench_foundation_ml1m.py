@@ -17,8 +17,9 @@ OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def parser() -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    return argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
 
 
 if __name__ == "__main__":
@@ -72,8 +73,12 @@ def main() -> None:
         for _ in range(3):
             result = evaluate(model, split.test, seen_filter="history")
             best_t = result.seconds if best_t is None else min(best_t, result.seconds)
-        evals[name] = {"seconds": best_t, "targets": result.n_targets,
-                       "NDCG@10": result.metrics["NDCG@10"], "HR@10": result.metrics["HR@10"]}
+        evals[name] = {
+            "seconds": best_t,
+            "targets": result.n_targets,
+            "NDCG@10": result.metrics["NDCG@10"],
+            "HR@10": result.metrics["HR@10"],
+        }
     record = base_record(
         benchmark="foundation_ml1m",
         dataset="ml-1m (../shared/data/ml-1m.seq.tsv.xz), iterative 5-core",
@@ -110,8 +115,10 @@ def main() -> None:
         "",
         "| model | targets | seconds | HR@10 | NDCG@10 |",
         "|---|---:|---:|---:|---:|",
-        *[f"| {m} | {e['targets']:,} | {e['seconds']:.3f} | {e['HR@10']:.4f} | {e['NDCG@10']:.4f} |"
-          for m, e in evals.items()],
+        *[
+            f"| {m} | {e['targets']:,} | {e['seconds']:.3f} | {e['HR@10']:.4f} | {e['NDCG@10']:.4f} |"
+            for m, e in evals.items()
+        ],
         "",
     ]
     OUT.mkdir(parents=True, exist_ok=True)

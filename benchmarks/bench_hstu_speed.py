@@ -64,14 +64,25 @@ def synthetic_train(n_users: int, n_items: int, length: int, seed: int) -> Seque
     """Random histories of ``length + 1`` items with increasing timestamps (hours apart)."""
     rng = np.random.default_rng(seed)
     rows = [rng.integers(1, n_items + 1, size=length + 1) for _ in range(n_users)]
-    times = [1_000_000_000 + np.cumsum(rng.integers(1, 86_400 * 3, size=length + 1))
-             for _ in range(n_users)]
+    times = [
+        1_000_000_000 + np.cumsum(rng.integers(1, 86_400 * 3, size=length + 1))
+        for _ in range(n_users)
+    ]
     return Sequences.from_lists(rows, n_items=n_items, timestamps=times)
 
 
 def build(kind: str, args, loss: str):
-    common = dict(max_len=args.max_len, dim=args.dim, n_blocks=args.blocks, n_heads=args.heads,
-                  dropout=0.2, loss=loss, n_negatives=128, batch_size=args.batch_size, seed=0)
+    common = dict(
+        max_len=args.max_len,
+        dim=args.dim,
+        n_blocks=args.blocks,
+        n_heads=args.heads,
+        dropout=0.2,
+        loss=loss,
+        n_negatives=128,
+        batch_size=args.batch_size,
+        seed=0,
+    )
     if kind == "sasrec":
         return SASRec(SASRecConfig(**common))
     if kind == "lrurec":  # LRURec has no heads
@@ -157,39 +168,57 @@ def main() -> None:
                 times[kind].append(time.perf_counter() - t0)
         base = statistics.median(times["sasrec"]) if "sasrec" in times else None
         results[loss] = {
-            k: {"median_step_s": statistics.median(v), "min_step_s": min(v),
+            k: {
+                "median_step_s": statistics.median(v),
+                "min_step_s": min(v),
                 "ratio_to_sasrec": None if base is None else statistics.median(v) / base,
-                "saved_for_backward_mib": mem[k], "steps": v}
+                "saved_for_backward_mib": mem[k],
+                "steps": v,
+            }
             for k, v in times.items()
         }
     h = args.heads
     attn_mib = args.batch_size * h * args.max_len**2 * 4 / 2**20
     record = base_record(
-        benchmark="hstu_speed", models=kinds, loss_results=results,
-        setting={"n_items": args.items, "max_len": args.max_len, "dim": args.dim,
-                 "n_blocks": args.blocks, "n_heads": args.heads, "batch_size": args.batch_size,
-                 "rounds": args.rounds, "threads": args.threads,
-                 "data": "synthetic random histories (full windows, timestamps hours apart)"},
-        attention_tensor_mib=attn_mib, load_average=os.getloadavg(),
+        benchmark="hstu_speed",
+        models=kinds,
+        loss_results=results,
+        setting={
+            "n_items": args.items,
+            "max_len": args.max_len,
+            "dim": args.dim,
+            "n_blocks": args.blocks,
+            "n_heads": args.heads,
+            "batch_size": args.batch_size,
+            "rounds": args.rounds,
+            "threads": args.threads,
+            "data": "synthetic random histories (full windows, timestamps hours apart)",
+        },
+        attention_tensor_mib=attn_mib,
+        load_average=os.getloadavg(),
         wall_seconds=time.perf_counter() - t_start,
         notes="hstu_norab: no rab; hstu_pos: position-only rab; hstu_pt: rab^{p,t} one per "
-              "layer (paper); hstu_pt_shared: one rab^{p,t} for all layers. sampled_softmax "
-              "rows use 128 shared negatives (HSTU: l2_norm + temperature 0.05).",
+        "layer (paper); hstu_pt_shared: one rab^{p,t} for all layers. sampled_softmax "
+        "rows use 128 shared negatives (HSTU: l2_norm + temperature 0.05).",
     )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.out_stem}.json").write_text(json.dumps(record, indent=2) + "\n")
-    lines = [f"# Training-step time: {', '.join(kinds)}\n",
-             f"`{record['command']}`  \n{record['hardware']}  \nload average at end: "
-             f"{record['load_average']}  \nB={args.batch_size}, L={args.max_len}, d={args.dim}, "
-             f"{args.blocks} blocks, {h} head(s), I={args.items}; one [B,H,L,L] float tensor = "
-             f"{attn_mib:.1f} MiB\n",
-             "| loss | model | median step (s) | ratio to SASRec | saved for backward (MiB) |",
-             "|---|---|---:|---:|---:|"]
+    lines = [
+        f"# Training-step time: {', '.join(kinds)}\n",
+        f"`{record['command']}`  \n{record['hardware']}  \nload average at end: "
+        f"{record['load_average']}  \nB={args.batch_size}, L={args.max_len}, d={args.dim}, "
+        f"{args.blocks} blocks, {h} head(s), I={args.items}; one [B,H,L,L] float tensor = "
+        f"{attn_mib:.1f} MiB\n",
+        "| loss | model | median step (s) | ratio to SASRec | saved for backward (MiB) |",
+        "|---|---|---:|---:|---:|",
+    ]
     for loss, res in results.items():
         for k, r in res.items():
             ratio = "" if r["ratio_to_sasrec"] is None else f"{r['ratio_to_sasrec']:.2f}"
-            lines.append(f"| {loss} | {k} | {r['median_step_s']:.3f} | {ratio} | "
-                         f"{r['saved_for_backward_mib']:.0f} |")
+            lines.append(
+                f"| {loss} | {k} | {r['median_step_s']:.3f} | {ratio} | "
+                f"{r['saved_for_backward_mib']:.0f} |"
+            )
     (OUT / f"{args.out_stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -55,11 +55,13 @@ def timed(fn):
 def ml1m_run(split_fn, cache: bool) -> tuple[dict, dict, object]:
     wall, cpu = {}, {}
     raw, wall["decompress"], cpu["decompress"] = timed(
-        lambda: _io.read_bytes(data_dir() / "ml-1m.seq.tsv.xz"))
+        lambda: _io.read_bytes(data_dir() / "ml-1m.seq.tsv.xz")
+    )
     del raw
     inter, wall["load"], cpu["load"] = timed(lambda: load("ml-1m", cache=cache))
     prepared, wall["preprocess"], cpu["preprocess"] = timed(
-        lambda: preprocess(inter, PreprocessConfig(filter="k_core", min_item=5)))
+        lambda: preprocess(inter, PreprocessConfig(filter="k_core", min_item=5))
+    )
     seqs, wall["sequences"], cpu["sequences"] = timed(prepared.sequences)
     if split_fn is not None:
         _, wall["split"], cpu["split"] = timed(lambda: split_fn(seqs))
@@ -76,9 +78,18 @@ def all_shared() -> list[dict]:
             continue
         inter, wall, _ = timed(lambda name=name: load(name, cache=False))
         counts = (inter.n_users, inter.n_items, len(inter))
-        rows.append({"name": name, "file": spec.files[0], "seconds": wall, "users": counts[0],
-                     "items": counts[1], "interactions": counts[2], "has_time": inter.has_time,
-                     "matches_readme": spec.stats == counts})
+        rows.append(
+            {
+                "name": name,
+                "file": spec.files[0],
+                "seconds": wall,
+                "users": counts[0],
+                "items": counts[1],
+                "interactions": counts[2],
+                "has_time": inter.has_time,
+                "matches_readme": spec.stats == counts,
+            }
+        )
     return rows
 
 
@@ -94,9 +105,14 @@ def main() -> int:
     cold_wall, cold_cpu, prepared = runs[0]
     best = min(runs, key=lambda r: r[0]["total"])
     _, first_write_wall, first_write_cpu = timed(lambda: load("ml-1m", cache=True))
-    cached = min((ml1m_run(leave_last_out, cache=True) for _ in range(3)), key=lambda r: r[0]["total"])
-    counts = {"users": prepared.n_users, "items": prepared.n_items,
-              "interactions": len(prepared.interactions)}
+    cached = min(
+        (ml1m_run(leave_last_out, cache=True) for _ in range(3)), key=lambda r: r[0]["total"]
+    )
+    counts = {
+        "users": prepared.n_users,
+        "items": prepared.n_items,
+        "interactions": len(prepared.interactions),
+    }
     assert cached[2].fingerprint() == prepared.fingerprint(), "cached load differs from a parse"
     shared = [] if args.ml1m_only else all_shared()
     record = base_record(
@@ -105,13 +121,21 @@ def main() -> int:
         dataset_fingerprint=prepared.fingerprint(),
         protocol="leave-last-out" if leave_last_out else "none (splits not available)",
         preprocessing=list(prepared.interactions.notes),
-        counts=counts, published_counts=PUBLISHED, counts_match=counts == PUBLISHED,
-        wall_seconds_cold=cold_wall, cpu_seconds_cold=cold_cpu,
-        wall_seconds_best_of_3=best[0], cpu_seconds_best_of_3=best[1],
-        parse_cache={"first_load_with_write": {"wall": first_write_wall, "cpu": first_write_cpu},
-                     "wall_seconds_best_of_3": cached[0], "cpu_seconds_best_of_3": cached[1]},
+        counts=counts,
+        published_counts=PUBLISHED,
+        counts_match=counts == PUBLISHED,
+        wall_seconds_cold=cold_wall,
+        cpu_seconds_cold=cold_cpu,
+        wall_seconds_best_of_3=best[0],
+        cpu_seconds_best_of_3=best[1],
+        parse_cache={
+            "first_load_with_write": {"wall": first_write_wall, "cpu": first_write_cpu},
+            "wall_seconds_best_of_3": cached[0],
+            "cpu_seconds_best_of_3": cached[1],
+        },
         targets={"read_s": 1.0, "load_preprocess_split_s": 3.0},
-        shared_datasets=shared, seed=None,
+        shared_datasets=shared,
+        seed=None,
     )
     md = [
         "# Loading benchmark: ML-1M data path and every shared dataset",
@@ -133,15 +157,21 @@ def main() -> int:
         "",
         "| stage | cold wall | cold CPU | best-of-3 wall | best-of-3 CPU |",
         "|---|---:|---:|---:|---:|",
-        *[f"| {k} | {cold_wall[k]:.3f} | {cold_cpu[k]:.3f} | {best[0][k]:.3f} | {best[1][k]:.3f} |"
-          for k in best[0]],
+        *[
+            f"| {k} | {cold_wall[k]:.3f} | {cold_cpu[k]:.3f} | {best[0][k]:.3f} | {best[1][k]:.3f} |"
+            for k in best[0]
+        ],
         "",
         f"With the parse cache (the default): the first load parses and writes the cache in "
         f"{first_write_wall:.3f} s wall / {first_write_cpu:.3f} s CPU; later loads (best of 3):",
         "",
         "| stage | wall | CPU |",
         "|---|---:|---:|",
-        *[f"| {k} | {cached[0][k]:.3f} | {cached[1][k]:.3f} |" for k in cached[0] if k != "decompress"],
+        *[
+            f"| {k} | {cached[0][k]:.3f} | {cached[1][k]:.3f} |"
+            for k in cached[0]
+            if k != "decompress"
+        ],
         "",
         f"Targets, best of 3 without the cache: read < 1 s "
         f"({'met' if best[0]['load'] < 1 else 'NOT met'} in wall time, "
@@ -150,12 +180,19 @@ def main() -> int:
         "",
     ]
     if shared:
-        md += ["## Every shared dataset (one load each)", "",
-               "| name | file | seconds | users | items | interactions | time | = README |",
-               "|---|---|---:|---:|---:|---:|---|---|",
-               *[f"| {r['name']} | {r['file']} | {r['seconds']:.2f} | {r['users']:,} | {r['items']:,} "
-                 f"| {r['interactions']:,} | {'yes' if r['has_time'] else 'order'} "
-                 f"| {'yes' if r['matches_readme'] else 'NO'} |" for r in shared], ""]
+        md += [
+            "## Every shared dataset (one load each)",
+            "",
+            "| name | file | seconds | users | items | interactions | time | = README |",
+            "|---|---|---:|---:|---:|---:|---|---|",
+            *[
+                f"| {r['name']} | {r['file']} | {r['seconds']:.2f} | {r['users']:,} | {r['items']:,} "
+                f"| {r['interactions']:,} | {'yes' if r['has_time'] else 'order'} "
+                f"| {'yes' if r['matches_readme'] else 'NO'} |"
+                for r in shared
+            ],
+            "",
+        ]
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "load_ml1m.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     (OUT / "load_ml1m.md").write_text("\n".join(md))

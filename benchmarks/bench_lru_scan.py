@@ -70,8 +70,9 @@ def timeit(fn, repeats: int, min_seconds: float = 0.2, warmup: bool = True) -> f
 
 def scan_case(length: int, batch: int, n: int, repeats: int) -> dict:
     gen = torch.Generator().manual_seed(length)
-    u0 = torch.complex(torch.randn(batch, length, n, generator=gen),
-                       torch.randn(batch, length, n, generator=gen))
+    u0 = torch.complex(
+        torch.randn(batch, length, n, generator=gen), torch.randn(batch, length, n, generator=gen)
+    )
     r = 0.8 + 0.19 * torch.rand(n, generator=gen)
     lam0 = torch.polar(r, 2 * math.pi * torch.rand(n, generator=gen))
 
@@ -91,9 +92,15 @@ def scan_case(length: int, batch: int, n: int, repeats: int) -> dict:
         par.append(timeit(lambda: run(lru_parallel_scan), 1, warmup=False))
         seq.append(timeit(lambda: run(lru_sequential_scan), 1, min_seconds=0.0, warmup=False))
     ratios = [s / p for p, s in zip(par, seq, strict=True)]
-    return {"L": length, "batch": batch, "N": n, "parallel_s": statistics.median(par),
-            "sequential_s": statistics.median(seq), "speedup": statistics.median(ratios),
-            "max_abs_diff": diff}
+    return {
+        "L": length,
+        "batch": batch,
+        "N": n,
+        "parallel_s": statistics.median(par),
+        "sequential_s": statistics.median(seq),
+        "speedup": statistics.median(ratios),
+        "max_abs_diff": diff,
+    }
 
 
 class CausalTransformer(torch.nn.Module):
@@ -104,8 +111,9 @@ class CausalTransformer(torch.nn.Module):
         self.n_items = n_items
         self.item = torch.nn.Embedding(n_items + 1, d)
         self.pos = torch.nn.Embedding(max_len, d)
-        layer = torch.nn.TransformerEncoderLayer(d, 1, 4 * d, 0.0, batch_first=True,
-                                                 norm_first=True)
+        layer = torch.nn.TransformerEncoderLayer(
+            d, 1, 4 * d, 0.0, batch_first=True, norm_first=True
+        )
         self.enc = torch.nn.TransformerEncoder(layer, blocks, enable_nested_tensor=False)
 
     def forward(self, batch: SequenceBatch) -> torch.Tensor:
@@ -133,8 +141,9 @@ def sasrec_encoder(n_items: int, d: int, blocks: int, max_len: int):
 def incremental_case(length: int, batch: int, n_items: int, repeats: int) -> dict:
     d, blocks = 64, 2
     torch.manual_seed(0)
-    lru = LRUEncoder(SimpleNamespace(dim=d, n_blocks=blocks, dropout=0.0, r_min=0.8,
-                                     r_max=0.99), n_items).eval()
+    lru = LRUEncoder(
+        SimpleNamespace(dim=d, n_blocks=blocks, dropout=0.0, r_min=0.8, r_max=0.99), n_items
+    ).eval()
     sas, sas_kind = sasrec_encoder(n_items, d, blocks, length)
     items = torch.randint(1, n_items + 1, (batch, length))
     new = torch.randint(1, n_items + 1, (batch,))
@@ -144,6 +153,7 @@ def incremental_case(length: int, batch: int, n_items: int, repeats: int) -> dic
 
     res = {"L": length, "batch": batch, "n_items": n_items, "sasrec": sas_kind}
     for scored in (False, True):
+
         def lru_step(scored=scored):
             _, h = lru.step(state, new)
             return lru.score(h) if scored else h
@@ -160,9 +170,13 @@ def incremental_case(length: int, batch: int, n_items: int, repeats: int) -> dic
         t_sas = timeit(sas_full, repeats)
         t_lru_full = timeit(lru_full, repeats)
         key = "with_scoring" if scored else "encoder_only"
-        res[key] = {"lrurec_step_s": t_step, "sasrec_reencode_s": t_sas,
-                    "lrurec_reencode_s": t_lru_full, "ratio_sasrec_over_step": t_sas / t_step,
-                    "ratio_lrurec_reencode_over_step": t_lru_full / t_step}
+        res[key] = {
+            "lrurec_step_s": t_step,
+            "sasrec_reencode_s": t_sas,
+            "lrurec_reencode_s": t_lru_full,
+            "ratio_sasrec_over_step": t_sas / t_step,
+            "ratio_lrurec_reencode_over_step": t_lru_full / t_step,
+        }
     return res
 
 
@@ -185,7 +199,7 @@ def main(argv=None) -> None:
         "benchmark": "lru_scan_speed",
         "command": "python " + " ".join([os.path.relpath(__file__, ROOT)] + (argv or sys.argv[1:])),
         "hardware": f"{platform.platform()}; {platform.processor() or platform.machine()}; "
-                    f"cpu_count={os.cpu_count()}; torch threads={args.threads}",
+        f"cpu_count={os.cpu_count()}; torch threads={args.threads}",
         "versions": {"python": platform.python_version(), "torch": torch.__version__},
         "device": "cpu",
         "seed": 0,
@@ -198,33 +212,48 @@ def main(argv=None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(record, indent=2))
     lines = [
-        "# LRURec recurrence speed", "",
-        f"Command: `{record['command']}`  ", f"Hardware: {record['hardware']}  ",
+        "# LRURec recurrence speed",
+        "",
+        f"Command: `{record['command']}`  ",
+        f"Hardware: {record['hardware']}  ",
         f"Versions: {record['versions']}; measured {record['time']}; the machine was shared "
-        "with other jobs, so absolute times are noisy; ratios are measured in the same run.", "",
-        "## Parallel scan vs sequential loop (forward + backward, complex64, N = 128)", "",
+        "with other jobs, so absolute times are noisy; ratios are measured in the same run.",
+        "",
+        "## Parallel scan vs sequential loop (forward + backward, complex64, N = 128)",
+        "",
         "The loop is `lru_sequential_scan` (one fused step per time step, `unbind` over time so "
         "its backward is linear in L). Times are medians over interleaved rounds; the speed-up "
-        "is the median of per-round ratios.", "",
+        "is the median of per-round ratios.",
+        "",
         "| L | batch | parallel (ms) | sequential (ms) | speed-up | max abs diff |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
     for s in scans:
-        lines.append(f"| {s['L']} | {s['batch']} | {1e3 * s['parallel_s']:.2f} | "
-                     f"{1e3 * s['sequential_s']:.2f} "
-                     f"| {s['speedup']:.1f}x | {s['max_abs_diff']:.1e} |")
-    lines += ["", "## Inference per new item: LRURec step vs re-encoding the window "
-              "(d = 64, 2 blocks, 3,416 items)", "",
-              f"SASRec encoder: {incs[0]['sasrec']}", "",
-              "| L | batch | scoring | LRURec step (ms) | SASRec re-encode (ms) | SASRec / step "
-              "| LRURec re-encode / step |", "|---:|---:|---|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {s['L']} | {s['batch']} | {1e3 * s['parallel_s']:.2f} | "
+            f"{1e3 * s['sequential_s']:.2f} "
+            f"| {s['speedup']:.1f}x | {s['max_abs_diff']:.1e} |"
+        )
+    lines += [
+        "",
+        "## Inference per new item: LRURec step vs re-encoding the window "
+        "(d = 64, 2 blocks, 3,416 items)",
+        "",
+        f"SASRec encoder: {incs[0]['sasrec']}",
+        "",
+        "| L | batch | scoring | LRURec step (ms) | SASRec re-encode (ms) | SASRec / step "
+        "| LRURec re-encode / step |",
+        "|---:|---:|---|---:|---:|---:|---:|",
+    ]
     for r in incs:
         for key in ("encoder_only", "with_scoring"):
             v = r[key]
-            lines.append(f"| {r['L']} | {r['batch']} | {key} | {1e3 * v['lrurec_step_s']:.3f} | "
-                         f"{1e3 * v['sasrec_reencode_s']:.3f} | "
-                         f"{v['ratio_sasrec_over_step']:.1f}x | "
-                         f"{v['ratio_lrurec_reencode_over_step']:.1f}x |")
+            lines.append(
+                f"| {r['L']} | {r['batch']} | {key} | {1e3 * v['lrurec_step_s']:.3f} | "
+                f"{1e3 * v['sasrec_reencode_s']:.3f} | "
+                f"{v['ratio_sasrec_over_step']:.1f}x | "
+                f"{v['ratio_lrurec_reencode_over_step']:.1f}x |"
+            )
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 

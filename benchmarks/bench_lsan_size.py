@@ -84,8 +84,11 @@ def sizes(model) -> dict:
     params = sum(p.numel() for p in enc.parameters())
     if isinstance(model, LSAN):
         item = sum(p.numel() for p in enc.tables.parameters())
-        ctx = sum(p.numel() for n, p in enc.named_parameters()
-                  if n.startswith(("context", "prev_emb", "cur_emb", "slot_emb")))
+        ctx = sum(
+            p.numel()
+            for n, p in enc.named_parameters()
+            if n.startswith(("context", "prev_emb", "cur_emb", "slot_emb"))
+        )
         rows = [t.num_embeddings for t in enc.tables]
     else:
         item, ctx, rows = enc.item_emb.weight.numel(), 0, [enc.item_emb.num_embeddings]
@@ -93,10 +96,17 @@ def sizes(model) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         model.save(tmp)
         files = {f.name: f.stat().st_size for f in Path(tmp).iterdir()}
-    return {"parameters": params, "item_embedding_parameters": item, "table_rows": rows,
-            "item_embedding_bytes": 4 * item, "context_parameters": ctx,
-            "position_parameters": pos, "other_parameters": params - item - ctx - pos,
-            "saved_bytes": sum(files.values()), "saved_files": files}
+    return {
+        "parameters": params,
+        "item_embedding_parameters": item,
+        "table_rows": rows,
+        "item_embedding_bytes": 4 * item,
+        "context_parameters": ctx,
+        "position_parameters": pos,
+        "other_parameters": params - item - ctx - pos,
+        "saved_bytes": sum(files.values()),
+        "saved_files": files,
+    }
 
 
 def top10(model, hist) -> np.ndarray:
@@ -123,7 +133,8 @@ def latency(models: dict, hists: dict, repeats: dict) -> dict:
                 "wall_ms": 1e3 * statistics.median(wall[name]),
                 "cpu_ms": 1e3 * statistics.median(cpu[name]),
                 "wall_ms_per_user": 1e3 * statistics.median(wall[name]) / batch,
-                "repeats": repeats[batch]}
+                "repeats": repeats[batch],
+            }
     return out
 
 
@@ -148,39 +159,54 @@ def markdown(record: dict) -> str:
             f"| {name} | {s['parameters']:,} | {100 * s['parameters'] / ref:.1f}% | "
             f"{' + '.join(f'{m:,}' for m in s['table_rows'])} | "
             f"{s['item_embedding_bytes'] / 2**20:.2f} MiB | {s['context_parameters']:,} | "
-            f"{s['saved_bytes'] / 2**20:.2f} MiB |")
-    lines += ["", "Latency of `score` + top-10 (history excluded), one thread, median "
-              "(wall / process CPU):", "",
-              "| model | batch 1: ms | batch 256: ms per call | batch 256: ms per user |",
-              "|---|---:|---:|---:|"]
+            f"{s['saved_bytes'] / 2**20:.2f} MiB |"
+        )
+    lines += [
+        "",
+        "Latency of `score` + top-10 (history excluded), one thread, median (wall / process CPU):",
+        "",
+        "| model | batch 1: ms | batch 256: ms per call | batch 256: ms per user |",
+        "|---|---:|---:|---:|",
+    ]
     for name, r in rows.items():
         if r["latency"] is None:
             continue
         b1, b256 = r["latency"]["batch1"], r["latency"]["batch256"]
-        lines.append(f"| {name} | {b1['wall_ms']:.2f} / {b1['cpu_ms']:.2f} | "
-                     f"{b256['wall_ms']:.1f} / {b256['cpu_ms']:.1f} | "
-                     f"{b256['wall_ms_per_user']:.3f} |")
+        lines.append(
+            f"| {name} | {b1['wall_ms']:.2f} / {b1['cpu_ms']:.2f} | "
+            f"{b256['wall_ms']:.1f} / {b256['cpu_ms']:.1f} | "
+            f"{b256['wall_ms_per_user']:.3f} |"
+        )
     lsan, sas = rows["LSAN m1=2"], rows["SASRec (2 blocks)"]
-    lines += ["", f"LSAN at m1 = 2 has {100 * lsan['size']['parameters'] / ref:.0f}% of SASRec's "
-              "parameters (the paper: about 60%) and half its item-embedding memory; one user's "
-              f"top-10 costs {lsan['latency']['batch1']['cpu_ms']:.1f} ms of CPU against "
-              f"{sas['latency']['batch1']['cpu_ms']:.1f} ms (batch 256: "
-              f"{lsan['latency']['batch256']['cpu_ms']:.0f} vs "
-              f"{sas['latency']['batch256']['cpu_ms']:.0f} ms): LSAN's one layer is cheaper than "
-              "SASRec's two blocks, but its input embedding (context attention over the base "
-              "embeddings and the fusion MLP at every position) is not a plain lookup. "
-              "Recomposing the candidate table at every call instead of keeping it costs "
-              f"{rows['LSAN m1=2, recompose candidates']['latency']['batch1']['cpu_ms']:.0f} ms "
-              "at batch 1 through the input pipeline (the default candidates), "
-              f"{rows['LSAN m1=2, mean candidates, recompose']['latency']['batch1']['cpu_ms']:.0f}"
-              " ms with the context-free mean."]
-    lines += ["", "Saved model = `state.npz` + `model.json` + `vocab.npz` (raw ids); both carry a "
-              "popularity vector, LSAN also its item -> category buffer (int64).", "",
-              f"Hardware: {hardware_line(record['hardware'])}. "
-              "The machine is shared with other jobs: latency is indicative, CPU time is the "
-              "steadier figure.", "",
-              f"Command: `OMP_NUM_THREADS={record['threads']} PYTHONPATH=src .venv/bin/python "
-              f"{record['command']}` (seed 0 for the untrained weights and the drawn users).", ""]
+    lines += [
+        "",
+        f"LSAN at m1 = 2 has {100 * lsan['size']['parameters'] / ref:.0f}% of SASRec's "
+        "parameters (the paper: about 60%) and half its item-embedding memory; one user's "
+        f"top-10 costs {lsan['latency']['batch1']['cpu_ms']:.1f} ms of CPU against "
+        f"{sas['latency']['batch1']['cpu_ms']:.1f} ms (batch 256: "
+        f"{lsan['latency']['batch256']['cpu_ms']:.0f} vs "
+        f"{sas['latency']['batch256']['cpu_ms']:.0f} ms): LSAN's one layer is cheaper than "
+        "SASRec's two blocks, but its input embedding (context attention over the base "
+        "embeddings and the fusion MLP at every position) is not a plain lookup. "
+        "Recomposing the candidate table at every call instead of keeping it costs "
+        f"{rows['LSAN m1=2, recompose candidates']['latency']['batch1']['cpu_ms']:.0f} ms "
+        "at batch 1 through the input pipeline (the default candidates), "
+        f"{rows['LSAN m1=2, mean candidates, recompose']['latency']['batch1']['cpu_ms']:.0f}"
+        " ms with the context-free mean.",
+    ]
+    lines += [
+        "",
+        "Saved model = `state.npz` + `model.json` + `vocab.npz` (raw ids); both carry a "
+        "popularity vector, LSAN also its item -> category buffer (int64).",
+        "",
+        f"Hardware: {hardware_line(record['hardware'])}. "
+        "The machine is shared with other jobs: latency is indicative, CPU time is the "
+        "steadier figure.",
+        "",
+        f"Command: `OMP_NUM_THREADS={record['threads']} PYTHONPATH=src .venv/bin/python "
+        f"{record['command']}` (seed 0 for the untrained weights and the drawn users).",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -195,30 +221,45 @@ def main() -> None:
     split = leave_last_out(seqs)
     train = split.train
     common = {"dim": 128, "max_len": 50, "num_threads": args.threads, "eval_batch_size": 256}
-    configs = {f"LSAN m1={m}": (LSAN, LSANConfig(m1=m, time_slots="none", **common))
-               for m in (2, 3, 4)}
+    configs = {
+        f"LSAN m1={m}": (LSAN, LSANConfig(m1=m, time_slots="none", **common)) for m in (2, 3, 4)
+    }
     configs["LSAN m1=2, recompose candidates"] = (
-        LSAN, LSANConfig(m1=2, time_slots="none", cache_candidates=False, **common))
+        LSAN,
+        LSANConfig(m1=2, time_slots="none", cache_candidates=False, **common),
+    )
     configs["LSAN m1=2, mean candidates, recompose"] = (
-        LSAN, LSANConfig(m1=2, time_slots="none", candidates="mean", cache_candidates=False,
-                         **common))
+        LSAN,
+        LSANConfig(m1=2, time_slots="none", candidates="mean", cache_candidates=False, **common),
+    )
     configs["LSAN m1=2, 24 hour slots"] = (LSAN, LSANConfig(m1=2, **common))
     configs["SASRec (2 blocks)"] = (SASRec, SASRecConfig(n_blocks=2, n_heads=1, **common))
     configs["SASRec (1 block)"] = (SASRec, SASRecConfig(n_blocks=1, n_heads=1, **common))
     models = {name: build(cls, cfg, train) for name, (cls, cfg) in configs.items()}
     rng = np.random.default_rng(0)
     test = split.test
-    hists = {1: test.histories(np.array([int(rng.integers(len(test)))])),
-             256: test.histories(rng.choice(len(test), 256, replace=False))}
+    hists = {
+        1: test.histories(np.array([int(rng.integers(len(test)))])),
+        256: test.histories(rng.choice(len(test), 256, replace=False)),
+    }
     timed = {n: m for n, m in models.items() if "hour" not in n}  # Beauty has no times to use
     lat = latency(timed, hists, {1: args.repeats, 256: max(3, args.repeats // 3)})
     record = base_record(
-        benchmark="lsan_size", dataset=DATASET, n_items=int(train.n_items),
-        n_categories=int(models["LSAN m1=2"].encoder.n_classes), threads=args.threads,
+        benchmark="lsan_size",
+        dataset=DATASET,
+        n_items=int(train.n_items),
+        n_categories=int(models["LSAN m1=2"].encoder.n_classes),
+        threads=args.threads,
         trained=False,
         protocol="untrained weights; latency of score + top-10 with the history filter",
-        models={n: {"config": json.loads(json.dumps(vars(m.config), default=str)),
-                    "size": sizes(m), "latency": lat.get(n)} for n, m in models.items()},
+        models={
+            n: {
+                "config": json.loads(json.dumps(vars(m.config), default=str)),
+                "size": sizes(m),
+                "latency": lat.get(n),
+            }
+            for n, m in models.items()
+        },
     )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "lsan_size.json").write_text(json.dumps(record, indent=2) + "\n")

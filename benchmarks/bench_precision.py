@@ -54,8 +54,14 @@ RECIPES = (("lrurec", "sasrec-ml1m"), ("lrurec", "lrurec-ml1m"), ("hstu", "hstu-
 
 def seconds_per_step(spec, train, precision: str, threads: int) -> float:
     exp = spec.experiment
-    cfg = dataclasses.replace(exp.model_config(), precision=precision, train_windows="last",
-                              epochs=1, patience=0, num_threads=threads)
+    cfg = dataclasses.replace(
+        exp.model_config(),
+        precision=precision,
+        train_windows="last",
+        epochs=1,
+        patience=0,
+        num_threads=threads,
+    )
     _, cls = get_model(exp.model)
     model = cls(cfg)
     steps = -(-len(train) // cfg.batch_size)
@@ -78,10 +84,14 @@ def main(argv: list[str] | None = None) -> None:
             for precision in times:
                 times[precision].append(seconds_per_step(spec, train, precision, args.threads))
         ratios = [a / b for a, b in zip(times["fp32"], times["bf16"], strict=True)]
-        row = {"model": spec.experiment.model, "recipe": f"{table}:{run_id}",
-               "fp32_s_per_step": statistics.median(times["fp32"]),
-               "bf16_s_per_step": statistics.median(times["bf16"]),
-               "speedup": statistics.median(ratios), "rounds": times}
+        row = {
+            "model": spec.experiment.model,
+            "recipe": f"{table}:{run_id}",
+            "fp32_s_per_step": statistics.median(times["fp32"]),
+            "bf16_s_per_step": statistics.median(times["bf16"]),
+            "speedup": statistics.median(ratios),
+            "rounds": times,
+        }
         rows.append(row)
         print(json.dumps(row), flush=True)
     record = {
@@ -89,27 +99,40 @@ def main(argv: list[str] | None = None) -> None:
         "command": "python " + " ".join([os.path.relpath(__file__, ROOT)] + (argv or sys.argv[1:])),
         "data": f"ml-1m-sasrec, first {args.users} users, last 200 transitions each, batch 128",
         "hardware": f"{platform.platform()}; {platform.processor() or platform.machine()}; "
-                    f"cpu_count={os.cpu_count()}; torch threads={args.threads}; "
-                    f"native bf16: {_cpu_has_native_bf16()}",
+        f"cpu_count={os.cpu_count()}; torch threads={args.threads}; "
+        f"native bf16: {_cpu_has_native_bf16()}",
         "versions": {"python": platform.python_version(), "torch": torch.__version__},
-        "seed": 0, "rows": rows, "wall_seconds": time.time() - t_start,
+        "seed": 0,
+        "rows": rows,
+        "wall_seconds": time.time() - t_start,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
-    lines = ["# bfloat16 against float32 training: step time at ML-1M shapes", "",
-             f"Command: `{record['command']}`  ", f"Data: {record['data']}  ",
-             f"Hardware: {record['hardware']}  ",
-             f"Versions: {record['versions']}; measured {record['time']}; seed 0. The machine was "
-             "shared with other trainings: absolute times are noisy, the ratio is the median of "
-             "per-round ratios of back-to-back runs.", "",
-             "| model | recipe | fp32 s/step | bf16 s/step | speed-up |", "|---|---|---:|---:|---:|"]
+    lines = [
+        "# bfloat16 against float32 training: step time at ML-1M shapes",
+        "",
+        f"Command: `{record['command']}`  ",
+        f"Data: {record['data']}  ",
+        f"Hardware: {record['hardware']}  ",
+        f"Versions: {record['versions']}; measured {record['time']}; seed 0. The machine was "
+        "shared with other trainings: absolute times are noisy, the ratio is the median of "
+        "per-round ratios of back-to-back runs.",
+        "",
+        "| model | recipe | fp32 s/step | bf16 s/step | speed-up |",
+        "|---|---|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['model']} | `{r['recipe']}` | {r['fp32_s_per_step']:.3f} | "
-                     f"{r['bf16_s_per_step']:.3f} | {r['speedup']:.2f}x |")
-    lines += ["", "Accuracy of the two precisions on real training runs: `seqrec reproduce precision` "
-              "(`docs/reproduce/precision.md`)."]
+        lines.append(
+            f"| {r['model']} | `{r['recipe']}` | {r['fp32_s_per_step']:.3f} | "
+            f"{r['bf16_s_per_step']:.3f} | {r['speedup']:.2f}x |"
+        )
+    lines += [
+        "",
+        "Accuracy of the two precisions on real training runs: `seqrec reproduce precision` "
+        "(`docs/reproduce/precision.md`).",
+    ]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {out.with_suffix('.md')}")
 

@@ -40,19 +40,29 @@ OUT = ROOT / "docs" / "results"
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--workdir", type=Path, default=ROOT / "runs" / "bench_scale")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads of the step and rank phases")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads of the step and rank phases"
+    )
     ap.add_argument("--rank-users", type=int, default=None, help="users ranked (default 100,000)")
-    ap.add_argument("--rank-only", action="store_true",
-                    help="generate, preprocess and rank only; keep the training-step rows of the "
-                         "existing docs/results/scale.json (the report says when they were measured)")
+    ap.add_argument(
+        "--rank-only",
+        action="store_true",
+        help="generate, preprocess and rank only; keep the training-step rows of the "
+        "existing docs/results/scale.json (the report says when they were measured)",
+    )
     ap.add_argument("--tiny", action="store_true", help="a small version (smoke test)")
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
     ap.add_argument("--no-write", action="store_true", help="do not write docs/results")
     ap.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
-    ap.add_argument("--render-only", action="store_true",
-                    help="only rebuild the Markdown from the committed JSON")
+    ap.add_argument(
+        "--render-only",
+        action="store_true",
+        help="only rebuild the Markdown from the committed JSON",
+    )
     return ap
 
 
@@ -70,12 +80,29 @@ import time
 
 import numpy as np
 
-FULL = {"items": 1_000_000, "interactions": 20_000_000, "users": 200_000,
-        "step_items": [10_000, 100_000, 1_000_000], "rank_users": 100_000}
-TINY = {"items": 5_000, "interactions": 200_000, "users": 4_000,
-        "step_items": [1_000, 10_000], "rank_users": 500}
-STEP = {"max_len": 50, "dim": 64, "n_blocks": 2, "n_heads": 1, "batch_size": 32,
-        "n_negatives": 256, "ce_chunk": 256}
+FULL = {
+    "items": 1_000_000,
+    "interactions": 20_000_000,
+    "users": 200_000,
+    "step_items": [10_000, 100_000, 1_000_000],
+    "rank_users": 100_000,
+}
+TINY = {
+    "items": 5_000,
+    "interactions": 200_000,
+    "users": 4_000,
+    "step_items": [1_000, 10_000],
+    "rank_users": 500,
+}
+STEP = {
+    "max_len": 50,
+    "dim": 64,
+    "n_blocks": 2,
+    "n_heads": 1,
+    "batch_size": 32,
+    "n_negatives": 256,
+    "ce_chunk": 256,
+}
 RANK_CHUNK = 256
 
 
@@ -103,8 +130,13 @@ def phase_generate(work: Path, p: dict) -> dict:
         uniform = rng.integers(0, p["items"], m)
         skewed = (p["items"] * rng.random(m) ** 3).astype(np.int64)  # power law on the id
         item = np.where(rng.random(m) < 0.5, uniform, skewed) + 1
-        df = pl.DataFrame({"user_id": rng.integers(0, p["users"], m), "item_id": item,
-                           "timestamp": rng.integers(1_500_000_000, 1_500_000_000 + 86_400 * 30, m)})
+        df = pl.DataFrame(
+            {
+                "user_id": rng.integers(0, p["users"], m),
+                "item_id": item,
+                "timestamp": rng.integers(1_500_000_000, 1_500_000_000 + 86_400 * 30, m),
+            }
+        )
         d = root / f"part={f // 2}"
         d.mkdir(parents=True, exist_ok=True)
         df.write_parquet(d / f"{f % 2}.parquet")
@@ -123,11 +155,18 @@ def phase_preprocess(work: Path, p: dict) -> dict:
     seqs = prepared.sequences()
     t2 = time.perf_counter()
     np.savez(work / "seqs.npz", offsets=seqs.offsets, items=seqs.items, n_items=seqs.n_items)
-    return {"seconds_preprocess": t1 - t0, "seconds_sequences": t2 - t1,
-            "cpu_seconds": time.process_time() - c0, "baseline_mb": base, "peak_mb": peak_mb(),
-            "raw_int64_columns_mb": 3 * 8 * p["interactions"] / 2**20,
-            "users": prepared.n_users, "items": prepared.n_items,
-            "interactions": len(prepared.interactions), "notes": list(prepared.interactions.notes)}
+    return {
+        "seconds_preprocess": t1 - t0,
+        "seconds_sequences": t2 - t1,
+        "cpu_seconds": time.process_time() - c0,
+        "baseline_mb": base,
+        "peak_mb": peak_mb(),
+        "raw_int64_columns_mb": 3 * 8 * p["interactions"] / 2**20,
+        "users": prepared.n_users,
+        "items": prepared.n_items,
+        "interactions": len(prepared.interactions),
+        "notes": list(prepared.interactions.notes),
+    }
 
 
 def phase_step(work: Path, p: dict, loss: str, items: int, threads: int) -> dict:
@@ -140,9 +179,25 @@ def phase_step(work: Path, p: dict, loss: str, items: int, threads: int) -> dict
     torch.set_num_threads(threads)
     rng = np.random.default_rng(0)
     n_rows, width = 512, STEP["max_len"] + 1
-    train = Sequences.from_lists(rng.integers(1, items + 1, (n_rows, width)).tolist(), n_items=items)
-    cfg = SASRecConfig(**{k: STEP[k] for k in ("max_len", "dim", "n_blocks", "n_heads", "batch_size",
-                                                "n_negatives", "ce_chunk")}, loss=loss, dropout=0.2)
+    train = Sequences.from_lists(
+        rng.integers(1, items + 1, (n_rows, width)).tolist(), n_items=items
+    )
+    cfg = SASRecConfig(
+        **{
+            k: STEP[k]
+            for k in (
+                "max_len",
+                "dim",
+                "n_blocks",
+                "n_heads",
+                "batch_size",
+                "n_negatives",
+                "ce_chunk",
+            )
+        },
+        loss=loss,
+        dropout=0.2,
+    )
     model = SASRec(cfg)
     model._remember_catalogue(train)
     torch.manual_seed(0)
@@ -168,10 +223,18 @@ def phase_step(work: Path, p: dict, loss: str, items: int, threads: int) -> dict
     peak = peak_mb()
     # the first step also allocates AdamW's moments; it is the only one timed when slow
     timed = times[1:] or times
-    return {"loss": loss, "items": items, "first_step_s": times[0],
-            "step_s": statistics.median(timed), "timed_steps": len(timed),
-            "baseline_mb": base, "peak_mb": peak, "param_state_mb": table / 2**20,
-            "working_mb": peak - base - table / 2**20, "threads": threads}
+    return {
+        "loss": loss,
+        "items": items,
+        "first_step_s": times[0],
+        "step_s": statistics.median(timed),
+        "timed_steps": len(timed),
+        "baseline_mb": base,
+        "peak_mb": peak,
+        "param_state_mb": table / 2**20,
+        "working_mb": peak - base - table / 2**20,
+        "threads": threads,
+    }
 
 
 def phase_rank(work: Path, p: dict, users: int, threads: int) -> dict:
@@ -185,8 +248,13 @@ def phase_rank(work: Path, p: dict, users: int, threads: int) -> dict:
     z = np.load(work / "seqs.npz")
     seqs = Sequences(z["offsets"], z["items"], int(z["n_items"]))
     n_items = seqs.n_items
-    cfg = SASRecConfig(max_len=STEP["max_len"], dim=STEP["dim"], n_blocks=STEP["n_blocks"],
-                       n_heads=STEP["n_heads"], eval_batch_size=RANK_CHUNK)
+    cfg = SASRecConfig(
+        max_len=STEP["max_len"],
+        dim=STEP["dim"],
+        n_blocks=STEP["n_blocks"],
+        n_heads=STEP["n_heads"],
+        eval_batch_size=RANK_CHUNK,
+    )
     model = SASRec(cfg)
     model._remember_catalogue(seqs)
     torch.manual_seed(0)
@@ -207,16 +275,32 @@ def phase_rank(work: Path, p: dict, users: int, threads: int) -> dict:
     assert (topk_items(scores, 10) == top[: len(check)]).all()
     generic_s = time.perf_counter() - s0
     del scores
-    return {"users": users, "items": n_items, "chunk": RANK_CHUNK, "seconds": wall,
-            "generic_path_seconds_first_chunk": generic_s, "cpu_seconds": cpu,
-            "seconds_per_1000_users": 1000 * wall / users, "baseline_mb": base,
-            "peak_mb": peak, "threads": threads}
+    return {
+        "users": users,
+        "items": n_items,
+        "chunk": RANK_CHUNK,
+        "seconds": wall,
+        "generic_path_seconds_first_chunk": generic_s,
+        "cpu_seconds": cpu,
+        "seconds_per_1000_users": 1000 * wall / users,
+        "baseline_mb": base,
+        "peak_mb": peak,
+        "threads": threads,
+    }
 
 
 # --- driver -----------------------------------------------------------------------------------
 def child(args: argparse.Namespace, *extra: str) -> dict:
-    cmd = [sys.executable, __file__, "--phase", *extra, "--workdir", str(args.workdir),
-           "--threads", str(args.threads)] + (["--tiny"] if args.tiny else [])
+    cmd = [
+        sys.executable,
+        __file__,
+        "--phase",
+        *extra,
+        "--workdir",
+        str(args.workdir),
+        "--threads",
+        str(args.threads),
+    ] + (["--tiny"] if args.tiny else [])
     print("$", " ".join(cmd[2:]), flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -249,18 +333,28 @@ def main() -> None:
         previous = json.loads((OUT / "scale.json").read_text())
         steps, steps_from = previous["train_step"], previous["created"]
     else:
-        steps = [child(args, "step", loss, str(items))
-                 for items in p["step_items"] for loss in ("ce", "sampled_softmax")]
+        steps = [
+            child(args, "step", loss, str(items))
+            for items in p["step_items"]
+            for loss in ("ce", "sampled_softmax")
+        ]
     rank = child(args, "rank", str(args.rank_users or p["rank_users"]))
     if not args.keep:
         shutil.rmtree(args.workdir, ignore_errors=True)
     from seqrec.evaluation.results import base_record
 
     record = base_record(
-        benchmark="scale", tiny=args.tiny, setting=p | {"step": STEP, "rank_chunk": RANK_CHUNK},
-        generate=gen, preprocess=prep, train_step=steps, train_step_measured=steps_from, rank=rank,
+        benchmark="scale",
+        tiny=args.tiny,
+        setting=p | {"step": STEP, "rank_chunk": RANK_CHUNK},
+        generate=gen,
+        preprocess=prep,
+        train_step=steps,
+        train_step_measured=steps_from,
+        rank=rank,
         rank_100k_users_seconds_extrapolated=rank["seconds_per_1000_users"] * 100,
-        total_seconds=time.perf_counter() - t_all, load_average=os.getloadavg(),
+        total_seconds=time.perf_counter() - t_all,
+        load_average=os.getloadavg(),
         threads=args.threads,
     )
     md = render(record)
@@ -276,67 +370,101 @@ def render(r: dict) -> str:
 
     g, pr, rk = r["generate"], r["preprocess"], r["rank"]
     s = r["setting"]
-    md = ["# Scale: 1M items, 20M interactions (generated)" + (" — TINY smoke run" if r["tiny"] else ""), "",
-          f"Command: `{r['command']}`  ", f"Hardware: {hardware_line(r['hardware'])}, "
-          f"load average at the end {', '.join(f'{x:.1f}' for x in r['load_average'])} "
-          f"(shared machine: wall times are pessimistic)  ", f"Created: {r['created']}", "",
-          "## Preprocessing (lazy Parquet, iterative 5-core, remap, sort)", "",
-          f"Generated {s['interactions']:,} interactions of {s['users']:,} users over {s['items']:,} "
-          f"items as {g['files']} Parquet files in hive partitions ({g['parquet_mb']:.0f} MB; "
-          f"{g['seconds']:.0f} s to write).", "",
-          "| kept users | kept items | kept interactions | preprocess s | sequences s | CPU s | "
-          "peak RSS MB | baseline MB | raw log as 3 int64 columns MB |",
-          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-          f"| {pr['users']:,} | {pr['items']:,} | {pr['interactions']:,} | {pr['seconds_preprocess']:.1f} | "
-          f"{pr['seconds_sequences']:.1f} | {pr['cpu_seconds']:.1f} | {pr['peak_mb']:.0f} | "
-          f"{pr['baseline_mb']:.0f} | {pr['raw_int64_columns_mb']:.0f} |", "",
-          "Steps: " + "; ".join(pr["notes"]), "",
-          "## SASRec training step (AdamW), full CE vs sampled softmax", "",
-          f"Batch {s['step']['batch_size']} x length {s['step']['max_len']}, d {s['step']['dim']}, "
-          f"{s['step']['n_blocks']} blocks; full CE computes min({s['step']['ce_chunk']}, 2^24 / (I + 1)) "
-          "rows of logits at a time (16 rows at 1M items: its logits buffer is capped at 64 MB); "
-          f"sampled softmax uses {s['step']['n_negatives']} shared negatives. "
-          "Parameter state = item table + its gradient + two AdamW moments (every loss pays it, "
-          "linear in items); working memory = peak - baseline - parameter state. It still grows "
-          "with the catalogue for both losses by about one item table (AdamW's multi-tensor "
-          "update makes table-sized temporaries): that is the optimizer, not the loss, since the "
-          "two losses' peaks are within 5% of each other at every size. Neither loss ever holds "
-          "a [positions x items] block; what grows without bound with the items is full CE's "
-          "time (it scores every item for every position), not its memory.", "",
-          "s/step is the median of the timed steps (their number in brackets; a step slower than "
-          "10 s is timed once, including AdamW's first allocation).", "",
-          "| items | loss | s/step | peak RSS MB | parameter state MB | working memory MB |",
-          "|---:|---|---:|---:|---:|---:|"]
+    md = [
+        "# Scale: 1M items, 20M interactions (generated)"
+        + (" — TINY smoke run" if r["tiny"] else ""),
+        "",
+        f"Command: `{r['command']}`  ",
+        f"Hardware: {hardware_line(r['hardware'])}, "
+        f"load average at the end {', '.join(f'{x:.1f}' for x in r['load_average'])} "
+        f"(shared machine: wall times are pessimistic)  ",
+        f"Created: {r['created']}",
+        "",
+        "## Preprocessing (lazy Parquet, iterative 5-core, remap, sort)",
+        "",
+        f"Generated {s['interactions']:,} interactions of {s['users']:,} users over {s['items']:,} "
+        f"items as {g['files']} Parquet files in hive partitions ({g['parquet_mb']:.0f} MB; "
+        f"{g['seconds']:.0f} s to write).",
+        "",
+        "| kept users | kept items | kept interactions | preprocess s | sequences s | CPU s | "
+        "peak RSS MB | baseline MB | raw log as 3 int64 columns MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {pr['users']:,} | {pr['items']:,} | {pr['interactions']:,} | {pr['seconds_preprocess']:.1f} | "
+        f"{pr['seconds_sequences']:.1f} | {pr['cpu_seconds']:.1f} | {pr['peak_mb']:.0f} | "
+        f"{pr['baseline_mb']:.0f} | {pr['raw_int64_columns_mb']:.0f} |",
+        "",
+        "Steps: " + "; ".join(pr["notes"]),
+        "",
+        "## SASRec training step (AdamW), full CE vs sampled softmax",
+        "",
+        f"Batch {s['step']['batch_size']} x length {s['step']['max_len']}, d {s['step']['dim']}, "
+        f"{s['step']['n_blocks']} blocks; full CE computes min({s['step']['ce_chunk']}, 2^24 / (I + 1)) "
+        "rows of logits at a time (16 rows at 1M items: its logits buffer is capped at 64 MB); "
+        f"sampled softmax uses {s['step']['n_negatives']} shared negatives. "
+        "Parameter state = item table + its gradient + two AdamW moments (every loss pays it, "
+        "linear in items); working memory = peak - baseline - parameter state. It still grows "
+        "with the catalogue for both losses by about one item table (AdamW's multi-tensor "
+        "update makes table-sized temporaries): that is the optimizer, not the loss, since the "
+        "two losses' peaks are within 5% of each other at every size. Neither loss ever holds "
+        "a [positions x items] block; what grows without bound with the items is full CE's "
+        "time (it scores every item for every position), not its memory.",
+        "",
+        "s/step is the median of the timed steps (their number in brackets; a step slower than "
+        "10 s is timed once, including AdamW's first allocation).",
+        "",
+        "| items | loss | s/step | peak RSS MB | parameter state MB | working memory MB |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
     for st in r["train_step"]:
-        md.append(f"| {st['items']:,} | {st['loss']} | {st['step_s']:.2f} ({st['timed_steps']}) | {st['peak_mb']:.0f} | "
-                  f"{st['param_state_mb']:.0f} | {st['working_mb']:.0f} |")
+        md.append(
+            f"| {st['items']:,} | {st['loss']} | {st['step_s']:.2f} ({st['timed_steps']}) | {st['peak_mb']:.0f} | "
+            f"{st['param_state_mb']:.0f} | {st['working_mb']:.0f} |"
+        )
     if r.get("train_step_measured"):
-        md += ["", f"These training-step rows were measured by the full run of "
-               f"{r['train_step_measured']} (this run was `--rank-only`)."]
-    md += ["", "## Chunked full-ranking top-10 (history filter)", "",
-           f"SASRec (untrained weights: only time and memory are measured) over all "
-           f"{rk['items']:,} items for {rk['users']:,} users, {rk['chunk']} users per chunk, "
-           f"{rk['threads']} thread(s), through `TorchRecommender.top_k`: each chunk is scored "
-           f"into one reused {rk['chunk']} x {rk['items']:,} float32 buffer "
-           f"(~{rk['chunk'] * rk['items'] * 4 / 2**30:.1f} GiB), the seen items are set to -inf "
-           "and `torch.topk` cuts it to 10 in place, so no NumPy copy of the scores is made and "
-           "memory does not grow with the number of users (a smaller chunk lowers the peak).", "",
-           "| users ranked | wall s | CPU s | s / 1,000 users | peak RSS MB | baseline MB |",
-           "|---:|---:|---:|---:|---:|---:|",
-           f"| {rk['users']:,} | {rk['seconds']:.1f} | {rk['cpu_seconds']:.1f} | "
-           f"{rk['seconds_per_1000_users']:.2f} | {rk['peak_mb']:.0f} | {rk['baseline_mb']:.0f} |", ""]
+        md += [
+            "",
+            f"These training-step rows were measured by the full run of "
+            f"{r['train_step_measured']} (this run was `--rank-only`).",
+        ]
+    md += [
+        "",
+        "## Chunked full-ranking top-10 (history filter)",
+        "",
+        f"SASRec (untrained weights: only time and memory are measured) over all "
+        f"{rk['items']:,} items for {rk['users']:,} users, {rk['chunk']} users per chunk, "
+        f"{rk['threads']} thread(s), through `TorchRecommender.top_k`: each chunk is scored "
+        f"into one reused {rk['chunk']} x {rk['items']:,} float32 buffer "
+        f"(~{rk['chunk'] * rk['items'] * 4 / 2**30:.1f} GiB), the seen items are set to -inf "
+        "and `torch.topk` cuts it to 10 in place, so no NumPy copy of the scores is made and "
+        "memory does not grow with the number of users (a smaller chunk lowers the peak).",
+        "",
+        "| users ranked | wall s | CPU s | s / 1,000 users | peak RSS MB | baseline MB |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {rk['users']:,} | {rk['seconds']:.1f} | {rk['cpu_seconds']:.1f} | "
+        f"{rk['seconds_per_1000_users']:.2f} | {rk['peak_mb']:.0f} | {rk['baseline_mb']:.0f} |",
+        "",
+    ]
     if "generic_path_seconds_first_chunk" in rk:
-        md += [f"Check: the first chunk again through the generic path (`score` to a NumPy block, "
-               f"filter, top-k) gives the same lists in {rk['generic_path_seconds_first_chunk']:.1f} s "
-               f"(against {rk['seconds_per_1000_users'] * rk['chunk'] / 1000:.1f} s per chunk above).", ""]
+        md += [
+            f"Check: the first chunk again through the generic path (`score` to a NumPy block, "
+            f"filter, top-k) gives the same lists in {rk['generic_path_seconds_first_chunk']:.1f} s "
+            f"(against {rk['seconds_per_1000_users'] * rk['chunk'] / 1000:.1f} s per chunk above).",
+            "",
+        ]
     if rk["users"] < 100_000:
-        md += [f"100,000 users were **not** ranked in this run; linear extrapolation from "
-               f"{rk['users']:,}: **{r['rank_100k_users_seconds_extrapolated']:.0f} s**.", ""]
+        md += [
+            f"100,000 users were **not** ranked in this run; linear extrapolation from "
+            f"{rk['users']:,}: **{r['rank_100k_users_seconds_extrapolated']:.0f} s**.",
+            "",
+        ]
     la = r.get("load_average") or [float("nan")] * 3
-    md += [f"Total wall time of the benchmark: {r['total_seconds']:.0f} s; load average at the "
-           f"end {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f} on {r['hardware'].get('cpu_count', '?')} CPUs: "
-           "where it exceeds the CPUs, wall times are longer than the CPU times (see the CPU "
-           "columns).", ""]
+    md += [
+        f"Total wall time of the benchmark: {r['total_seconds']:.0f} s; load average at the "
+        f"end {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f} on {r['hardware'].get('cpu_count', '?')} CPUs: "
+        "where it exceeds the CPUs, wall times are longer than the CPU times (see the CPU "
+        "columns).",
+        "",
+    ]
     return "\n".join(md)
 
 

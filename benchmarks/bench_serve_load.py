@@ -52,9 +52,17 @@ from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.experiment import run_experiment
 from seqrec.serving.loadtest import HOST, load_test
 
-TRAIN = ["data.name=ml-latest-small", "model.name=sasrec", "model.dim=64", "model.n_blocks=2",
-         "model.max_len=50", "train.epochs=3", "train.max_train_seconds=60",
-         "train.num_threads=1", "seed=0"]
+TRAIN = [
+    "data.name=ml-latest-small",
+    "model.name=sasrec",
+    "model.dim=64",
+    "model.n_blocks=2",
+    "model.max_len=50",
+    "train.epochs=3",
+    "train.max_train_seconds=60",
+    "train.num_threads=1",
+    "seed=0",
+]
 
 
 def payloads(model, n: int, seed: int = 0) -> list[tuple[str, dict]]:
@@ -65,17 +73,32 @@ def payloads(model, n: int, seed: int = 0) -> list[tuple[str, dict]]:
     for _ in range(n):
         u = rng.random()
         if u < 0.70:
-            hist = [int(i) if hasattr(i, "item") else i for i in rng.choice(raw, rng.integers(5, 51))]
+            hist = [
+                int(i) if hasattr(i, "item") else i for i in rng.choice(raw, rng.integers(5, 51))
+            ]
             out.append(("/recommend", {"history": [str(h) for h in hist], "k": 10}))
         elif u < 0.85:
             out.append(("/recommend", {"user": str(rng.choice(users)), "k": 10}))
         elif u < 0.95:
-            out.append(("/recommend/batch", {"requests": [{"user": str(x)} for x in
-                                                          rng.choice(users, 8)], "k": 10}))
+            out.append(
+                (
+                    "/recommend/batch",
+                    {"requests": [{"user": str(x)} for x in rng.choice(users, 8)], "k": 10},
+                )
+            )
         else:
             allow = [str(x) for x in rng.choice(raw, 200, replace=False)]
-            out.append(("/recommend", {"history": [str(x) for x in rng.choice(raw, 20)],
-                                       "allow": allow, "deny": allow[:20], "k": 10}))
+            out.append(
+                (
+                    "/recommend",
+                    {
+                        "history": [str(x) for x in rng.choice(raw, 20)],
+                        "allow": allow,
+                        "deny": allow[:20],
+                        "k": 10,
+                    },
+                )
+            )
     return out
 
 
@@ -112,15 +135,32 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         exp = load_experiment(None, TRAIN)
         model, _ = run_experiment(exp, save_dir=Path(tmp) / "model")
-        res = load_test(Path(tmp) / "model", payloads(model, 997), args.requests, args.clients,
-                        args.max_seconds, warmup=100)
-    passed = (res["errors"] == 0 and not res["timed_out"]
-              and res["rss_growth_mb"] < args.rss_tolerance_mb)
-    rec = base_record(benchmark="serve_load", model="sasrec", dataset="ml-latest-small",
-                      n_items=int(model.n_items), n_users=len(model.user_histories),
-                      train_overrides=TRAIN, clients=args.clients, requests_asked=args.requests,
-                      max_seconds=args.max_seconds, rss_tolerance_mb=args.rss_tolerance_mb,
-                      host=HOST, result=res, passed=passed)
+        res = load_test(
+            Path(tmp) / "model",
+            payloads(model, 997),
+            args.requests,
+            args.clients,
+            args.max_seconds,
+            warmup=100,
+        )
+    passed = (
+        res["errors"] == 0 and not res["timed_out"] and res["rss_growth_mb"] < args.rss_tolerance_mb
+    )
+    rec = base_record(
+        benchmark="serve_load",
+        model="sasrec",
+        dataset="ml-latest-small",
+        n_items=int(model.n_items),
+        n_users=len(model.user_histories),
+        train_overrides=TRAIN,
+        clients=args.clients,
+        requests_asked=args.requests,
+        max_seconds=args.max_seconds,
+        rss_tolerance_mb=args.rss_tolerance_mb,
+        host=HOST,
+        result=res,
+        passed=passed,
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "serve_load.json").write_text(json.dumps(rec, indent=2, default=str) + "\n")

@@ -25,7 +25,9 @@ OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--threads", type=int, default=2, help="threads of the evaluation (all cores)")
     return ap
@@ -67,15 +69,28 @@ def data_path() -> dict:
     (_, _), first_w, first_c = timed(once)  # fills the parse cache if empty
     runs = [timed(once)[1:] for _ in range(3)]
     best = min(runs)
-    return {"first_wall": first_w, "first_cpu": first_c, "best_wall": best[0],
-            "best_cpu": min(r[1] for r in runs), "runs": runs}
+    return {
+        "first_wall": first_w,
+        "first_cpu": first_c,
+        "best_wall": best[0],
+        "best_cpu": min(r[1] for r in runs),
+        "runs": runs,
+    }
 
 
 def training_step(split, steps: int) -> dict:
     torch.set_num_threads(1)
     train = split.train
-    cfg = SASRecConfig(max_len=200, dim=64, n_blocks=2, n_heads=1, dropout=0.2, loss="ce",
-                       batch_size=128, num_threads=1)
+    cfg = SASRecConfig(
+        max_len=200,
+        dim=64,
+        n_blocks=2,
+        n_heads=1,
+        dropout=0.2,
+        loss="ce",
+        batch_size=128,
+        num_threads=1,
+    )
     ours = SASRec(cfg)
     ours._remember_catalogue(train)
     torch.manual_seed(0)
@@ -102,7 +117,7 @@ def training_step(split, steps: int) -> dict:
 
     cpu = {"ours": [], "plain": []}
     for i in range(steps + 1):  # step 0 warms up both
-        data = ours.make_batch(train, order[i * 128:(i + 1) * 128], np.random.default_rng(i))
+        data = ours.make_batch(train, order[i * 128 : (i + 1) * 128], np.random.default_rng(i))
         pair = (("ours", step_ours), ("plain", step_plain))
         for name, fn in pair if i % 2 == 0 else pair[::-1]:
             _, _, c = timed(lambda: fn(data))  # noqa: B023
@@ -117,8 +132,13 @@ def training_step(split, steps: int) -> dict:
     total = sum(e.self_cpu_time_total for e in events)
     top = [{"op": e.key, "share": e.self_cpu_time_total / total} for e in events[:8]]
     o, p = statistics.median(cpu["ours"]), statistics.median(cpu["plain"])
-    return {"cpu_s_per_step_ours": o, "cpu_s_per_step_plain": p, "ratio": p / o,
-            "steps": steps, "profile_top": top}
+    return {
+        "cpu_s_per_step_ours": o,
+        "cpu_s_per_step_plain": p,
+        "ratio": p / o,
+        "steps": steps,
+        "profile_top": top,
+    }
 
 
 def ranking(split, threads: int) -> dict:
@@ -146,7 +166,7 @@ def ranking(split, threads: int) -> dict:
             order = np.argsort(lengths, kind="stable")
             out = []
             for s in range(0, len(hist), cfg.eval_batch_size):
-                idx = order[s:s + cfg.eval_batch_size]
+                idx = order[s : s + cfg.eval_batch_size]
                 batch = inference_batch(hist.select(idx), max(1, int(lengths[idx].max())))
                 out.append(model.encoder.encode_last(batch))
             return out
@@ -157,10 +177,20 @@ def ranking(split, threads: int) -> dict:
     with torch.inference_mode():
         mm_w, mm_c = best3(lambda: hidden @ weight.T)
     best = min(runs)
-    return {"users": len(test), "items": split.train.n_items, "threads": threads,
-            "best_wall": best[0], "best_cpu": min(r[1] for r in runs), "runs": runs,
-            "score_wall": score_w, "score_cpu": score_c, "encode_wall": enc_w, "encode_cpu": enc_c,
-            "matmul_wall": mm_w, "matmul_cpu": mm_c}
+    return {
+        "users": len(test),
+        "items": split.train.n_items,
+        "threads": threads,
+        "best_wall": best[0],
+        "best_cpu": min(r[1] for r in runs),
+        "runs": runs,
+        "score_wall": score_w,
+        "score_cpu": score_c,
+        "encode_wall": enc_w,
+        "encode_cpu": enc_c,
+        "matmul_wall": mm_w,
+        "matmul_cpu": mm_c,
+    }
 
 
 def main() -> None:
@@ -173,10 +203,16 @@ def main() -> None:
     step_res = training_step(split, args.steps)
     import os
 
-    record = base_record(benchmark="speed_targets", dataset="ml-1m-sasrec",
-                         dataset_fingerprint=prepared.fingerprint(), load=load_res,
-                         full_ranking_eval=rank_res, train_step=step_res, load_average=os.getloadavg(),
-                         total_seconds=time.perf_counter() - t0)
+    record = base_record(
+        benchmark="speed_targets",
+        dataset="ml-1m-sasrec",
+        dataset_fingerprint=prepared.fingerprint(),
+        load=load_res,
+        full_ranking_eval=rank_res,
+        train_step=step_res,
+        load_average=os.getloadavg(),
+        total_seconds=time.perf_counter() - t0,
+    )
     md = render(record)
     print(md)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -189,42 +225,61 @@ def render(r: dict) -> str:
     rest_c = max(0.0, rk["best_cpu"] - rk["score_cpu"])
     scoring_c = max(0.0, rk["score_cpu"] - rk["encode_cpu"])
     verdict = lambda ok: "met" if ok else "**not met**"  # noqa: E731
-    md = ["# Speed targets on one machine (issue 17), ML-1M", "",
-          f"Command: `{r['command']}`  ", f"Hardware: {hardware_line(r['hardware'])}, load average "
-          f"at the end {', '.join(f'{x:.1f}' for x in r['load_average'])} (shared machine: wall "
-          "times are pessimistic, CPU times are the robust figure)  ", f"Created: {r['created']}", "",
-          "| target | measured | verdict |", "|---|---|---|",
-          f"| SASRec full-CE step: >= 3x less CPU than plain nn.TransformerEncoder | "
-          f"{st['ratio']:.2f}x ({st['cpu_s_per_step_ours']:.2f} vs {st['cpu_s_per_step_plain']:.2f} "
-          f"CPU s/step, median of {st['steps']}, 1 thread) | {verdict(st['ratio'] >= 3)} |",
-          f"| full-ranking eval, {rk['users']:,} users x {rk['items']:,} items, scoring included: "
-          f"< 0.5 s with all threads | {rk['best_wall']:.2f} s wall, {rk['best_cpu']:.2f} s CPU "
-          f"(best of 3, {rk['threads']} threads) | {verdict(rk['best_wall'] < 0.5)} |",
-          f"| ML-1M load + 5-core + leave-last-out, warm: < 1 s | {ld['best_wall']:.2f} s wall, "
-          f"{ld['best_cpu']:.2f} s CPU (best of 3; first {ld['first_wall']:.2f} s) | "
-          f"{verdict(ld['best_wall'] < 1)} |", "",
-          "## Where the evaluation time goes (CPU seconds summed over threads, best of 3 each)", "",
-          "| whole evaluation | encoding (batches + encode_last) | model.score minus encoding | "
-          "of which the [6,040 x D] x [D x I] product | evaluate minus model.score (filter, "
-          "ranks, metrics) |",
-          "|---:|---:|---:|---:|---:|",
-          f"| {rk['best_cpu']:.2f} | {rk['encode_cpu']:.2f} | {scoring_c:.2f} | {rk['matmul_cpu']:.2f} | "
-          f"{rest_c:.2f} |", "",
-          "Differences of separately timed best-of-3 figures (clamped at 0), so approximate.", "",
-          "Encoding is most of it. The first block runs every position of 6,040 histories of up "
-          "to 200 items (~1.0M positions; ML-1M users average 165 ratings): per position about "
-          "20k multiply-adds in the projections and FFN and 2 x 200 x 64 in attention, ~46k in "
-          "all, plus the second block's keys and values (8k); ~55 G multiply-adds, ~110 GFLOP. "
-          "Two cores at a realistic 30-50 GFLOP/s each need 1-2 s for that alone, so < 0.5 s is "
-          "out of reach on this machine without changing the model (shorter windows, caching "
-          "the encoded prefix between evaluations); the scoring product (0.05 s) and the "
-          "ranking (~0.1 s) are not where the time goes.", "",
-          "## Where our training step's CPU time goes (torch.profiler, self time)", "",
-          "| operator | share |", "|---|---:|"]
+    md = [
+        "# Speed targets on one machine (issue 17), ML-1M",
+        "",
+        f"Command: `{r['command']}`  ",
+        f"Hardware: {hardware_line(r['hardware'])}, load average "
+        f"at the end {', '.join(f'{x:.1f}' for x in r['load_average'])} (shared machine: wall "
+        "times are pessimistic, CPU times are the robust figure)  ",
+        f"Created: {r['created']}",
+        "",
+        "| target | measured | verdict |",
+        "|---|---|---|",
+        f"| SASRec full-CE step: >= 3x less CPU than plain nn.TransformerEncoder | "
+        f"{st['ratio']:.2f}x ({st['cpu_s_per_step_ours']:.2f} vs {st['cpu_s_per_step_plain']:.2f} "
+        f"CPU s/step, median of {st['steps']}, 1 thread) | {verdict(st['ratio'] >= 3)} |",
+        f"| full-ranking eval, {rk['users']:,} users x {rk['items']:,} items, scoring included: "
+        f"< 0.5 s with all threads | {rk['best_wall']:.2f} s wall, {rk['best_cpu']:.2f} s CPU "
+        f"(best of 3, {rk['threads']} threads) | {verdict(rk['best_wall'] < 0.5)} |",
+        f"| ML-1M load + 5-core + leave-last-out, warm: < 1 s | {ld['best_wall']:.2f} s wall, "
+        f"{ld['best_cpu']:.2f} s CPU (best of 3; first {ld['first_wall']:.2f} s) | "
+        f"{verdict(ld['best_wall'] < 1)} |",
+        "",
+        "## Where the evaluation time goes (CPU seconds summed over threads, best of 3 each)",
+        "",
+        "| whole evaluation | encoding (batches + encode_last) | model.score minus encoding | "
+        "of which the [6,040 x D] x [D x I] product | evaluate minus model.score (filter, "
+        "ranks, metrics) |",
+        "|---:|---:|---:|---:|---:|",
+        f"| {rk['best_cpu']:.2f} | {rk['encode_cpu']:.2f} | {scoring_c:.2f} | {rk['matmul_cpu']:.2f} | "
+        f"{rest_c:.2f} |",
+        "",
+        "Differences of separately timed best-of-3 figures (clamped at 0), so approximate.",
+        "",
+        "Encoding is most of it. The first block runs every position of 6,040 histories of up "
+        "to 200 items (~1.0M positions; ML-1M users average 165 ratings): per position about "
+        "20k multiply-adds in the projections and FFN and 2 x 200 x 64 in attention, ~46k in "
+        "all, plus the second block's keys and values (8k); ~55 G multiply-adds, ~110 GFLOP. "
+        "Two cores at a realistic 30-50 GFLOP/s each need 1-2 s for that alone, so < 0.5 s is "
+        "out of reach on this machine without changing the model (shorter windows, caching "
+        "the encoded prefix between evaluations); the scoring product (0.05 s) and the "
+        "ranking (~0.1 s) are not where the time goes.",
+        "",
+        "## Where our training step's CPU time goes (torch.profiler, self time)",
+        "",
+        "| operator | share |",
+        "|---|---:|",
+    ]
     md += [f"| `{e['op']}` | {e['share']:.1%} |" for e in st["profile_top"]]
-    md += ["", "`aten::bernoulli_` is dropout's mask generation (one random draw per element); "
-           "the plain implementation pays it too.", "",
-           f"Total wall time: {r['total_seconds']:.0f} s.", ""]
+    md += [
+        "",
+        "`aten::bernoulli_` is dropout's mask generation (one random draw per element); "
+        "the plain implementation pays it too.",
+        "",
+        f"Total wall time: {r['total_seconds']:.0f} s.",
+        "",
+    ]
     return "\n".join(md)
 
 

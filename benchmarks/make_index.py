@@ -1,6 +1,6 @@
 """Rebuild docs/results/README.md: one line per result file, newest first.
 
-    .venv/bin/python benchmarks/make_index.py
+.venv/bin/python benchmarks/make_index.py
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def parser() -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    return argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
 
 
 if __name__ == "__main__":
@@ -30,8 +31,13 @@ def summarize(record: dict) -> str:
     what = record.get("benchmark") or record.get("model") or ""
     if record.get("variant"):
         what += f" ({record['variant']})"
-    bits = [what, str(record.get("dataset", "")), str(record.get("protocol", "")),
-            str(record.get("ranking", "")), shown]
+    bits = [
+        what,
+        str(record.get("dataset", "")),
+        str(record.get("protocol", "")),
+        str(record.get("ranking", "")),
+        shown,
+    ]
     return " | ".join(b for b in bits if b and b != "None")
 
 
@@ -49,12 +55,19 @@ def main() -> None:
                 link = f"[{md.name}]({md.name})" if md.exists() else path.name
                 rows.append((rec.get("created", ""), f"| {link} | {summarize(rec)} |"))
     rows.sort(reverse=True)
-    text = ["# Measured results", "",
-            "Every file here was written by a script in `benchmarks/`; each JSON names the "
-            "command, data fingerprint, protocol, seed, hardware and versions. Accuracy tables (papers, "
-            "defaults, and the comparison with RecTools and RecBole: [peers](../reproduce/peers.md)) are "
-            "reports of the reproduction harness in [docs/reproduce/](../reproduce/).", "",
-            "| file | summary |", "|---|---|", *[r for _, r in rows], ""]
+    text = [
+        "# Measured results",
+        "",
+        "Every file here was written by a script in `benchmarks/`; each JSON names the "
+        "command, data fingerprint, protocol, seed, hardware and versions. Accuracy tables (papers, "
+        "defaults, and the comparison with RecTools and RecBole: [peers](../reproduce/peers.md)) are "
+        "reports of the reproduction harness in [docs/reproduce/](../reproduce/).",
+        "",
+        "| file | summary |",
+        "|---|---|",
+        *[r for _, r in rows],
+        "",
+    ]
     (OUT / "README.md").write_text("\n".join(text))
     print(f"indexed {len(rows)} results")
 

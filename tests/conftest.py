@@ -26,7 +26,8 @@ import seqrec  # noqa: E402  (after the cache directory is set)
 
 SRC = str(Path(seqrec.__file__).resolve().parents[1])
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    [SRC, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != SRC)])
+    [SRC, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != SRC)]
+)
 
 try:
     from hypothesis import settings

@@ -18,14 +18,24 @@ def log(tmp_path_factory):
 
 
 def test_train_evaluates_recommends_and_saves(log, tmp_path):
-    run = seqrec.train(log, "sasrec", epochs=2, dim=16, max_len=10, num_threads=1, progress=False,
-                       data_options={"filter": "none"})
+    run = seqrec.train(
+        log,
+        "sasrec",
+        epochs=2,
+        dim=16,
+        max_len=10,
+        num_threads=1,
+        progress=False,
+        data_options={"filter": "none"},
+    )
     assert isinstance(run, seqrec.TrainedRun) and run.model.name == "sasrec"
     assert 0.0 <= run.metrics["NDCG@10"] <= 1.0 and "NDCG@10" in run.valid_metrics
     assert run.record["epochs"] == 2 and run.out is None
     # a notebook shows a line, not the whole record
-    assert repr(run) == (f"TrainedRun(sasrec on shop, leave-last-out: test NDCG@10 {run.metrics['NDCG@10']:.4f}, "
-                         f"HR@10 {run.metrics['HR@10']:.4f}; 2 epoch(s), stopped by epochs)")
+    assert repr(run) == (
+        f"TrainedRun(sasrec on shop, leave-last-out: test NDCG@10 {run.metrics['NDCG@10']:.4f}, "
+        f"HR@10 {run.metrics['HR@10']:.4f}; 2 epoch(s), stopped by epochs)"
+    )
     user = str(run.model.user_histories.raw[0])
     rec = run.recommend(user=user, k=3)
     assert len(rec.items) == 3 and all(isinstance(i, str) for i in rec.items)
@@ -38,8 +48,13 @@ def test_train_evaluates_recommends_and_saves(log, tmp_path):
     loaded = seqrec.load(run.save(tmp_path / "artifact"))
     assert type(loaded) is type(run) and loaded.recommend(user=user, k=3).items == rec.items
     assert loaded.recommend(history=[known], k=2).items == run.recommend(history=[known], k=2).items
-    assert loaded.model.recommend([[known]], k=2)[0].items == run.model.recommend([[known]], k=2)[0].items
-    assert loaded.metrics == {} and loaded.n_items == run.model.n_items  # no run directory: no record
+    assert (
+        loaded.model.recommend([[known]], k=2)[0].items
+        == run.model.recommend([[known]], k=2)[0].items
+    )
+    assert (
+        loaded.metrics == {} and loaded.n_items == run.model.n_items
+    )  # no run directory: no record
 
 
 def test_in_memory_table_and_run_directory(log, tmp_path, capsys):

@@ -19,13 +19,31 @@ SCRIPT = ROOT / "benchmarks" / "device" / "bench_gpu.py"
 
 
 def test_bench_gpu_dry_run(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([str(Path(seqrec.__file__).resolve().parents[1]),
-                                          os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(seqrec.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
     out = tmp_path / "gpu"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--models", "sasrec",
-                           "--epochs", "2", "--out", str(out)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--dry-run",
+            "--models",
+            "sasrec",
+            "--epochs",
+            "2",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rec = json.loads(out.with_suffix(".json").read_text())
     assert rec["dry_run"] and not rec["skipped"]

@@ -38,12 +38,15 @@ def test_a_key_in_both_model_and_train_is_an_error(tmp_path):
         load_experiment(cfg)
 
 
-@pytest.mark.parametrize("key, hint", [
-    ("hidden_size", "RecBole's hidden_size is 'dim' here"),
-    ("MAX_ITEM_LIST_LENGTH", "RecBole's MAX_ITEM_LIST_LENGTH is 'max_len' here"),
-    ("session_max_len", "RecTools' session_max_len is 'max_len' here"),
-    ("maxlen", "the SASRec code's maxlen is 'max_len' here"),
-])
+@pytest.mark.parametrize(
+    "key, hint",
+    [
+        ("hidden_size", "RecBole's hidden_size is 'dim' here"),
+        ("MAX_ITEM_LIST_LENGTH", "RecBole's MAX_ITEM_LIST_LENGTH is 'max_len' here"),
+        ("session_max_len", "RecTools' session_max_len is 'max_len' here"),
+        ("maxlen", "the SASRec code's maxlen is 'max_len' here"),
+    ],
+)
 def test_another_librarys_name_for_a_field_gets_ours(key, hint):
     with pytest.raises(ConfigError, match=hint):
         load_experiment(None, ["model.name=sasrec", f"model.{key}=64"]).model_config()
@@ -56,7 +59,9 @@ def test_a_flat_recbole_yaml_is_recognised_and_its_keys_placed(tmp_path):
         load_experiment(cfg)
     msg = str(err.value)
     assert msg.startswith("this looks like a config of RecBole: seqrec's has sections")
-    assert "RecBole's hidden_size is 'dim' here: dim = ... goes in a section: [model] dim = ..." in msg
+    assert (
+        "RecBole's hidden_size is 'dim' here: dim = ... goes in a section: [model] dim = ..." in msg
+    )
     assert "[train] max_len = ..., --set max_len=..." in msg
 
 
@@ -96,7 +101,10 @@ def test_model_training_defaults_are_data_on_the_model_config():
 
     assert SASRecConfig().lr == SASRecConfig.train_defaults["lr"] == 3e-3
     assert SASRecConfig(lr=1e-3).lr == 1e-3 and role(SASRecConfig, "patience") == BUDGET
-    assert GRU4RecConfig.train_defaults is SLIDING_RECIPE and GRU4RecConfig().train_windows == "sliding"
+    assert (
+        GRU4RecConfig.train_defaults is SLIDING_RECIPE
+        and GRU4RecConfig().train_windows == "sliding"
+    )
     assert NeuralConfig().lr == 1e-3  # the shared default is untouched
 
     @dataclass(frozen=True)
@@ -106,11 +114,14 @@ def test_model_training_defaults_are_data_on_the_model_config():
 
     assert Mine().lr == 0.5 and Mine().dim == 4
     with pytest.raises(TypeError, match="dim are not shared fields"):
+
         @dataclass(frozen=True)
         class Bad(NeuralConfig):
             train_defaults = {"dim": 8}
             dim: int = 4
+
     with pytest.raises(TypeError, match="lr set both as a field and in train_defaults"):
+
         @dataclass(frozen=True)
         class Twice(NeuralConfig):
             train_defaults = {"lr": 0.5}

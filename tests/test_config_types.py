@@ -35,8 +35,17 @@ def test_wrong_types_are_config_errors(overrides, fragment):
 
 
 def test_right_types_are_converted():
-    exp = load_experiment(None, ["model.name=sasrec", "train.epochs=3.0", "model.lr=1",
-                                 "data.min_rating=none", "eval.ks=10", "split.valid=100"])
+    exp = load_experiment(
+        None,
+        [
+            "model.name=sasrec",
+            "train.epochs=3.0",
+            "model.lr=1",
+            "data.min_rating=none",
+            "eval.ks=10",
+            "split.valid=100",
+        ],
+    )
     cfg = exp.model_config()
     assert cfg.epochs == 3 and type(cfg.epochs) is int
     assert cfg.lr == 1.0 and type(cfg.lr) is float
@@ -71,8 +80,11 @@ def test_every_model_config_field_rejects_a_wrong_type(name):
     """Generic: for every field of every registered config, a value of a clearly wrong type
     (a dict) is refused with the key in the message, and its default is accepted as is."""
     config_cls, _ = get_model(name)
-    defaults = {f.name: f.default for f in dataclasses.fields(config_cls)
-                if f.default is not dataclasses.MISSING}
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(config_cls)
+        if f.default is not dataclasses.MISSING
+    }
     assert build_dataclass(config_cls, defaults, name) == config_cls()
     for field in dataclasses.fields(config_cls):
         with pytest.raises(ConfigError, match=field.name):

@@ -66,7 +66,9 @@ def broken(page: Path, target: str) -> str | None:
 
 def test_readme_is_short():
     n = len(README.read_text(encoding="utf-8").splitlines())
-    assert n <= README_MAX_LINES, f"README.md has {n} lines; keep it <= {README_MAX_LINES} (guides go to docs/)"
+    assert n <= README_MAX_LINES, (
+        f"README.md has {n} lines; keep it <= {README_MAX_LINES} (guides go to docs/)"
+    )
 
 
 def test_readme_starts_with_the_two_commands():
@@ -97,7 +99,9 @@ def test_the_link_check_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "leaves the repository" in broken(page, "../shared/DESIGN.md")
     assert "no heading" in broken(page, "docs/a.md#nothing")
     assert broken(page, "https://example.org/x") is None
-    assert links("see `[x](nowhere.md)` and [y](docs/a.md)\n```\n[z](gone.md)\n```\n") == ["docs/a.md"]
+    assert links("see `[x](nowhere.md)` and [y](docs/a.md)\n```\n[z](gone.md)\n```\n") == [
+        "docs/a.md"
+    ]
 
 
 def readme_blocks(language: str) -> list[str]:
@@ -107,8 +111,9 @@ def readme_blocks(language: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_readme_quickstart_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]):
+def test_readme_quickstart_commands_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
     """The quickstart's commands run as written, in a fresh folder (the shipped dataset only):
     all but those that need the reader's own file (``shop.csv``) or keep running (``serve``);
     trainings get one epoch to stay quick."""

@@ -33,7 +33,9 @@ QUICK_SHARE = 10  # the quick loop tries a tenth of them
 COUNTS: dict[tuple[str, str], int] = {}  # (size, target) -> inputs tried
 SERIAL = itertools.count()
 # derandomized or not by the profile (tests/conftest.py): the same inputs on every CI run
-FUZZ = settings(deadline=None, database=None, print_blob=True, suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    deadline=None, database=None, print_blob=True, suppress_health_check=list(HealthCheck)
+)
 SIZE = {"now": "quick"}
 
 
@@ -70,13 +72,46 @@ def workdir():
 CELL = st.one_of(
     st.integers(-(2**70), 2**70).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from(["", "NA", "null", "2020-01-01", "2020-13-45", "1e400", "-0", " 7 ",
-                     '"q"', '"unterminated', "a,b", "\t", "0205616461", "𝔘"]),
+    st.sampled_from(
+        [
+            "",
+            "NA",
+            "null",
+            "2020-01-01",
+            "2020-13-45",
+            "1e400",
+            "-0",
+            " 7 ",
+            '"q"',
+            '"unterminated',
+            "a,b",
+            "\t",
+            "0205616461",
+            "𝔘",
+        ]
+    ),
     st.text(max_size=6),
 )
-HEADER = st.lists(st.sampled_from(["user", "item", "timestamp", "rating", "userId", "movieId",
-                                   "ts", "date", "x", "", "user_id", "item_id"]),
-                  min_size=0, max_size=5)
+HEADER = st.lists(
+    st.sampled_from(
+        [
+            "user",
+            "item",
+            "timestamp",
+            "rating",
+            "userId",
+            "movieId",
+            "ts",
+            "date",
+            "x",
+            "",
+            "user_id",
+            "item_id",
+        ]
+    ),
+    min_size=0,
+    max_size=5,
+)
 
 
 @st.composite
@@ -89,15 +124,24 @@ def table_files(draw):
     lines = [sep.join(header)] + [sep.join(r) for r in rows]
     text = "\n".join(lines) + draw(st.sampled_from(["", "\n", "\r\n"]))
     raw = draw(st.one_of(st.just(text.encode("utf-8", "surrogatepass")), st.binary(max_size=64)))
-    options = draw(st.fixed_dictionaries({}, optional={
-        "columns": st.dictionaries(st.sampled_from(["user", "item", "timestamp", "rating", "bogus"]),
-                                   st.one_of(st.none(), st.sampled_from(header or ["user"])),
-                                   max_size=3),
-        "sep": st.sampled_from([",", "\t", ";", "::"]),
-        "timestamp_unit": st.sampled_from(["s", "ms", "us"]),
-        "has_header": st.booleans(),
-        "names": st.lists(st.sampled_from(["user", "item", "timestamp"]), max_size=4, unique=True),
-    }))
+    options = draw(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "columns": st.dictionaries(
+                    st.sampled_from(["user", "item", "timestamp", "rating", "bogus"]),
+                    st.one_of(st.none(), st.sampled_from(header or ["user"])),
+                    max_size=3,
+                ),
+                "sep": st.sampled_from([",", "\t", ";", "::"]),
+                "timestamp_unit": st.sampled_from(["s", "ms", "us"]),
+                "has_header": st.booleans(),
+                "names": st.lists(
+                    st.sampled_from(["user", "item", "timestamp"]), max_size=4, unique=True
+                ),
+            },
+        )
+    )
     return ext, raw, options
 
 
@@ -119,30 +163,90 @@ def _file_reader(workdir, case):
     assert len(inter.user) == len(inter.item) > 0
 
 
-test_fuzz_file_reader, test_fuzz_file_reader_full = _sizes(N_FILES, case=table_files())(_file_reader)
+test_fuzz_file_reader, test_fuzz_file_reader_full = _sizes(N_FILES, case=table_files())(
+    _file_reader
+)
 
 
 # --- config loader ---------------------------------------------------------------------------
-KEYS = ["seed", "output", "data.name", "data.min_rating", "data.dedup", "data.filter",
-        "data.min_item", "split.protocol", "split.valid", "split.refit", "eval.ks",
-        "eval.seen_filter", "eval.chunk_size", "model.name", "model.rank", "model.scaling",
-        "model.dim", "model.betas", "train.epochs", "train.lr", "train.loss", "train.device",
-        "model.user_rank", "model.clip_ranks", "bogus.key", "data", "model", ""]
+KEYS = [
+    "seed",
+    "output",
+    "data.name",
+    "data.min_rating",
+    "data.dedup",
+    "data.filter",
+    "data.min_item",
+    "split.protocol",
+    "split.valid",
+    "split.refit",
+    "eval.ks",
+    "eval.seen_filter",
+    "eval.chunk_size",
+    "model.name",
+    "model.rank",
+    "model.scaling",
+    "model.dim",
+    "model.betas",
+    "train.epochs",
+    "train.lr",
+    "train.loss",
+    "train.device",
+    "model.user_rank",
+    "model.clip_ranks",
+    "bogus.key",
+    "data",
+    "model",
+    "",
+]
 VALUES = st.one_of(
-    st.sampled_from(["abc", "1", "1.5", "-3", "0", "true", "maybe", "[1, 2]", "[]", "[0.9]",
-                     "[0.9, 0.99]", "none", "inf", "nan", "1e400", "{a = 1}", '"x"', "sasrec",
-                     "puresvd", "pop", "ga-satf", "temporal", "3W", "0W", "k_core", "history",
-                     "2**70", "99999999999999999999999", "cuda:9"]),
+    st.sampled_from(
+        [
+            "abc",
+            "1",
+            "1.5",
+            "-3",
+            "0",
+            "true",
+            "maybe",
+            "[1, 2]",
+            "[]",
+            "[0.9]",
+            "[0.9, 0.99]",
+            "none",
+            "inf",
+            "nan",
+            "1e400",
+            "{a = 1}",
+            '"x"',
+            "sasrec",
+            "puresvd",
+            "pop",
+            "ga-satf",
+            "temporal",
+            "3W",
+            "0W",
+            "k_core",
+            "history",
+            "2**70",
+            "99999999999999999999999",
+            "cuda:9",
+        ]
+    ),
     st.text(max_size=8),
 )
-OVERRIDE = st.one_of(st.builds(lambda k, v: f"{k}={v}", st.sampled_from(KEYS), VALUES),
-                     st.text(max_size=12))
+OVERRIDE = st.one_of(
+    st.builds(lambda k, v: f"{k}={v}", st.sampled_from(KEYS), VALUES), st.text(max_size=12)
+)
 
 VALUE_TREE = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(2**65), 2**65), st.floats(), st.text(max_size=5)),
-    lambda children: st.one_of(st.lists(children, max_size=3),
-                               st.dictionaries(st.sampled_from(KEYS + ["name", "epochs"]), children,
-                                               max_size=3)),
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-(2**65), 2**65), st.floats(), st.text(max_size=5)
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(st.sampled_from(KEYS + ["name", "epochs"]), children, max_size=3),
+    ),
     max_leaves=8,
 )
 
@@ -156,14 +260,20 @@ def _config_overrides(overrides):
 
 
 test_fuzz_config_overrides, test_fuzz_config_overrides_full = _sizes(
-    N_OVERRIDES, overrides=st.lists(OVERRIDE, max_size=4))(_config_overrides)
+    N_OVERRIDES, overrides=st.lists(OVERRIDE, max_size=4)
+)(_config_overrides)
 
 
 @st.composite
 def config_files(draw):
     fmt = draw(st.sampled_from(["toml", "yaml"]))
-    tree = draw(st.dictionaries(st.sampled_from(["data", "split", "model", "train", "eval", "seed",
-                                                 "output", "bogus"]), VALUE_TREE, max_size=4))
+    tree = draw(
+        st.dictionaries(
+            st.sampled_from(["data", "split", "model", "train", "eval", "seed", "output", "bogus"]),
+            VALUE_TREE,
+            max_size=4,
+        )
+    )
     if fmt == "yaml":
         import yaml
 
@@ -187,8 +297,9 @@ def _config_files(workdir, case):
         path.unlink(missing_ok=True)
 
 
-test_fuzz_config_files, test_fuzz_config_files_full = _sizes(
-    N_CONFIG_TEXT, case=config_files())(_config_files)
+test_fuzz_config_files, test_fuzz_config_files_full = _sizes(N_CONFIG_TEXT, case=config_files())(
+    _config_files
+)
 
 
 # --- artifact loader -------------------------------------------------------------------------
@@ -284,8 +395,9 @@ def _artifact_loader(artifacts, workdir, data):
         shutil.rmtree(path, ignore_errors=True)
 
 
-test_fuzz_artifact_loader, test_fuzz_artifact_loader_full = _sizes(
-    N_ARTIFACT, data=st.data())(_artifact_loader)
+test_fuzz_artifact_loader, test_fuzz_artifact_loader_full = _sizes(N_ARTIFACT, data=st.data())(
+    _artifact_loader
+)
 
 
 # --- HTTP API --------------------------------------------------------------------------------
@@ -294,17 +406,33 @@ def client(artifacts):
     return TestClient(create_app(artifacts["sasrec"]), raise_server_exceptions=False)
 
 
-ITEM = st.one_of(st.integers(-(2**70), 2**70), st.sampled_from(["i1", "i3", "i10", "i99", ""]),
-                 st.text(max_size=4), st.floats(), st.none(), st.booleans(),
-                 st.lists(st.integers(), max_size=2))
+ITEM = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from(["i1", "i3", "i10", "i99", ""]),
+    st.text(max_size=4),
+    st.floats(),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
 BODY = st.one_of(
-    st.fixed_dictionaries({}, optional={
-        "history": st.one_of(st.lists(ITEM, max_size=8), ITEM),
-        "k": st.one_of(st.integers(-5, 2000), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=3),
-                       st.none()),
-        "exclude_seen": st.one_of(st.booleans(), st.integers(-2, 2), st.text(max_size=3), st.none()),
-        "extra": VALUE_TREE,
-    }),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "history": st.one_of(st.lists(ITEM, max_size=8), ITEM),
+            "k": st.one_of(
+                st.integers(-5, 2000),
+                st.integers(-(2**70), 2**70),
+                st.floats(),
+                st.text(max_size=3),
+                st.none(),
+            ),
+            "exclude_seen": st.one_of(
+                st.booleans(), st.integers(-2, 2), st.text(max_size=3), st.none()
+            ),
+            "extra": VALUE_TREE,
+        },
+    ),
     VALUE_TREE,
 )
 
@@ -312,14 +440,17 @@ BODY = st.one_of(
 def _http_api(client, method, route, body, raw):
     _count("HTTP API")
     if raw is not None:
-        resp = client.request(method, route, content=raw, headers={"content-type": "application/json"})
+        resp = client.request(
+            method, route, content=raw, headers={"content-type": "application/json"}
+        )
     else:
         try:
             payload = json.dumps(body, allow_nan=True)
         except (TypeError, ValueError):
             return
-        resp = client.request(method, route, content=payload,
-                              headers={"content-type": "application/json"})
+        resp = client.request(
+            method, route, content=payload, headers={"content-type": "application/json"}
+        )
     assert resp.status_code < 500, (resp.status_code, resp.text[:200])
     if resp.status_code == 200 and route == "/recommend" and method == "POST":
         answer = resp.json()
@@ -327,20 +458,30 @@ def _http_api(client, method, route, body, raw):
 
 
 test_fuzz_http_api, test_fuzz_http_api_full = _sizes(
-    N_HTTP, method=st.sampled_from(["POST", "POST", "POST", "GET", "PUT"]),
+    N_HTTP,
+    method=st.sampled_from(["POST", "POST", "POST", "GET", "PUT"]),
     route=st.sampled_from(["/recommend", "/recommend", "/health", "/info", "/nope", "/recommend/"]),
-    body=BODY, raw=st.one_of(st.none(), st.binary(max_size=40)))(_http_api)
+    body=BODY,
+    raw=st.one_of(st.none(), st.binary(max_size=40)),
+)(_http_api)
 
 
 def test_fuzz_input_count():
     """Runs last (file order): every target was exercised at each size that ran, thousands
     of inputs in all at full size."""
-    expected = {"file reader": N_FILES, "config overrides": N_OVERRIDES,
-                "config files": N_CONFIG_TEXT, "artifact loader": N_ARTIFACT, "HTTP API": N_HTTP}
+    expected = {
+        "file reader": N_FILES,
+        "config overrides": N_OVERRIDES,
+        "config files": N_CONFIG_TEXT,
+        "artifact loader": N_ARTIFACT,
+        "HTTP API": N_HTTP,
+    }
     for size, share in (("quick", QUICK_SHARE), ("full", 1)):
         ran = {k: COUNTS.get((size, k), 0) for k in expected}
-        print(f"\nfuzz, {size}: {sum(ran.values())} inputs tried: "
-              + ", ".join(f"{k} {v}" for k, v in ran.items()))
+        print(
+            f"\nfuzz, {size}: {sum(ran.values())} inputs tried: "
+            + ", ".join(f"{k} {v}" for k, v in ran.items())
+        )
         if not any(ran.values()):
             continue  # this size was not selected (-m "not slow" leaves out the full one)
         if not all(ran.values()):
@@ -350,4 +491,3 @@ def test_fuzz_input_count():
         assert sum(ran.values()) >= 2000 // share
     if not COUNTS:
         pytest.skip("no fuzz target ran")
-

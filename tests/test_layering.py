@@ -128,7 +128,12 @@ def library_imports_of_the_lab(src: Path) -> list[str]:
 
 def test_both_layers_are_where_the_contract_looks():
     mods = modules(SRC)
-    assert LIBRARY in mods and LAB in mods and f"{LAB}.harness" in mods and f"{LIBRARY}.cli.main" in mods
+    assert (
+        LIBRARY in mods
+        and LAB in mods
+        and f"{LAB}.harness" in mods
+        and f"{LIBRARY}.cli.main" in mods
+    )
 
 
 def test_the_library_never_imports_the_research_layer():
@@ -158,27 +163,37 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_a_function_local_import_of_the_lab_is_caught(tmp_path):
-    src = _tree(tmp_path, {
-        "seqrec/__init__.py": "",
-        "seqrec/cli/__init__.py": "",
-        "seqrec/cli/main.py": "def run():\n    from seqrec_lab.cli import COMMAND\n    return COMMAND\n",
-        "seqrec/other.py": "import importlib\nm = importlib.import_module('seqrec_lab')\n",
-        "seqrec_lab/__init__.py": "import seqrec\n",
-        "seqrec_lab/cli.py": "from seqrec.cli import main\nCOMMAND = main\n",
-    })
-    assert library_imports_of_the_lab(src) == ["seqrec.cli.main -> seqrec_lab.cli.COMMAND",
-                                               "seqrec.other -> seqrec_lab"]
+    src = _tree(
+        tmp_path,
+        {
+            "seqrec/__init__.py": "",
+            "seqrec/cli/__init__.py": "",
+            "seqrec/cli/main.py": "def run():\n    from seqrec_lab.cli import COMMAND\n    return COMMAND\n",
+            "seqrec/other.py": "import importlib\nm = importlib.import_module('seqrec_lab')\n",
+            "seqrec_lab/__init__.py": "import seqrec\n",
+            "seqrec_lab/cli.py": "from seqrec.cli import main\nCOMMAND = main\n",
+        },
+    )
+    assert library_imports_of_the_lab(src) == [
+        "seqrec.cli.main -> seqrec_lab.cli.COMMAND",
+        "seqrec.other -> seqrec_lab",
+    ]
 
 
 @pytest.mark.parametrize("local", [True, False])
 def test_a_cycle_is_caught_even_behind_function_local_imports(tmp_path, local):
     back = "def f():\n    from . import a\n" if local else "from seqrec.pkg import a\n"
-    src = _tree(tmp_path, {
-        "seqrec/__init__.py": "",
-        "seqrec/pkg/__init__.py": "",
-        "seqrec/pkg/a.py": "from seqrec.pkg.b import g\n",
-        "seqrec/pkg/b.py": "import seqrec.pkg.c\ng = 1\n",
-        "seqrec/pkg/c.py": back,
-        "seqrec/pkg/d.py": "from seqrec.pkg import a, b, c\n",  # imports all three: no cycle
-    })
-    assert cycles(import_graph(src)) == [frozenset({"seqrec.pkg.a", "seqrec.pkg.b", "seqrec.pkg.c"})]
+    src = _tree(
+        tmp_path,
+        {
+            "seqrec/__init__.py": "",
+            "seqrec/pkg/__init__.py": "",
+            "seqrec/pkg/a.py": "from seqrec.pkg.b import g\n",
+            "seqrec/pkg/b.py": "import seqrec.pkg.c\ng = 1\n",
+            "seqrec/pkg/c.py": back,
+            "seqrec/pkg/d.py": "from seqrec.pkg import a, b, c\n",  # imports all three: no cycle
+        },
+    )
+    assert cycles(import_graph(src)) == [
+        frozenset({"seqrec.pkg.a", "seqrec.pkg.b", "seqrec.pkg.c"})
+    ]

@@ -15,8 +15,13 @@ def test_a_subprocess_started_elsewhere_imports_the_seqrec_under_test(tmp_path):
     # this checkout's code, whatever the working directory and the installed seqrec
     src = str(Path(seqrec.__file__).resolve().parents[1])
     assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == src
-    out = subprocess.run([sys.executable, "-c", "import seqrec; print(seqrec.__file__)"],
-                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", "import seqrec; print(seqrec.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert Path(out.strip()).resolve() == Path(seqrec.__file__).resolve()
 
 
@@ -32,8 +37,11 @@ def test_the_ci_profile_derandomizes_hypothesis():
 def test_a_benchmark_counts_as_slow(request):
     # `-m "not slow"` replaces addopts' `-m 'not benchmark'`: the hook keeps benchmarks out
     root = Path(__file__).resolve().parent / "conftest.py"
-    (conftest,) = [p for p in request.config.pluginmanager.get_plugins()
-                   if getattr(p, "__file__", None) and Path(p.__file__).resolve() == root]
+    (conftest,) = [
+        p
+        for p in request.config.pluginmanager.get_plugins()
+        if getattr(p, "__file__", None) and Path(p.__file__).resolve() == root
+    ]
 
     class Item:
         def __init__(self, *marks):

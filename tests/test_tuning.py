@@ -30,12 +30,16 @@ def _config(tmp_path: Path) -> Path:
     csv = tmp_path / "log.csv"
     write_csv(markov_sequences(n_users=40, n_items=15, seed=1), csv)
     cfg = tmp_path / "base.toml"
-    cfg.write_text(dump_toml({
-        "data": {"name": str(csv), "filter": "none"},
-        "model": {"name": "sasrec", "max_len": 8, "n_blocks": 1},
-        "train": {"epochs": 3, "batch_size": 16, "num_threads": 1, "patience": 0},
-        "output": str(tmp_path / "runs"),
-    }))
+    cfg.write_text(
+        dump_toml(
+            {
+                "data": {"name": str(csv), "filter": "none"},
+                "model": {"name": "sasrec", "max_len": 8, "n_blocks": 1},
+                "train": {"epochs": 3, "batch_size": 16, "num_threads": 1, "patience": 0},
+                "output": str(tmp_path / "runs"),
+            }
+        )
+    )
     (tmp_path / "space.toml").write_text(SPACE)
     return cfg
 
@@ -52,15 +56,27 @@ def test_space_is_validated(tmp_path):
     with pytest.raises(ConfigError, match="sigma"):
         load_space(path)
     path.write_text(SPACE)
-    assert load_space(path) == {"train.lr": {"type": "float", "low": 1e-3, "high": 3e-2, "log": True},
-                                "model.dim": {"type": "categorical", "choices": [8, 16]}}
+    assert load_space(path) == {
+        "train.lr": {"type": "float", "low": 1e-3, "high": 3e-2, "log": True},
+        "model.dim": {"type": "categorical", "choices": [8, 16]},
+    }
 
 
 def test_unknown_key_in_space_fails_before_any_trial(tmp_path, capsys):
     cfg = _config(tmp_path)
     (tmp_path / "bad.toml").write_text('"model.depth" = {type = "int", low = 1, high = 2}')
-    code = main(["tune", str(cfg), "--space", str(tmp_path / "bad.toml"), "--trials", "2",
-                 "--storage", f"sqlite:///{tmp_path / 'bad.db'}"])
+    code = main(
+        [
+            "tune",
+            str(cfg),
+            "--space",
+            str(tmp_path / "bad.toml"),
+            "--trials",
+            "2",
+            "--storage",
+            f"sqlite:///{tmp_path / 'bad.db'}",
+        ]
+    )
     assert code == 2 and "depth" in capsys.readouterr().err
     assert not (tmp_path / "bad.db").exists()
 
@@ -70,13 +86,36 @@ def test_two_workers_share_one_sqlite_study_and_the_best_config_reloads(tmp_path
     cfg = _config(tmp_path)
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     n_trials = 8
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "seqrec", "tune", str(cfg), "--space", str(tmp_path / "space.toml"),
-           "--trials", str(n_trials), "--storage", storage, "--study", "shared"]
-    workers = [subprocess.Popen(cmd + ["--out", str(tmp_path / f"best{w}.toml")], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for w in range(2)]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "seqrec",
+        "tune",
+        str(cfg),
+        "--space",
+        str(tmp_path / "space.toml"),
+        "--trials",
+        str(n_trials),
+        "--storage",
+        storage,
+        "--study",
+        "shared",
+    ]
+    workers = [
+        subprocess.Popen(
+            cmd + ["--out", str(tmp_path / f"best{w}.toml")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(2)
+    ]
     outs = [w.communicate(timeout=300) for w in workers]
     for w, (_out, err) in zip(workers, outs, strict=True):
         assert w.returncode == 0, err[-3000:]
@@ -89,7 +128,10 @@ def test_two_workers_share_one_sqlite_study_and_the_best_config_reloads(tmp_path
     assert n_trials <= len(trials) <= n_trials + 1
     done = [t for t in trials if t.state.is_finished()]
     assert len(done) == len(trials)
-    assert {t.state for t in done} <= {optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED}
+    assert {t.state for t in done} <= {
+        optuna.trial.TrialState.COMPLETE,
+        optuna.trial.TrialState.PRUNED,
+    }
     # which worker ran how many is up to the race between them (on a loaded machine one may
     # start after the other has finished); a third process below must continue the study
     first_round = {t.user_attrs["worker"] for t in trials}
@@ -99,13 +141,20 @@ def test_two_workers_share_one_sqlite_study_and_the_best_config_reloads(tmp_path
             assert len(t.intermediate_values) == 3 == t.user_attrs["epochs"]
 
     # another process joins the stored study: two more trials, numbered after the others
-    more = subprocess.run(cmd[:cmd.index("--trials") + 1] + [str(len(trials) + 2)]
-                          + cmd[cmd.index("--trials") + 2:] + ["--out", str(tmp_path / "best2.toml")],
-                          env=env, capture_output=True, text=True, timeout=300)
+    more = subprocess.run(
+        cmd[: cmd.index("--trials") + 1]
+        + [str(len(trials) + 2)]
+        + cmd[cmd.index("--trials") + 2 :]
+        + ["--out", str(tmp_path / "best2.toml")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert more.returncode == 0, more.stderr[-3000:]
     study = optuna.load_study(study_name="shared", storage=storage)
     assert [t.number for t in study.trials] == list(range(len(trials) + 2))
-    late = {t.user_attrs["worker"] for t in study.trials[len(trials):]}
+    late = {t.user_attrs["worker"] for t in study.trials[len(trials) :]}
     assert len(late) == 1 and not late & first_round
 
     best = study.best_trial  # the last process wrote the best config of the whole study
@@ -136,7 +185,12 @@ def test_every_model_but_pop_has_a_loadable_built_in_space(tmp_path):
         path.write_text(space_toml(space))
         assert load_space(path) == space, model  # the file written for the user reads back
         Objective(None, [f"model.name={model}"], space, "NDCG@10")  # both corners are valid configs
-    assert set(default_space("sasrec")) == {"train.lr", "model.dropout", "model.dim", "model.n_blocks"}
+    assert set(default_space("sasrec")) == {
+        "train.lr",
+        "model.dropout",
+        "model.dim",
+        "model.n_blocks",
+    }
     assert set(default_space("puresvd")) == {"model.rank", "model.scaling"}
 
 
@@ -144,8 +198,24 @@ def test_tune_without_a_space_file_uses_and_writes_the_built_in_one(tmp_path, ca
     csv = tmp_path / "log.csv"
     write_csv(markov_sequences(n_users=40, n_items=15, seed=1), csv)
     out = tmp_path / "best.toml"
-    code = main(["tune", str(csv), "-m", "puresvd", "--set", "data.filter=none", "--trials", "3",
-                 "--seed", "0", "--storage", f"sqlite:///{tmp_path / 'study.db'}", "--out", str(out)])
+    code = main(
+        [
+            "tune",
+            str(csv),
+            "-m",
+            "puresvd",
+            "--set",
+            "data.filter=none",
+            "--trials",
+            "3",
+            "--seed",
+            "0",
+            "--storage",
+            f"sqlite:///{tmp_path / 'study.db'}",
+            "--out",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and "puresvd's built-in one (model.rank, model.scaling)" in text
     assert set(load_space(tmp_path / "space.toml")) == {"model.rank", "model.scaling"}
@@ -153,7 +223,9 @@ def test_tune_without_a_space_file_uses_and_writes_the_built_in_one(tmp_path, ca
     assert best.model == "puresvd" and 16 <= best.model_params["rank"] <= 512
 
 
-@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
+@pytest.mark.filterwarnings(
+    "ignore:Heartbeat of storage is supposed to be used with Study.optimize"
+)
 def test_a_trial_whose_process_died_is_failed_and_retried_once(tmp_path):
     """A killed tune left its trial RUNNING forever (shown in every later table); with the
     heartbeat, the next process marks it failed and re-runs its parameters once."""
@@ -164,7 +236,9 @@ def test_a_trial_whose_process_died_is_failed_and_retried_once(tmp_path):
     url = f"sqlite:///{tmp_path / 'tune.db'}"
     study = open_study(url, "s", seed=0, heartbeat=1, stale_after=1)
     dead = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
-    study._storage.record_heartbeat(dead._trial_id)  # what the optimize loop of the dead process did
+    study._storage.record_heartbeat(
+        dead._trial_id
+    )  # what the optimize loop of the dead process did
     time.sleep(2.5)
     again = open_study(url, "s", seed=0, heartbeat=1, stale_after=1)
     with pytest.warns(optuna.exceptions.ExperimentalWarning):  # what the next optimize() does first

@@ -63,9 +63,16 @@ class TrainedRun:
     def valid_metrics(self) -> dict[str, float]:
         return dict(self.record.get("metrics", {}).get("valid") or {})
 
-    def recommend(self, user: Any = None, history: list[Any] | None = None, k: int = 10,
-                  exclude_seen: bool = True, allow: list[Any] | None = None,
-                  deny: list[Any] | None = None, times: list[Any] | None = None) -> Recommendation:
+    def recommend(
+        self,
+        user: Any = None,
+        history: list[Any] | None = None,
+        k: int = 10,
+        exclude_seen: bool = True,
+        allow: list[Any] | None = None,
+        deny: list[Any] | None = None,
+        times: list[Any] | None = None,
+    ) -> Recommendation:
         """Top-``k`` raw item ids for a stored ``user`` (their training history) or for a
         ``history`` of raw item ids, oldest first (unknown ids are skipped and counted), with its
         ``times`` (one per item) for a model that reads time (``model.reads_time``)."""
@@ -75,8 +82,11 @@ class TrainedRun:
             raise ConfigError("give one of user=ID or history=[item ids]")
         if times is not None and history is None:
             raise ConfigError("times go with a history (a stored user's times are stored)")
-        request = (batch.Request(user) if user is not None else
-                   batch.Request("-", list(history), None if times is None else list(times)))
+        request = (
+            batch.Request(user)
+            if user is not None
+            else batch.Request("-", list(history), None if times is None else list(times))
+        )
         (rec,) = batch.recommend_requests(self.model, [request], k, exclude_seen, allow, deny)
         return rec
 
@@ -85,12 +95,18 @@ class TrainedRun:
         rec = self.record
         test = rec.get("metrics", {}).get("test", {})
         shown = ", ".join(f"{k} {test[k]:.4f}" for k in ("NDCG@10", "HR@10") if k in test)
-        trained = f"; {rec['epochs']} epoch(s), stopped by {rec.get('stopped')}" if rec.get("epochs") else ""
+        trained = (
+            f"; {rec['epochs']} epoch(s), stopped by {rec.get('stopped')}"
+            if rec.get("epochs")
+            else ""
+        )
         where = f"; out={str(self.out)!r}" if self.out is not None else ""
-        data = Path(str(rec.get('dataset', '?'))).name.split('.')[0]  # a file: its name
+        data = Path(str(rec.get("dataset", "?"))).name.split(".")[0]  # a file: its name
         model = rec.get("model") or self.model.name
-        return (f"TrainedRun({model} on {data}, "
-                f"{rec.get('protocol', '?')}: test {shown or 'no metrics'}{trained}{where})")
+        return (
+            f"TrainedRun({model} on {data}, "
+            f"{rec.get('protocol', '?')}: test {shown or 'no metrics'}{trained}{where})"
+        )
 
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the artifact (``seqrec recommend / serve / export`` and :func:`load` read it);
@@ -98,10 +114,19 @@ class TrainedRun:
         return self.model.save(path, overwrite)
 
 
-def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | None = None,
-          split_options: dict[str, Any] | None = None, eval_options: dict[str, Any] | None = None,
-          seed: int = 0, out: str | Path | None = None, fresh: bool = False, progress: bool = True,
-          **settings: Any) -> TrainedRun:
+def train(
+    data: Any,
+    model: str = "sasrec",
+    *,
+    data_options: dict[str, Any] | None = None,
+    split_options: dict[str, Any] | None = None,
+    eval_options: dict[str, Any] | None = None,
+    seed: int = 0,
+    out: str | Path | None = None,
+    fresh: bool = False,
+    progress: bool = True,
+    **settings: Any,
+) -> TrainedRun:
     """Fit ``model`` on ``data`` and evaluate it on validation and test (see the module doc).
 
     Args:
@@ -122,8 +147,13 @@ def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | No
 
     in_memory = not isinstance(data, (str, Path))
     data_tree = {**(data_options or {}), "name": IN_MEMORY_NAME if in_memory else str(data)}
-    tree = {"data": data_tree, "split": dict(split_options or {}), "eval": dict(eval_options or {}),
-            "model": {"name": model, **settings}, "seed": seed}
+    tree = {
+        "data": data_tree,
+        "split": dict(split_options or {}),
+        "eval": dict(eval_options or {}),
+        "model": {"name": model, **settings},
+        "seed": seed,
+    }
     exp = experiment_from_tree(tree)
     interactions = None
     if in_memory:
@@ -135,25 +165,41 @@ def train(data: Any, model: str = "sasrec", *, data_options: dict[str, Any] | No
             raise ConfigError(f"data_options {bad} apply to files, not to an in-memory table")
         interactions = load_data(data, name=IN_MEMORY_NAME, **options)
     prepared = prepare_data(exp, interactions=interactions)
-    fit_options: dict[str, Any] = {"progress": progress,
-                                   "on_epoch": runs.EpochPrinter(exp.model) if progress else None}
+    fit_options: dict[str, Any] = {
+        "progress": progress,
+        "on_epoch": runs.EpochPrinter(exp.model) if progress else None,
+    }
     lock = None
     if out is not None:
         out = Path(out)
         resumable, lock = runs.prepare_run_dir(out, exp, fresh)
         try:  # a log that changed since the run started is a new run (fresh=True), not a resume
-            runs.check_same_data(out, str(exp.data.name), prepared.prepared.fingerprint(),
-                                 prepared.prepared.n_users, prepared.prepared.n_items, resumable)
+            runs.check_same_data(
+                out,
+                str(exp.data.name),
+                prepared.prepared.fingerprint(),
+                prepared.prepared.n_users,
+                prepared.prepared.n_items,
+                resumable,
+            )
         except ConfigError:
             lock.close()
             raise
         if resumable and progress:
-            print(f"resuming the run in {out} (fresh=True starts over)", file=sys.stderr, flush=True)
-        fit_options |= {"checkpoint_dir": out / runs.CHECKPOINT,
-                        "checkpoint_every": runs.CHECKPOINT_EVERY}
+            print(
+                f"resuming the run in {out} (fresh=True starts over)", file=sys.stderr, flush=True
+            )
+        fit_options |= {
+            "checkpoint_dir": out / runs.CHECKPOINT,
+            "checkpoint_every": runs.CHECKPOINT_EVERY,
+        }
     try:
-        fitted, record = run_experiment(exp, data=prepared, save_dir=None if out is None else out / "model",
-                                        fit_options=fit_options)
+        fitted, record = run_experiment(
+            exp,
+            data=prepared,
+            save_dir=None if out is None else out / "model",
+            fit_options=fit_options,
+        )
     finally:
         if lock is not None:
             lock.close()

@@ -68,16 +68,29 @@ class DataSection:
     ignored columns."""
 
     READ_KEYS: ClassVar[tuple[str, ...]] = (
-        "columns", "sep", "names", "time_unit", "time_format", "item_file", "item_columns", "events")
+        "columns",
+        "sep",
+        "names",
+        "time_unit",
+        "time_format",
+        "item_file",
+        "item_columns",
+        "events",
+    )
 
     def preprocess_config(self) -> PreprocessConfig:
-        return PreprocessConfig(self.min_rating, self.dedup, self.filter, self.min_item, self.min_user)
+        return PreprocessConfig(
+            self.min_rating, self.dedup, self.filter, self.min_item, self.min_user
+        )
 
     def identity(self) -> dict[str, Any]:
         """The section as a dict for run identities; the file-reading keys appear only when
         set, so identities recorded before those keys existed still match."""
-        return {k: v for k, v in asdict(self).items()
-                if k not in self.READ_KEYS or v != getattr(type(self), k)}
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if k not in self.READ_KEYS or v != getattr(type(self), k)
+        }
 
     def read_options(self) -> dict[str, Any]:
         """Options of ``seqrec.data.sources.load`` for a file (empty when all are defaults)."""
@@ -106,8 +119,9 @@ class DataSection:
     def __post_init__(self) -> None:
         self.preprocess_config()  # validates filter and thresholds
         if self.time_unit not in TIME_UNITS:
-            raise ConfigError(f"data.time_unit must be one of {', '.join(TIME_UNITS)}, "
-                              f"got {self.time_unit!r}")
+            raise ConfigError(
+                f"data.time_unit must be one of {', '.join(TIME_UNITS)}, got {self.time_unit!r}"
+            )
         self.read_options()  # validates the mappings
 
 
@@ -120,8 +134,10 @@ def _mapping(text: str, key: str, none_ok: bool = False) -> dict[str, str | None
     for part in str(text).split(","):
         role, sep, column = (x.strip() for x in part.partition("="))
         if not sep or not role or not column:
-            raise ConfigError(f"{key} expects ROLE=COLUMN pairs separated by commas, like "
-                              f"'user=uid,item=sku', got {text!r}")
+            raise ConfigError(
+                f"{key} expects ROLE=COLUMN pairs separated by commas, like "
+                f"'user=uid,item=sku', got {text!r}"
+            )
         out[role] = None if (none_ok and column.lower() == "none") else column
     return out
 
@@ -177,7 +193,9 @@ class EvalSection:
         if self.average not in ("user", "interaction"):
             raise ConfigError(f"eval.average must be 'user' or 'interaction', got {self.average!r}")
         if self.coverage not in ("catalogue", "fit_items"):
-            raise ConfigError(f"eval.coverage must be 'catalogue' or 'fit_items', got {self.coverage!r}")
+            raise ConfigError(
+                f"eval.coverage must be 'catalogue' or 'fit_items', got {self.coverage!r}"
+            )
         if self.chunk_size < 1:
             raise ConfigError(f"eval.chunk_size must be >= 1, got {self.chunk_size}")
 
@@ -215,17 +233,26 @@ class Experiment:
 # The names other libraries give our fields (RecBole's SASRec config, RecTools' SASRecModel,
 # the SASRec / BERT4Rec reference code): a newcomer's key gets ours in the error.
 OTHER_NAMES: dict[str, tuple[str, str]] = {
-    "hidden_size": ("dim", "RecBole"), "embedding_size": ("dim", "RecBole"),
-    "n_factors": ("dim", "RecTools"), "hidden_units": ("dim", "the SASRec code"),
-    "n_layers": ("n_blocks", "RecBole"), "num_blocks": ("n_blocks", "the SASRec code"),
-    "num_layers": ("n_blocks", "PyTorch"), "num_heads": ("n_heads", "the SASRec code"),
-    "inner_size": ("ffn_dim", "RecBole"), "hidden_dropout_prob": ("dropout", "RecBole"),
+    "hidden_size": ("dim", "RecBole"),
+    "embedding_size": ("dim", "RecBole"),
+    "n_factors": ("dim", "RecTools"),
+    "hidden_units": ("dim", "the SASRec code"),
+    "n_layers": ("n_blocks", "RecBole"),
+    "num_blocks": ("n_blocks", "the SASRec code"),
+    "num_layers": ("n_blocks", "PyTorch"),
+    "num_heads": ("n_heads", "the SASRec code"),
+    "inner_size": ("ffn_dim", "RecBole"),
+    "hidden_dropout_prob": ("dropout", "RecBole"),
     "dropout_rate": ("dropout", "the SASRec code"),
     "attn_dropout_prob": ("attn_dropout", "RecBole"),
-    "MAX_ITEM_LIST_LENGTH": ("max_len", "RecBole"), "session_max_len": ("max_len", "RecTools"),
-    "maxlen": ("max_len", "the SASRec code"), "max_seq_len": ("max_len", "the BERT4Rec code"),
-    "learning_rate": ("lr", "RecBole"), "train_batch_size": ("batch_size", "RecBole"),
-    "stopping_step": ("patience", "RecBole"), "num_epochs": ("epochs", "the SASRec code"),
+    "MAX_ITEM_LIST_LENGTH": ("max_len", "RecBole"),
+    "session_max_len": ("max_len", "RecTools"),
+    "maxlen": ("max_len", "the SASRec code"),
+    "max_seq_len": ("max_len", "the BERT4Rec code"),
+    "learning_rate": ("lr", "RecBole"),
+    "train_batch_size": ("batch_size", "RecBole"),
+    "stopping_step": ("patience", "RecBole"),
+    "num_epochs": ("epochs", "the SASRec code"),
     "loss_type": ("loss", "RecBole"),
 }
 
@@ -244,8 +271,9 @@ def _other_name_hint(key: str, valid: list[str]) -> str:
     return f" ({_their_name(key)})" if OTHER_NAMES.get(key, ("",))[0] in valid else ""
 
 
-def build_dataclass(cls: type, values: dict[str, Any], where: str,
-                    names: dict[str, str] | None = None) -> Any:
+def build_dataclass(
+    cls: type, values: dict[str, Any], where: str, names: dict[str, str] | None = None
+) -> Any:
     """``cls(**values)`` with unknown keys reported as a ``ConfigError`` listing valid ones and
     every value checked against its field's declared type (:func:`coerce`).
 
@@ -256,9 +284,11 @@ def build_dataclass(cls: type, values: dict[str, Any], where: str,
     valid = [f.name for f in fields(cls)]
     unknown = sorted(set(map(str, values)) - set(valid))
     if unknown:
-        hints = "".join(_other_name_hint(k, valid) or
-                        did_you_mean(k, valid + (["name"] if where.startswith("model") else []))
-                        for k in unknown[:1])
+        hints = "".join(
+            _other_name_hint(k, valid)
+            or did_you_mean(k, valid + (["name"] if where.startswith("model") else []))
+            for k in unknown[:1]
+        )
         raise ConfigError(
             f"unknown key(s) {', '.join(unknown)} in {where}{hints}; valid keys: {', '.join(valid)}"
         )
@@ -319,8 +349,9 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
         return value
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (types.UnionType, typing.Union):
-        if type(None) in args and (value is None or (isinstance(value, str)
-                                                     and value.strip().lower() in ("none", "null"))):
+        if type(None) in args and (
+            value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null"))
+        ):
             return None
         for arg in args:
             if arg is type(None):
@@ -336,7 +367,9 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
         raise _bad(key, tp, value)
     if origin is tuple:
         if isinstance(value, str) and "," in value:  # --set eval.ks=5,10 (TOML would want [5, 10])
-            value = [parse_value(p.strip()) for p in value.strip().strip("[]()").split(",") if p.strip()]
+            value = [
+                parse_value(p.strip()) for p in value.strip().strip("[]()").split(",") if p.strip()
+            ]
         items = list(value) if isinstance(value, (list, tuple)) else [value]
         if isinstance(value, (dict, str)) and not (len(args) == 2 and args[1] is Ellipsis):
             raise _bad(key, tp, value)
@@ -345,7 +378,11 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
                 return tuple(coerce(v, args[0], key) for v in items)
             if args and len(items) != len(args):
                 raise _bad(key, tp, value)
-            return tuple(coerce(v, a, key) for v, a in zip(items, args, strict=False)) if args else tuple(items)
+            return (
+                tuple(coerce(v, a, key) for v, a in zip(items, args, strict=False))
+                if args
+                else tuple(items)
+            )
         except ConfigError:
             raise _bad(key, tp, value) from None
     if tp is bool:
@@ -470,7 +507,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
     return _read(Path(path))
 
 
-def load_experiment(path: str | Path | None = None, overrides: list[str] | None = None) -> Experiment:
+def load_experiment(
+    path: str | Path | None = None, overrides: list[str] | None = None
+) -> Experiment:
     """Read a config file (optional), apply ``--set`` overrides, validate everything."""
     tree: dict[str, Any] = _read(Path(path)) if path else {}
     for assignment in overrides or []:
@@ -509,32 +548,54 @@ def experiment_from_tree(tree: dict[str, Any]) -> Experiment:
     if unknown:
         hints = "".join(did_you_mean(u, SECTIONS) or _section_hint(u) for u in unknown)
         libraries = sorted({OTHER_NAMES[u][1] for u in unknown if u in OTHER_NAMES})
-        lead = (f"this looks like a config of {' / '.join(libraries)}: seqrec's has sections, "
-                "each key under its own; ") if libraries else ""
-        raise ConfigError(f"{lead}unknown section(s) {', '.join(unknown)}{hints}; valid: {', '.join(SECTIONS)}")
+        lead = (
+            (
+                f"this looks like a config of {' / '.join(libraries)}: seqrec's has sections, "
+                "each key under its own; "
+            )
+            if libraries
+            else ""
+        )
+        raise ConfigError(
+            f"{lead}unknown section(s) {', '.join(unknown)}{hints}; valid: {', '.join(SECTIONS)}"
+        )
     for section in ("data", "split", "model", "train", "run", "eval"):
         if not isinstance(tree.get(section, {}), dict):
-            raise ConfigError(f"[{section}] must be a section of key = value, got {tree[section]!r}")
+            raise ConfigError(
+                f"[{section}] must be a section of key = value, got {tree[section]!r}"
+            )
     model_tree = dict(tree.get("model", {}))
     name = canonical_model_name(coerce(model_tree.pop("name", "pop"), str, "model.name"))
     # [model], [train] and [run] are one flat parameter set (each field declares the section it
     # is written in, seqrec.config_fields.section; any of the three reads it): a key in two of
     # them would silently take one value
-    parts = {"model": model_tree, "train": dict(tree.get("train", {})), "run": dict(tree.get("run", {}))}
+    parts = {
+        "model": model_tree,
+        "train": dict(tree.get("train", {})),
+        "run": dict(tree.get("run", {})),
+    }
     params: dict[str, Any] = {}
     names: dict[str, str] = {}
     for section, part in parts.items():
         for key, value in part.items():
             if key in names:
-                raise ConfigError(f"key(s) {key} set in both [{names[key].split('.')[0]}] and "
-                                  f"[{section}]; set each once")
+                raise ConfigError(
+                    f"key(s) {key} set in both [{names[key].split('.')[0]}] and "
+                    f"[{section}]; set each once"
+                )
             params[key], names[key] = value, f"{section}.{key}"
     exp = Experiment(
-        data=build_dataclass(DataSection, tree.get("data", {}), "section [data]", _prefixed("data", tree)),
-        split=build_dataclass(SplitSection, tree.get("split", {}), "section [split]", _prefixed("split", tree)),
+        data=build_dataclass(
+            DataSection, tree.get("data", {}), "section [data]", _prefixed("data", tree)
+        ),
+        split=build_dataclass(
+            SplitSection, tree.get("split", {}), "section [split]", _prefixed("split", tree)
+        ),
         model=name,
         model_params=params,
-        eval=build_dataclass(EvalSection, tree.get("eval", {}), "section [eval]", _prefixed("eval", tree)),
+        eval=build_dataclass(
+            EvalSection, tree.get("eval", {}), "section [eval]", _prefixed("eval", tree)
+        ),
         seed=coerce(tree.get("seed", 0), int, "seed"),
         output=coerce(tree.get("output", "runs"), str, "output"),
         param_names=names,

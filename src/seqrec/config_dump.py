@@ -32,9 +32,13 @@ def field_docs(cls: type) -> dict[str, str]:
             continue
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
         for node, nxt in zip(body, body[1:], strict=False):
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                    and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
-                    and isinstance(nxt.value.value, str)):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
                 docs[node.target.id] = " ".join(nxt.value.value.split())
     return docs
 
@@ -85,10 +89,14 @@ def default_config_toml(model: str) -> str:
     for key, value in params.items():
         parts[section(config_cls, key)][key] = value
     docs = field_docs(config_cls) | {"name": "Model name (seqrec models)."}
-    lines = [f"# seqrec experiment: the default config of {model}.",
-             "# Run it with: seqrec train -c THIS_FILE (any value can be overridden with --set).",
-             "# Seed of the model (initialization, data order, negatives); recorded with the results.",
-             "seed = 0", 'output = "runs"', ""]
+    lines = [
+        f"# seqrec experiment: the default config of {model}.",
+        "# Run it with: seqrec train -c THIS_FILE (any value can be overridden with --set).",
+        "# Seed of the model (initialization, data order, negatives); recorded with the results.",
+        "seed = 0",
+        'output = "runs"',
+        "",
+    ]
     lines += _section("data", _defaults(DataSection), field_docs(DataSection))
     lines += _section("split", _defaults(SplitSection), field_docs(SplitSection))
     for name in CONFIG_SECTIONS:  # model, train, run: as each field declares

@@ -47,9 +47,15 @@ They are one flat set of keys: a key is read from any of them, and written in it
 _NONE = object()
 
 
-def setting(default: Any = dataclasses.MISSING, *, role: str = RESULT, legacy: Any = _NONE,
-            inert_when: Callable[[dict[str, Any]], bool] | None = None, section: str = MODEL,
-            default_factory: Any = dataclasses.MISSING) -> Any:
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    role: str = RESULT,
+    legacy: Any = _NONE,
+    inert_when: Callable[[dict[str, Any]], bool] | None = None,
+    section: str = MODEL,
+    default_factory: Any = dataclasses.MISSING,
+) -> Any:
     """A dataclass field with its role, legacy value, inertness and section declared (see the
     module)."""
     if role not in ROLES:
@@ -116,8 +122,11 @@ def inert_fields(cls: type, config: dict[str, Any]) -> set[str]:
 
 @functools.lru_cache(maxsize=None)
 def _inert_predicates(cls: type) -> tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...]:
-    return tuple((f.name, field_info(cls, f.name)["inert_when"]) for f in dataclasses.fields(cls)
-                 if "inert_when" in field_info(cls, f.name))
+    return tuple(
+        (f.name, field_info(cls, f.name)["inert_when"])
+        for f in dataclasses.fields(cls)
+        if "inert_when" in field_info(cls, f.name)
+    )
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

@@ -1,7 +1,6 @@
 """Typed errors. Every error a user can trigger is a :class:`SeqRecError` with a one-line message
 that says what was received and what is allowed."""
 
-
 import difflib
 
 

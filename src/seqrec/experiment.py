@@ -48,9 +48,12 @@ def prepare_data(exp: Experiment, interactions: Any = None) -> PreparedSplit:
         # Parquet is read and preprocessed lazily, never loaded whole, with the column mapping
         # and time unit asked; what the lazy path cannot follow (text times, an item file)
         # goes through the eager reader
-        if (is_parquet(exp.data.name) and set(options) <= {"columns", "timestamp_unit"}
-                and "event" not in options.get("columns", {})
-                and options.get("timestamp_unit", "auto") in LAZY_UNITS):
+        if (
+            is_parquet(exp.data.name)
+            and set(options) <= {"columns", "timestamp_unit"}
+            and "event" not in options.get("columns", {})
+            and options.get("timestamp_unit", "auto") in LAZY_UNITS
+        ):
             try:
                 prepared = prepare_parquet(exp.data.name, exp.data.preprocess_config(), **options)
             except NeedsEagerRead:
@@ -79,13 +82,17 @@ def _check_targets(split, seqs, name: str) -> None:
     for which, targets in (("validation", split.valid), ("test", split.test)):
         if len(targets) == 0:
             longest = int(seqs.lengths.max()) if len(seqs) else 0
-            need = ("leave-last-out needs users with at least 3 interactions (train, validation, test)"
-                    if split.protocol == "leave-last-out" else
-                    "the temporal split needs interactions after its validation and test cut-offs "
-                    "(split.valid, split.test)")
-            raise DataError(f"the {split.protocol} split of {name!r} has no {which} targets "
-                            f"({len(seqs)} users after preprocessing, the longest history "
-                            f"{longest} interactions): {need}")
+            need = (
+                "leave-last-out needs users with at least 3 interactions (train, validation, test)"
+                if split.protocol == "leave-last-out"
+                else "the temporal split needs interactions after its validation and test cut-offs "
+                "(split.valid, split.test)"
+            )
+            raise DataError(
+                f"the {split.protocol} split of {name!r} has no {which} targets "
+                f"({len(seqs)} users after preprocessing, the longest history "
+                f"{longest} interactions): {need}"
+            )
 
 
 def _check_training_pairs(split, model: Recommender, name: str) -> None:
@@ -97,12 +104,17 @@ def _check_training_pairs(split, model: Recommender, name: str) -> None:
     if not isinstance(model, TorchRecommender) or (len(train) and int(train.lengths.max()) >= 2):
         return
     longest = int(train.lengths.max()) if len(train) else 0
-    held = ("leave-last-out holds out each user's last two interactions (validation, test), so a "
-            "user needs at least 4 to leave a training pair" if split.protocol == "leave-last-out"
-            else "the temporal split keeps only interactions before its validation cut-off for training")
-    raise DataError(f"no training sequence of {name!r} has 2 items to learn a next item from (the "
-                    f"longest has {longest}): {held}; {model.name} cannot train here (pop and "
-                    f"puresvd can)")
+    held = (
+        "leave-last-out holds out each user's last two interactions (validation, test), so a "
+        "user needs at least 4 to leave a training pair"
+        if split.protocol == "leave-last-out"
+        else "the temporal split keeps only interactions before its validation cut-off for training"
+    )
+    raise DataError(
+        f"no training sequence of {name!r} has 2 items to learn a next item from (the "
+        f"longest has {longest}): {held}; {model.name} cannot train here (pop and "
+        f"puresvd can)"
+    )
 
 
 def build_model(exp: Experiment) -> Recommender:
@@ -128,8 +140,9 @@ def refit_model(model: Recommender) -> Recommender:
     return type(model)(config)
 
 
-def evaluate_model(model: Recommender, exp: Experiment, targets, progress: bool = False,
-                   fit_data=None):
+def evaluate_model(
+    model: Recommender, exp: Experiment, targets, progress: bool = False, fit_data=None
+):
     """Evaluate with the experiment's ``[eval]`` settings; ``fit_data`` (the sequences the model
     was fitted on) is needed for ``eval.coverage = "fit_items"``."""
     from seqrec.evaluation import evaluate
@@ -156,8 +169,11 @@ def evaluate_model(model: Recommender, exp: Experiment, targets, progress: bool 
 
 
 def run_experiment(
-    exp: Experiment, data: PreparedSplit | None = None, progress: bool = False,
-    save_dir: str | Path | None = None, fit_options: dict[str, Any] | None = None,
+    exp: Experiment,
+    data: PreparedSplit | None = None,
+    progress: bool = False,
+    save_dir: str | Path | None = None,
+    fit_options: dict[str, Any] | None = None,
 ) -> tuple[Recommender, dict[str, Any]]:
     """Fit ``exp.model`` and evaluate it on validation and test; returns (model, record).
 
@@ -179,7 +195,9 @@ def run_experiment(
     model.fit(split.train, split.valid, **_fit_kwargs(model, fit_options))
     train_seconds = _fit_seconds(model, time.perf_counter() - t0)
     main = _is_main_process()
-    valid = evaluate_model(model, exp, split.valid, progress, fit_data=split.train) if main else None
+    valid = (
+        evaluate_model(model, exp, split.valid, progress, fit_data=split.train) if main else None
+    )
     training = _training_info(model)
     if exp.split.refit:
         t0 = time.perf_counter()
@@ -191,8 +209,13 @@ def run_experiment(
         train_seconds += time.perf_counter() - t0
     if not main:
         return model, None
-    test = evaluate_model(model, exp, split.test, progress,
-                          fit_data=split.train_valid if exp.split.refit else split.train)
+    test = evaluate_model(
+        model,
+        exp,
+        split.test,
+        progress,
+        fit_data=split.train_valid if exp.split.refit else split.train,
+    )
     record = result_record(
         model=exp.model,
         variant=getattr(model.config, "loss", None) or getattr(model.config, "variant", None),
@@ -242,9 +265,13 @@ def _training_info(model: Recommender) -> dict[str, Any] | None:
         return None
     cfg = model.config
     batch = getattr(model, "train_batch_size", None) or cfg.batch_size  # batch_targets sets it
-    return {"world_size": log_.world_size, "global_batch": batch,
-            "per_rank_batch": -(-batch // log_.world_size),
-            "lr_rule": getattr(cfg, "lr_rule", "fixed"), "lr": log_.lr}
+    return {
+        "world_size": log_.world_size,
+        "global_batch": batch,
+        "per_rank_batch": -(-batch // log_.world_size),
+        "lr_rule": getattr(cfg, "lr_rule", "fixed"),
+        "lr": log_.lr,
+    }
 
 
 def _config_dict(config: Any) -> dict[str, Any]:

@@ -57,8 +57,9 @@ def run_identity(model: str, config: Any, **context: Any) -> dict[str, Any]:
     return _json({"model": model, "model_config": model_identity(config), **context})
 
 
-def experiment_identity(exp: Any, *, with_eval: bool = False, config: Any = None,
-                        **context: Any) -> dict[str, Any]:
+def experiment_identity(
+    exp: Any, *, with_eval: bool = False, config: Any = None, **context: Any
+) -> dict[str, Any]:
     """:func:`run_identity` of a :class:`seqrec.config.Experiment`: its model and model config
     (or ``config``), data (read keys only when set), split and seed, plus its ``eval`` section
     when ``with_eval``."""
@@ -66,8 +67,9 @@ def experiment_identity(exp: Any, *, with_eval: bool = False, config: Any = None
     if with_eval:
         sections[EVAL_SECTION] = dataclasses.asdict(exp.eval)
     sections["seed"] = exp.seed
-    return run_identity(exp.model, exp.model_config() if config is None else config,
-                        **sections, **context)
+    return run_identity(
+        exp.model, exp.model_config() if config is None else config, **sections, **context
+    )
 
 
 def training_part(ident: dict[str, Any], config_cls: type | None) -> dict[str, Any]:
@@ -75,9 +77,13 @@ def training_part(ident: dict[str, Any], config_cls: type | None) -> dict[str, A
     budget fields."""
     out = {k: v for k, v in ident.items() if k != EVAL_SECTION}
     if "model_config" in ident:
-        out["model_config"] = {k: v for k, v in ident["model_config"].items()
-                               if config_cls is None or role(config_cls, k) != BUDGET
-                               or k not in config_cls.__dataclass_fields__}
+        out["model_config"] = {
+            k: v
+            for k, v in ident["model_config"].items()
+            if config_cls is None
+            or role(config_cls, k) != BUDGET
+            or k not in config_cls.__dataclass_fields__
+        }
     return out
 
 
@@ -103,8 +109,13 @@ def _normalised(cfg: dict[str, Any], cls: type | None, training_only: bool) -> d
     return out
 
 
-def differences(stored: dict[str, Any], current: dict[str, Any], config_cls: type | None, *,
-                training_only: bool = False) -> list[str]:
+def differences(
+    stored: dict[str, Any],
+    current: dict[str, Any],
+    config_cls: type | None,
+    *,
+    training_only: bool = False,
+) -> list[str]:
     """Where ``stored`` and ``current`` are not the same run: section names (``data.name``,
     ``seed``) and model-config fields (``model.dim``); empty when they are the same run.
 
@@ -113,19 +124,33 @@ def differences(stored: dict[str, Any], current: dict[str, Any], config_cls: typ
     """
     if current.get("fingerprint", "") is None:
         stored = {**stored, "fingerprint": None}
-    a, b = (training_part(stored, config_cls), training_part(current, config_cls)) if training_only \
+    a, b = (
+        (training_part(stored, config_cls), training_part(current, config_cls))
+        if training_only
         else (stored, current)
-    out = [name for k in sorted(set(a) | set(b)) if k != "model_config"
-           for name in _diff(a.get(k), b.get(k), k)]
+    )
+    out = [
+        name
+        for k in sorted(set(a) | set(b))
+        if k != "model_config"
+        for name in _diff(a.get(k), b.get(k), k)
+    ]
     old = _normalised(_json(a.get("model_config", {})), config_cls, training_only)
     new = _normalised(_json(b.get("model_config", {})), config_cls, training_only)
     inert = (inert_fields(config_cls, old) & inert_fields(config_cls, new)) if config_cls else set()
-    out += sorted(f"model.{k}" for k in set(old) | set(new) if k not in inert and old.get(k) != new.get(k))
+    out += sorted(
+        f"model.{k}" for k in set(old) | set(new) if k not in inert and old.get(k) != new.get(k)
+    )
     return out
 
 
-def same_run(stored: dict[str, Any], current: dict[str, Any], config_cls: type | None, *,
-             training_only: bool = False) -> bool:
+def same_run(
+    stored: dict[str, Any],
+    current: dict[str, Any],
+    config_cls: type | None,
+    *,
+    training_only: bool = False,
+) -> bool:
     """Whether ``stored`` (read from disk) and ``current`` identify the same run (module doc)."""
     if stored.get("model") != current.get("model"):  # the common miss of a scan, decided early
         return False
@@ -134,6 +159,9 @@ def same_run(stored: dict[str, Any], current: dict[str, Any], config_cls: type |
 
 def _diff(old: Any, new: Any, prefix: str) -> list[str]:
     if isinstance(old, dict) and isinstance(new, dict):
-        return [name for key in sorted(set(old) | set(new))
-                for name in _diff(old.get(key), new.get(key), f"{prefix}.{key}")]
+        return [
+            name
+            for key in sorted(set(old) | set(new))
+            for name in _diff(old.get(key), new.get(key), f"{prefix}.{key}")
+        ]
     return [] if _json(old) == _json(new) else [prefix]

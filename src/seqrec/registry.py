@@ -14,9 +14,18 @@ from seqrec.errors import UnknownNameError, did_you_mean
 MODELS: dict[str, tuple[str, str]] = {
     # name: ("module:ConfigClass", "module:ModelClass")
     "pop": ("seqrec.models.factorization.pop:PopConfig", "seqrec.models.factorization.pop:Pop"),
-    "puresvd": ("seqrec.models.factorization.svd:PureSVDConfig", "seqrec.models.factorization.svd:PureSVD"),  # PureSVD-N: scaling != 1
-    "ga-satf": ("seqrec.models.factorization.satf:GASATFConfig", "seqrec.models.factorization.satf:GASATF"),
-    "la-satf": ("seqrec.models.factorization.satf:LASATFConfig", "seqrec.models.factorization.satf:LASATF"),
+    "puresvd": (
+        "seqrec.models.factorization.svd:PureSVDConfig",
+        "seqrec.models.factorization.svd:PureSVD",
+    ),  # PureSVD-N: scaling != 1
+    "ga-satf": (
+        "seqrec.models.factorization.satf:GASATFConfig",
+        "seqrec.models.factorization.satf:GASATF",
+    ),
+    "la-satf": (
+        "seqrec.models.factorization.satf:LASATFConfig",
+        "seqrec.models.factorization.satf:LASATF",
+    ),
     "sasrec": ("seqrec.models.sasrec:SASRecConfig", "seqrec.models.sasrec:SASRec"),
     "lrurec": ("seqrec.models.lrurec:LRURecConfig", "seqrec.models.lrurec:LRURec"),
     "hstu": ("seqrec.models.hstu:HSTUConfig", "seqrec.models.hstu:HSTU"),
@@ -80,7 +89,9 @@ def canonical_model_name(name: str) -> str:
 def get_model(name: str) -> tuple[type, type]:
     """(config class, model class) of ``name``; an unknown name lists the known ones."""
     if name not in MODELS:
-        raise UnknownNameError(f"unknown model {name!r}{did_you_mean(name, MODELS)}; "
-                               f"known models: {', '.join(model_names())}")
+        raise UnknownNameError(
+            f"unknown model {name!r}{did_you_mean(name, MODELS)}; "
+            f"known models: {', '.join(model_names())}"
+        )
     config_path, model_path = MODELS[name]
     return _resolve(config_path), _resolve(model_path)

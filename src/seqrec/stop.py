@@ -74,8 +74,10 @@ def watch(event: Any) -> None:
 def _handle(signum: int, frame: Any) -> None:  # noqa: ARG001 - the signal handler signature
     if _received == signum:
         raise KeyboardInterrupt  # asked twice: stop now
-    log.warning("%s received: stopping after the current step (checkpoint + partial record)",
-                signal.Signals(signum).name)
+    log.warning(
+        "%s received: stopping after the current step (checkpoint + partial record)",
+        signal.Signals(signum).name,
+    )
     request(signum)
 
 

@@ -55,8 +55,9 @@ def load_space(path: str | Path) -> dict[str, dict[str, Any]]:
         for key, value in node.items():
             name = f"{prefix}.{key}" if prefix else key
             if not isinstance(value, dict):
-                raise ConfigError(f"search space {path}: {name} must be a table with a 'type', "
-                                  f"got {value!r}")
+                raise ConfigError(
+                    f"search space {path}: {name} must be a table with a 'type', got {value!r}"
+                )
             if "type" in value:
                 space[name] = _check_spec(name, value)
             else:
@@ -96,33 +97,44 @@ def default_space(model: str) -> dict[str, dict[str, Any]]:
     fields = {f.name for f in dataclasses.fields(config_cls)}
     space = {key: dict(spec) for field, key, spec in _DEFAULT_KNOBS if field in fields}
     if not space:
-        raise ConfigError(f"model {model!r} has no built-in search space (its settings: "
-                          f"{', '.join(sorted(fields)) or 'none'}); pass --space FILE")
+        raise ConfigError(
+            f"model {model!r} has no built-in search space (its settings: "
+            f"{', '.join(sorted(fields)) or 'none'}); pass --space FILE"
+        )
     return space
 
 
 def space_toml(space: dict[str, dict[str, Any]]) -> str:
     """``space`` as a --space file (one inline table per dotted key)."""
-    return "".join(f'"{key}" = {{{", ".join(f"{k} = {toml_value(v)}" for k, v in spec.items())}}}\n'
-                   for key, spec in space.items())
+    return "".join(
+        f'"{key}" = {{{", ".join(f"{k} = {toml_value(v)}" for k, v in spec.items())}}}\n'
+        for key, spec in space.items()
+    )
 
 
 def _check_spec(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec["type"]
-    allowed = {"float": {"type", "low", "high", "log", "step"}, "int": {"type", "low", "high", "log", "step"},
-               "categorical": {"type", "choices"}}
+    allowed = {
+        "float": {"type", "low", "high", "log", "step"},
+        "int": {"type", "low", "high", "log", "step"},
+        "categorical": {"type", "choices"},
+    }
     if kind not in TYPES:
         raise ConfigError(f"{name}: type must be one of {', '.join(TYPES)}, got {kind!r}")
     unknown = set(spec) - allowed[kind]
     if unknown:
-        raise ConfigError(f"{name}: unknown field(s) {', '.join(sorted(unknown))} for type {kind!r}; "
-                          f"allowed: {', '.join(sorted(allowed[kind]))}")
+        raise ConfigError(
+            f"{name}: unknown field(s) {', '.join(sorted(unknown))} for type {kind!r}; "
+            f"allowed: {', '.join(sorted(allowed[kind]))}"
+        )
     if kind == "categorical":
         if not isinstance(spec.get("choices"), list) or not spec["choices"]:
             raise ConfigError(f"{name}: categorical needs a non-empty 'choices' list")
         return dict(spec)
     if "low" not in spec or "high" not in spec or not spec["low"] < spec["high"]:
-        raise ConfigError(f"{name}: needs low < high, got low={spec.get('low')!r} high={spec.get('high')!r}")
+        raise ConfigError(
+            f"{name}: needs low < high, got low={spec.get('low')!r} high={spec.get('high')!r}"
+        )
     if spec.get("log") and spec["low"] <= 0:
         raise ConfigError(f"{name}: log scale needs low > 0, got {spec['low']!r}")
     return dict(spec)
@@ -136,11 +148,21 @@ def suggest(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if kind == "categorical":
             out[name] = trial.suggest_categorical(name, spec["choices"])
         elif kind == "int":
-            out[name] = trial.suggest_int(name, int(spec["low"]), int(spec["high"]),
-                                          step=int(spec.get("step", 1)), log=bool(spec.get("log", False)))
+            out[name] = trial.suggest_int(
+                name,
+                int(spec["low"]),
+                int(spec["high"]),
+                step=int(spec.get("step", 1)),
+                log=bool(spec.get("log", False)),
+            )
         else:
-            out[name] = trial.suggest_float(name, float(spec["low"]), float(spec["high"]),
-                                            step=spec.get("step"), log=bool(spec.get("log", False)))
+            out[name] = trial.suggest_float(
+                name,
+                float(spec["low"]),
+                float(spec["high"]),
+                step=spec.get("step"),
+                log=bool(spec.get("log", False)),
+            )
     return out
 
 
@@ -204,12 +226,22 @@ def _retry_stale_trials(optuna: Any) -> dict[str, Any]:
     import inspect
 
     if "heartbeat_stale_trial_callback" in inspect.signature(optuna.storages.RDBStorage).parameters:
-        return {"heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)}
+        return {
+            "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(
+                max_retry=1
+            )
+        }
     return {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=1)}
 
 
-def open_study(storage: str, name: str, seed: int | None = None, startup_trials: int = 5,
-               heartbeat: int = HEARTBEAT_SECONDS, stale_after: int = STALE_AFTER_SECONDS):
+def open_study(
+    storage: str,
+    name: str,
+    seed: int | None = None,
+    startup_trials: int = 5,
+    heartbeat: int = HEARTBEAT_SECONDS,
+    stale_after: int = STALE_AFTER_SECONDS,
+):
     """Create or join the study ``name`` in ``storage`` (TPE sampler, median pruner).
 
     Several processes may call this at once on a fresh SQLite file: table creation and study
@@ -221,7 +253,7 @@ def open_study(storage: str, name: str, seed: int | None = None, startup_trials:
         raise ConfigError(f"storage must be a database URL like sqlite:///tune.db, got {storage!r}")
     kwargs = {"connect_args": {"timeout": 120}} if storage.startswith("sqlite") else {}
     if storage.startswith("sqlite:///"):
-        Path(storage[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        Path(storage[len("sqlite:///") :]).expanduser().parent.mkdir(parents=True, exist_ok=True)
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)
     last: Exception | None = None
@@ -229,11 +261,21 @@ def open_study(storage: str, name: str, seed: int | None = None, startup_trials:
         try:
             with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's terms
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                rdb = optuna.storages.RDBStorage(storage, engine_kwargs=kwargs,
-                                                 heartbeat_interval=heartbeat, grace_period=stale_after,
-                                                 **_retry_stale_trials(optuna))
-            return optuna.create_study(storage=rdb, study_name=name, direction="maximize",
-                                       sampler=sampler, pruner=pruner, load_if_exists=True)
+                rdb = optuna.storages.RDBStorage(
+                    storage,
+                    engine_kwargs=kwargs,
+                    heartbeat_interval=heartbeat,
+                    grace_period=stale_after,
+                    **_retry_stale_trials(optuna),
+                )
+            return optuna.create_study(
+                storage=rdb,
+                study_name=name,
+                direction="maximize",
+                sampler=sampler,
+                pruner=pruner,
+                load_if_exists=True,
+            )
         except Exception as exc:  # noqa: BLE001 - concurrent creation: table/study exists
             last = exc
             time.sleep(0.2 * (attempt + 1))
@@ -243,9 +285,19 @@ def open_study(storage: str, name: str, seed: int | None = None, startup_trials:
 class Objective:
     """Train and validate one trial; prepared data are reused while the data config is equal."""
 
-    def __init__(self, config: str | Path | None, overrides: list[str],
-                 space: dict[str, dict[str, Any]], metric: str) -> None:
-        self.config, self.overrides, self.space, self.metric = config, list(overrides), space, metric
+    def __init__(
+        self,
+        config: str | Path | None,
+        overrides: list[str],
+        space: dict[str, dict[str, Any]],
+        metric: str,
+    ) -> None:
+        self.config, self.overrides, self.space, self.metric = (
+            config,
+            list(overrides),
+            space,
+            metric,
+        )
         self._data: tuple[Any, Any] | None = None
         # fail now, not in trial 0, on a key no config has or a value out of range
         for spec_values in (_corner(space, 0), _corner(space, -1)):
@@ -310,9 +362,17 @@ def _report_validations(model: Any, trial: Any) -> None:
     model.validation_metrics = reported
 
 
-def tune(config: str | Path | None, overrides: list[str], space_path: str | Path | dict, trials: int,
-         storage: str, study_name: str, metric: str = "NDCG@10", seed: int | None = None,
-         startup_trials: int = 5):
+def tune(
+    config: str | Path | None,
+    overrides: list[str],
+    space_path: str | Path | dict,
+    trials: int,
+    storage: str,
+    study_name: str,
+    metric: str = "NDCG@10",
+    seed: int | None = None,
+    startup_trials: int = 5,
+):
     """Run trials until the study holds ``trials`` of them; returns the study. ``space_path``
     is a --space file or an already built space (``default_space``)."""
     import optuna
@@ -327,22 +387,30 @@ def tune(config: str | Path | None, overrides: list[str], space_path: str | Path
     objective = Objective(config, overrides, space, metric)
     study = open_study(storage, study_name, seed, startup_trials)
     if len(study.trials) < trials:
-        study.optimize(objective, n_trials=trials, callbacks=[MaxTrialsCallback(trials, states=None)],
-                       catch=(FloatingPointError,))
+        study.optimize(
+            objective,
+            n_trials=trials,
+            callbacks=[MaxTrialsCallback(trials, states=None)],
+            catch=(FloatingPointError,),
+        )
     if not any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials):
         raise ConfigError(f"study {study_name!r} has no completed trial")
     return study
 
 
-def write_best(study: Any, config: str | Path | None, overrides: list[str], path: str | Path) -> Path:
+def write_best(
+    study: Any, config: str | Path | None, overrides: list[str], path: str | Path
+) -> Path:
     """The best trial's full config as TOML (``seqrec train -c`` reads it)."""
     best = study.best_trial
     tree = config_tree(config, overrides + trial_overrides(best.params))
     load_experiment(None, trial_overrides(_flatten(tree)))  # it must load back
-    header = (f"best trial {best.number} of study {study.study_name!r}: "
-              f"{best.value:.6f} on the validation targets\n"
-              f"from {config or '(defaults)'} with {' '.join(overrides) or 'no --set'}\n"
-              f"parameters: {best.params}")
+    header = (
+        f"best trial {best.number} of study {study.study_name!r}: "
+        f"{best.value:.6f} on the validation targets\n"
+        f"from {config or '(defaults)'} with {' '.join(overrides) or 'no --set'}\n"
+        f"parameters: {best.params}"
+    )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_toml(tree, header))

@@ -27,12 +27,20 @@ def parse_duration(text: str | None) -> float | None:
     None). Units go from hours to seconds, each at most once; a bare number is seconds."""
     if text is None:
         return None
-    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?"
-                     r"\s*(?:(\d+(?:\.\d+)?)\s*s?)?\s*", text)
-    seconds = sum(float(v) * unit for v, unit in zip(m.groups(), _UNIT_SECONDS, strict=True) if v) if m else 0.0
+    m = re.fullmatch(
+        r"\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?"
+        r"\s*(?:(\d+(?:\.\d+)?)\s*s?)?\s*",
+        text,
+    )
+    seconds = (
+        sum(float(v) * unit for v, unit in zip(m.groups(), _UNIT_SECONDS, strict=True) if v)
+        if m
+        else 0.0
+    )
     if seconds <= 0:
-        raise ConfigError(f"--budget must be a positive duration like 90m, 2h, 2h30m or 3600s, "
-                          f"got {text!r}")
+        raise ConfigError(
+            f"--budget must be a positive duration like 90m, 2h, 2h30m or 3600s, got {text!r}"
+        )
     return seconds
 
 
@@ -58,20 +66,37 @@ def run(args: argparse.Namespace) -> int:
         from seqrec_lab.spec import table_titles
 
         print(format_table(["table", "title"], [[n, t] for n, t in table_titles()]))
-        print("\nseqrec reproduce TABLE --dry-run lists its runs; seqrec reproduce TABLE trains them "
-              "and writes docs/reproduce/TABLE.md")
+        print(
+            "\nseqrec reproduce TABLE --dry-run lists its runs; seqrec reproduce TABLE trains them "
+            "and writes docs/reproduce/TABLE.md"
+        )
         return 0
     table = load_table(args.name)
     budget = parse_duration(args.budget)
-    runs = table.select(_csv(args.models), _csv(args.datasets), _csv(args.seeds, int), _csv(args.runs))
+    runs = table.select(
+        _csv(args.models), _csv(args.datasets), _csv(args.seeds, int), _csv(args.runs)
+    )
     if not runs:
         raise ConfigError(f"no run of table {table.name!r} matches the selection")
-    runs_dir, results_dir, report_dir = Path(args.runs_dir), Path(args.results_dir), Path(args.report_dir)
+    runs_dir, results_dir, report_dir = (
+        Path(args.runs_dir),
+        Path(args.results_dir),
+        Path(args.report_dir),
+    )
     state_dir = _state_dir(args.state_dir)
     if args.dry_run or args.report_only:
         planned = plan(table, runs, runs_dir, results_dir)
-        rows = [[p.spec.run_id, p.spec.seed, p.spec.model, p.spec.dataset, p.key,
-                 _status(p, runs_dir, state_dir)] for p in planned]
+        rows = [
+            [
+                p.spec.run_id,
+                p.spec.seed,
+                p.spec.model,
+                p.spec.dataset,
+                p.key,
+                _status(p, runs_dir, state_dir),
+            ]
+            for p in planned
+        ]
         print(format_table(["run", "seed", "model", "dataset", "key", "status"], rows))
         for p in planned:
             if p.unavailable and not p.done:
@@ -82,10 +107,18 @@ def run(args: argparse.Namespace) -> int:
             _readme(report_dir)
         return 0
     try:
-        outcome = reproduce(table, runs, workers=args.workers, threads=args.threads,
-                            budget_seconds=budget, runs_dir=runs_dir, results_dir=results_dir,
-                            report_dir=report_dir, on_event=lambda msg: print(msg, flush=True),
-                            state_dir=state_dir)
+        outcome = reproduce(
+            table,
+            runs,
+            workers=args.workers,
+            threads=args.threads,
+            budget_seconds=budget,
+            runs_dir=runs_dir,
+            results_dir=results_dir,
+            report_dir=report_dir,
+            on_event=lambda msg: print(msg, flush=True),
+            state_dir=state_dir,
+        )
     except Interrupted as exc:
         print(f"interrupted: {exc}", file=sys.stderr, flush=True)
         return 128 + (exc.signum or signal.SIGINT)  # the shell's code for death by that signal
@@ -132,8 +165,9 @@ def _status(p, runs_dir: Path, state_dir: Path | None) -> str:
         return "to train" if found is None else f"to train; {resume}"
     r = p.partial
     budget = (r.get("config") or {}).get("model_config", {}).get("epochs")
-    progress = _progress(r.get("epochs"), budget, r.get("val_metric", ""), r.get("best_valid"),
-                         r.get("best_epoch"))
+    progress = _progress(
+        r.get("epochs"), budget, r.get("val_metric", ""), r.get("best_valid"), r.get("best_epoch")
+    )
     return f"partial ({progress}); {resume}"
 
 
@@ -159,8 +193,17 @@ def _live_progress(run_dir: Path) -> str:
         return ""
     metric = config.get("val_metric", "")
     best = max(rows, key=lambda row: row["metrics"].get(metric, float("-inf")))
-    return " (" + _progress(rows[-1]["epoch"], config.get("epochs"), metric,
-                            best["metrics"].get(metric), best["epoch"]) + ")"
+    return (
+        " ("
+        + _progress(
+            rows[-1]["epoch"],
+            config.get("epochs"),
+            metric,
+            best["metrics"].get(metric),
+            best["epoch"],
+        )
+        + ")"
+    )
 
 
 def _readme(report_dir: Path) -> None:
@@ -174,31 +217,58 @@ def _readme(report_dir: Path) -> None:
 class ReproduceCommand:
     """``seqrec reproduce``: the ``seqrec.commands`` plugin protocol (help, add_arguments, run)."""
 
-    help = ("run a paper's table (configs/reproduce/NAME.toml) and write its report "
-            "(docs/reproduce/NAME.md/.html)")
+    help = (
+        "run a paper's table (configs/reproduce/NAME.toml) and write its report "
+        "(docs/reproduce/NAME.md/.html)"
+    )
 
     @staticmethod
     def add_arguments(rp: argparse.ArgumentParser) -> None:
-        rp.add_argument("name", nargs="?", help="table name (configs/reproduce/NAME.toml) or a path to a "
-                        "table file; none: list the tables")
+        rp.add_argument(
+            "name",
+            nargs="?",
+            help="table name (configs/reproduce/NAME.toml) or a path to a "
+            "table file; none: list the tables",
+        )
         rp.add_argument("--models", help="only these models (comma-separated registry names)")
         rp.add_argument("--datasets", help="only these datasets (comma-separated)")
         rp.add_argument("--seeds", help="only these seeds (comma-separated integers)")
         rp.add_argument("--runs", help="only these run ids (comma-separated)")
-        rp.add_argument("--workers", type=int, default=1, help="runs trained at once, one process each")
+        rp.add_argument(
+            "--workers", type=int, default=1, help="runs trained at once, one process each"
+        )
         rp.add_argument("--threads", type=int, default=1, help="torch threads per worker")
-        rp.add_argument("--budget", help="wall-clock budget (e.g. 90m, 2h, 2h30m, 3600s): unfinished runs "
-                        "checkpoint and report their best so far; the same command continues them")
-        rp.add_argument("--dry-run", action="store_true", help="list the runs and what is cached; train nothing")
-        rp.add_argument("--report-only", action="store_true", help="rewrite the report from the recorded runs")
-        rp.add_argument("--runs-dir", default="runs/reproduce", help="checkpoints (default runs/reproduce)")
-        rp.add_argument("--results-dir", default="docs/reproduce/runs",
-                        help="run records (default docs/reproduce/runs)")
-        rp.add_argument("--report-dir", default=DEFAULT_REPORT_DIR,
-                        help=f"reports and their overview README.md (default {DEFAULT_REPORT_DIR})")
-        rp.add_argument("--state-dir", default=None, help="local folder where unfinished runs keep their "
-                        "checkpoint (never committed; default $SEQREC_STATE_DIR, else .seqrec-state; "
-                        "'none' disables)")
+        rp.add_argument(
+            "--budget",
+            help="wall-clock budget (e.g. 90m, 2h, 2h30m, 3600s): unfinished runs "
+            "checkpoint and report their best so far; the same command continues them",
+        )
+        rp.add_argument(
+            "--dry-run", action="store_true", help="list the runs and what is cached; train nothing"
+        )
+        rp.add_argument(
+            "--report-only", action="store_true", help="rewrite the report from the recorded runs"
+        )
+        rp.add_argument(
+            "--runs-dir", default="runs/reproduce", help="checkpoints (default runs/reproduce)"
+        )
+        rp.add_argument(
+            "--results-dir",
+            default="docs/reproduce/runs",
+            help="run records (default docs/reproduce/runs)",
+        )
+        rp.add_argument(
+            "--report-dir",
+            default=DEFAULT_REPORT_DIR,
+            help=f"reports and their overview README.md (default {DEFAULT_REPORT_DIR})",
+        )
+        rp.add_argument(
+            "--state-dir",
+            default=None,
+            help="local folder where unfinished runs keep their "
+            "checkpoint (never committed; default $SEQREC_STATE_DIR, else .seqrec-state; "
+            "'none' disables)",
+        )
 
     @staticmethod
     def run(args: argparse.Namespace) -> int:

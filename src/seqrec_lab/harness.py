@@ -96,15 +96,19 @@ def restart_note(p: Planned, runs_dir: Path, state_dir: Path | None) -> str | No
     if p.partial is None or resume_source(p, runs_dir, state_dir) is not None:
         return None
     where = "no state dir" if state_dir is None else f"nothing in {state_dir}"
-    return (f"  no saved state for {p.spec.run_id} seed {p.spec.seed}: starting from epoch 0 "
-            f"({where}; its partial record stopped at epoch {p.partial.get('epochs')})")
+    return (
+        f"  no saved state for {p.spec.run_id} seed {p.spec.seed}: starting from epoch 0 "
+        f"({where}; its partial record stopped at epoch {p.partial.get('epochs')})"
+    )
 
 
 def run_command(table: Table, spec: RunSpec) -> str:
     return f"seqrec reproduce {table.name} --runs {spec.run_id} --seeds {spec.seed}"
 
 
-def plan(table: Table, runs: tuple[RunSpec, ...], runs_dir: Path, results_dir: Path) -> list[Planned]:
+def plan(
+    table: Table, runs: tuple[RunSpec, ...], runs_dir: Path, results_dir: Path
+) -> list[Planned]:
     """Identity, key and cached result of every run (loads each dataset once for its fingerprint,
     reads each stored record at most once). A run whose dataset is not on this machine is
     matched to its stored records by everything but the data fingerprint and marked
@@ -119,8 +123,16 @@ def plan(table: Table, runs: tuple[RunSpec, ...], runs_dir: Path, results_dir: P
         ident = runner.identity(spec, fp)
         key = index.key(ident)
         cached = index.result(ident)
-        out.append(Planned(spec, ident, key, cached, None if cached is not None else index.partial(key),
-                           missing))
+        out.append(
+            Planned(
+                spec,
+                ident,
+                key,
+                cached,
+                None if cached is not None else index.partial(key),
+                missing,
+            )
+        )
     return out
 
 
@@ -128,7 +140,9 @@ def _worker_init(threads: int, stop_event: Any) -> None:
     import torch
 
     torch.set_num_threads(max(threads, 1))
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(processName)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(processName)s %(name)s: %(message)s"
+    )
     logging.getLogger("seqrec.training.trainer").setLevel(logging.INFO)  # one line per validation
     # a signal to any worker stops the whole table (the pool would otherwise keep handing runs
     # to a worker that was told to stop); the main process's stop reaches workers the same way
@@ -167,9 +181,11 @@ def reproduce(
         if not p.done and p.unavailable:
             outcome.skipped[p.spec.run_id] = p.unavailable
     todo = [p for p in planned if not p.done and not p.unavailable]
-    say(f"{table.name}: {len(planned)} run(s), {len(planned) - len(todo) - len(outcome.skipped)} cached, "
-        f"{len(todo)} to train" + (f", {len(outcome.skipped)} skipped (dataset not here)"
-                                   if outcome.skipped else ""))
+    say(
+        f"{table.name}: {len(planned)} run(s), {len(planned) - len(todo) - len(outcome.skipped)} cached, "
+        f"{len(todo)} to train"
+        + (f", {len(outcome.skipped)} skipped (dataset not here)" if outcome.skipped else "")
+    )
     for run_id, why in outcome.skipped.items():
         say(f"  skipped {run_id}: {why}")
     for p in todo:
@@ -181,19 +197,33 @@ def reproduce(
         if record.get("partial"):
             p.partial = record
             why = "a signal" if record.get("stopped") == "interrupted" else "the time budget"
-            say(f"  {p.spec.run_id} seed {p.spec.seed}: stopped by {why} at epoch "
-                f"{record.get('epochs')} (best valid {record.get('best_valid')}); rerun to continue")
+            say(
+                f"  {p.spec.run_id} seed {p.spec.seed}: stopped by {why} at epoch "
+                f"{record.get('epochs')} (best valid {record.get('best_valid')}); rerun to continue"
+            )
         else:
             p.cached = record
             m = record["metrics"]["test"]
             shown = ", ".join(f"{k} {m[k]:.4f}" for k in table.metrics if k in m)
-            say(f"  {p.spec.run_id} seed {p.spec.seed}: done ({record.get('stopped')}), test {shown}")
+            say(
+                f"  {p.spec.run_id} seed {p.spec.seed}: done ({record.get('stopped')}), test {shown}"
+            )
         outcome.trained.append(p.key)
 
     first = {p.key for p in todo[:workers]}  # these start at once: each trains at least a step
-    args = lambda p: (p.spec, p.key, p.ident, runs_dir, results_dir, threads, deadline,  # noqa: E731
-                      run_command(table, p.spec), None if state_dir is None else Path(state_dir),
-                      p.key in first)
+    def args(p: Planned) -> tuple:
+        return (
+            p.spec,
+            p.key,
+            p.ident,
+            runs_dir,
+            results_dir,
+            threads,
+            deadline,
+            run_command(table, p.spec),
+            None if state_dir is None else Path(state_dir),
+            p.key in first,
+        )
 
     def collect(p: Planned, result: Callable[[], dict[str, Any]]) -> None:
         try:
@@ -210,7 +240,9 @@ def reproduce(
                 for p in todo:
                     if stop.requested():
                         break
-                    say(f"  training {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}")
+                    say(
+                        f"  training {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}"
+                    )
                     collect(p, lambda p=p: runner.execute(*args(p)))
             elif todo:
                 _run_pool(todo, args, workers, threads, collect, say, runs_dir)
@@ -218,7 +250,11 @@ def reproduce(
             if report_dir is not None:  # the report always shows the whole table
                 from seqrec_lab.report import write_report
 
-                whole = planned if len(runs) == len(table.runs) else plan(table, table.runs, runs_dir, results_dir)
+                whole = (
+                    planned
+                    if len(runs) == len(table.runs)
+                    else plan(table, table.runs, runs_dir, results_dir)
+                )
                 outcome.report = write_report(table, whole, Path(report_dir))
         if stop.requested():
             signum = stop.signal_number()
@@ -226,25 +262,36 @@ def reproduce(
             unfinished = sum(1 for p in planned if not p.done)
             raise stop.Interrupted(
                 f"{table.name} stopped by {name}: {unfinished} unfinished run(s) kept their checkpoint "
-                "(partial record where training had started); rerun the same command to continue", signum)
+                "(partial record where training had started); rerun the same command to continue",
+                signum,
+            )
     return outcome
 
 
-def _run_pool(todo: list[Planned], args: Callable, workers: int, threads: int,
-              collect: Callable[[Planned, Callable], None], say: Callable[[str], None],
-              runs_dir: Path) -> None:
+def _run_pool(
+    todo: list[Planned],
+    args: Callable,
+    workers: int,
+    threads: int,
+    collect: Callable[[Planned, Callable], None],
+    say: Callable[[str], None],
+    runs_dir: Path,
+) -> None:
     """Train ``todo`` over ``workers`` spawned processes; on a stop request, let the running
     ones checkpoint (bounded by :data:`STOP_GRACE_SECONDS`), then make sure none is left."""
     ctx = mp.get_context("spawn")
     event = ctx.Event()
     stop.watch(event)  # a worker's signal sets it: the main process sees it too
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(threads, event))
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(threads, event)
+    )
     futures: dict[Future, Planned] = {}
     clean = False
     try:
         for p in todo:
-            say(f"  queued {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}")
+            say(
+                f"  queued {p.spec.run_id} seed {p.spec.seed} ({p.spec.model} on {p.spec.dataset}) -> {runs_dir / p.key}"
+            )
             futures[pool.submit(runner.execute, *args(p))] = p
         pending = set(futures)
         while pending and not stop.requested():
@@ -255,15 +302,19 @@ def _run_pool(todo: list[Planned], args: Callable, workers: int, threads: int,
         if pending:
             stop.request()  # reaches every worker through the event
             running = {f for f in pending if not f.cancel()}
-            say(f"  stopping: waiting up to {STOP_GRACE_SECONDS:.0f} s for {len(running)} run(s) "
-                "to checkpoint and write a partial record")
+            say(
+                f"  stopping: waiting up to {STOP_GRACE_SECONDS:.0f} s for {len(running)} run(s) "
+                "to checkpoint and write a partial record"
+            )
             done, late = wait(running, timeout=STOP_GRACE_SECONDS)
             for fut in done:
                 collect(futures[fut], fut.result)
             for fut in late:
                 p = futures[fut]
-                say(f"  {p.spec.run_id} seed {p.spec.seed}: did not stop within {STOP_GRACE_SECONDS:.0f} s; "
-                    "killed (it resumes from its last checkpoint)")
+                say(
+                    f"  {p.spec.run_id} seed {p.spec.seed}: did not stop within {STOP_GRACE_SECONDS:.0f} s; "
+                    "killed (it resumes from its last checkpoint)"
+                )
             clean = not late
         else:
             clean = True

@@ -43,8 +43,9 @@ class RunIndex:
         """Every record and checkpoint identity, listed once (sorted: the first match wins,
         whatever order the file system lists them in)."""
         if self._scan is None:
-            self._scan = (sorted(self.results_dir.glob("*.json"))
-                          + sorted(self.runs_dir.glob("*/identity.json")))
+            self._scan = sorted(self.results_dir.glob("*.json")) + sorted(
+                self.runs_dir.glob("*/identity.json")
+            )
         return self._scan
 
     def result(self, ident: dict[str, Any]) -> dict[str, Any] | None:
@@ -70,7 +71,11 @@ class RunIndex:
         for path in self._stored():
             rec = self._read(path)
             stored = None if rec is None else rec.get("identity", rec)
-            if isinstance(stored, dict) and "model_config" in stored and compatible(stored, ident, budget=False):
+            if (
+                isinstance(stored, dict)
+                and "model_config" in stored
+                and compatible(stored, ident, budget=False)
+            ):
                 return rec.get("key") or path.parent.name
         return key
 

@@ -61,10 +61,18 @@ PREFIX = "peer:"
 # Resuming an interrupted run did not bump a revision: a run that is never stopped trains
 # exactly as before, so the records of that revision still describe it.
 PEERS: dict[str, dict[str, Any]] = {
-    "rectools": {"python": "python3.11", "version": "0.19.0", "revision": 2,
-                 "packages": ["torch==2.13.0", "rectools[torch]==0.19.0"]},
-    "recbole": {"python": "python3.11", "version": "1.2.1", "revision": 2,
-                "packages": ["torch==2.13.0", "recbole==1.2.1", "numpy<1.24", "pandas<2", "scipy<1.12"]},
+    "rectools": {
+        "python": "python3.11",
+        "version": "0.19.0",
+        "revision": 2,
+        "packages": ["torch==2.13.0", "rectools[torch]==0.19.0"],
+    },
+    "recbole": {
+        "python": "python3.11",
+        "version": "1.2.1",
+        "revision": 2,
+        "packages": ["torch==2.13.0", "recbole==1.2.1", "numpy<1.24", "pandas<2", "scipy<1.12"],
+    },
 }
 
 
@@ -102,8 +110,19 @@ class PeerConfig:
 
     def __post_init__(self) -> None:
         if self.library not in PEERS:
-            raise ConfigError(f"peer library must be one of {', '.join(sorted(PEERS))}, got {self.library!r}")
-        for name in ("dim", "n_blocks", "n_heads", "max_len", "epochs", "patience", "k", "num_threads"):
+            raise ConfigError(
+                f"peer library must be one of {', '.join(sorted(PEERS))}, got {self.library!r}"
+            )
+        for name in (
+            "dim",
+            "n_blocks",
+            "n_heads",
+            "max_len",
+            "epochs",
+            "patience",
+            "k",
+            "num_threads",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"peer {name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
@@ -111,7 +130,9 @@ class PeerConfig:
         if self.seed < 0:
             raise ConfigError(f"peer seed must be >= 0, got {self.seed}")
         if self.dim % self.n_heads:
-            raise ConfigError(f"peer dim must be divisible by n_heads, got dim {self.dim}, n_heads {self.n_heads}")
+            raise ConfigError(
+                f"peer dim must be divisible by n_heads, got dim {self.dim}, n_heads {self.n_heads}"
+            )
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(PeerConfig))
@@ -121,9 +142,11 @@ def peer_config(model: str, params: dict[str, Any], seed: int) -> PeerConfig:
     """``peer:<library>`` + the row's model/train keys -> a validated :class:`PeerConfig`."""
     from seqrec.config import build_dataclass
 
-    library = model[len(PREFIX):]
+    library = model[len(PREFIX) :]
     if "library" in params:
-        raise ConfigError(f"model {model!r}: the library is named by the model name, not a library key")
+        raise ConfigError(
+            f"model {model!r}: the library is named by the model name, not a library key"
+        )
     values = {**params, "library": library}
     values.setdefault("seed", seed)
     return build_dataclass(PeerConfig, values, f"model '{model}'")
@@ -142,8 +165,9 @@ def identity(spec, fingerprint: str) -> dict[str, Any]:
 
     exp = spec.experiment
     cfg = peer_config(exp.model, exp.model_params, exp.seed)
-    return experiment_identity(exp, with_eval=True, config=cfg, fingerprint=fingerprint,
-                               code=code_version(cfg.library))
+    return experiment_identity(
+        exp, with_eval=True, config=cfg, fingerprint=fingerprint, code=code_version(cfg.library)
+    )
 
 
 # --- environment -----------------------------------------------------------------------------
@@ -188,21 +212,27 @@ def ensure_venv(library: str, venv_root: Path) -> Path:
                 raise SeqRecError(
                     f"peer:{library} runs in its own virtual environment made with {spec['python']}, "
                     f"which is not on PATH (its pinned packages need that Python); install it, or "
-                    f"leave the peer rows out (--runs / --models)")
+                    f"leave the peer rows out (--runs / --models)"
+                )
             subprocess.run([spec["python"], "-m", "venv", str(venv)], check=True)
         pip = [str(python), "-m", "pip", "install", "-q"]
         pinned = next((p for p in spec["packages"] if p.startswith("torch==")), None)
         index = torch_index()
         if pinned and index:  # torch alone from that index; its dependencies come next
             log.warning("installing %s into %s from %s (once)", pinned, venv, index)
-            if subprocess.run([*pip, "--index-url", index, "--no-deps", "--timeout", "30", pinned]).returncode:
-                log.warning("installing %s from %s failed: the default index is used", pinned, index)
+            if subprocess.run(
+                [*pip, "--index-url", index, "--no-deps", "--timeout", "30", pinned]
+            ).returncode:
+                log.warning(
+                    "installing %s from %s failed: the default index is used", pinned, index
+                )
         log.warning("installing %s into %s (once)", " ".join(spec["packages"]), venv)
         if subprocess.run([*pip, *spec["packages"]]).returncode:
             raise SeqRecError(
                 f"installing peer:{library}'s packages ({' '.join(spec['packages'])}) into {venv} "
                 f"failed (pip's output is above): the first run of a peer row needs a package "
-                f"index; rerun the same command to retry")
+                f"index; rerun the same command to retry"
+            )
         stamp.write_text(json.dumps(spec["packages"]))
     return python
 
@@ -213,20 +243,44 @@ def export_split(split, work: Path) -> None:
     ``test.csv`` (user, target). User ``r + 1`` is row ``r`` of the training sequences."""
     users = np.asarray(split.valid.rows)
     if not np.array_equal(users, np.asarray(split.test.rows)):
-        raise ConfigError("peer rows need one validation and one test target per user (leave-last-out)")
+        raise ConfigError(
+            "peer rows need one validation and one test target per user (leave-last-out)"
+        )
     work.mkdir(parents=True, exist_ok=True)
     tr = split.train
-    np.savez(work / "split.npz", n_items=tr.n_items, train_offsets=tr.offsets, train_items=tr.items,
-             train_valid_offsets=split.train_valid.offsets, train_valid_items=split.train_valid.items,
-             eval_rows=users, valid_items=split.valid.items, test_items=split.test.items)
+    np.savez(
+        work / "split.npz",
+        n_items=tr.n_items,
+        train_offsets=tr.offsets,
+        train_items=tr.items,
+        train_valid_offsets=split.train_valid.offsets,
+        train_valid_items=split.train_valid.items,
+        eval_rows=users,
+        valid_items=split.valid.items,
+        test_items=split.test.items,
+    )
     lengths = np.diff(np.asarray(tr.offsets))
     user_col = np.repeat(np.arange(1, len(lengths) + 1), lengths)
-    items = np.asarray(tr.items)[int(tr.offsets[0]): int(tr.offsets[-1])]
+    items = np.asarray(tr.items)[int(tr.offsets[0]) : int(tr.offsets[-1])]
     table = np.stack([user_col, items, np.arange(len(user_col))], 1)
-    np.savetxt(work / "train.csv", table, fmt="%d", delimiter=",", header="user_id,item_id,position", comments="")
+    np.savetxt(
+        work / "train.csv",
+        table,
+        fmt="%d",
+        delimiter=",",
+        header="user_id,item_id,position",
+        comments="",
+    )
     for name, t in (("valid", split.valid), ("test", split.test)):
         rows = np.stack([np.asarray(t.rows) + 1, np.asarray(t.items)], 1)
-        np.savetxt(work / f"{name}.csv", rows, fmt="%d", delimiter=",", header="user_id,item_id", comments="")
+        np.savetxt(
+            work / f"{name}.csv",
+            rows,
+            fmt="%d",
+            delimiter=",",
+            header="user_id,item_id",
+            comments="",
+        )
 
 
 class TopKLists:
@@ -238,7 +292,9 @@ class TopKLists:
     def __init__(self, histories, users: np.ndarray, topk: np.ndarray, n_items: int, max_len: int):
         self.n_items = n_items
         self.config = type("ListsConfig", (), {"max_len": max_len})()  # for window filters
-        self.lists = {histories.row(int(row)).tobytes(): top for row, top in zip(users, topk, strict=True)}
+        self.lists = {
+            histories.row(int(row)).tobytes(): top for row, top in zip(users, topk, strict=True)
+        }
 
     def score(self, histories, query_times=None) -> np.ndarray:
         out = np.zeros((len(histories), self.n_items + 1))
@@ -274,7 +330,12 @@ class LoadSampler:
 
     def summary(self) -> dict[str, float]:
         s = self.samples
-        return {"mean": float(np.mean(s)), "min": float(np.min(s)), "max": float(np.max(s)), "samples": len(s)}
+        return {
+            "mean": float(np.mean(s)),
+            "min": float(np.min(s)),
+            "max": float(np.max(s)),
+            "samples": len(s),
+        }
 
 
 # --- one run ---------------------------------------------------------------------------------
@@ -305,31 +366,46 @@ def run_worker_preexec():
     return lambda: prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
 
 
-def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None,
-               extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_worker(
+    cfg: PeerConfig,
+    python: Path,
+    work: Path,
+    deadline: float | None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Run ``peer_<library>.py`` in ``work``; its ``info.json`` with ``wall_seconds`` added.
     ``extra`` adds worker arguments outside the run's identity (e.g. RecBole's ``time_batches``
     timing probe, ``docs/results/recbole_epoch_*.md``)."""
     worker = worker_dir() / f"peer_{cfg.library}.py"
     args = {**dataclasses.asdict(cfg), "deadline": deadline, **(extra or {})}
-    env = dict(os.environ, OMP_NUM_THREADS=str(cfg.num_threads), MKL_NUM_THREADS=str(cfg.num_threads))
+    env = dict(
+        os.environ, OMP_NUM_THREADS=str(cfg.num_threads), MKL_NUM_THREADS=str(cfg.num_threads)
+    )
     env.pop("PYTHONPATH", None)  # the peer's venv only: seqrec is not importable there
     (work / "info.json").unlink(missing_ok=True)
     stop_file = work / STOP_FILE
     stop_file.unlink(missing_ok=True)
     t0 = time.perf_counter()
     with open(work / "worker.log", "w") as logf:
-        proc = subprocess.Popen([str(python), str(worker), str(work), str(work), json.dumps(args)],
-                                env=env, stdout=logf, stderr=subprocess.STDOUT, cwd=work,
-                                preexec_fn=run_worker_preexec())
+        proc = subprocess.Popen(
+            [str(python), str(worker), str(work), str(work), json.dumps(args)],
+            env=env,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            cwd=work,
+            preexec_fn=run_worker_preexec(),
+        )
         try:
             # a stop request (a signal to the harness) reaches the worker as a file it checks
             # after each epoch, like its deadline: the epoch is saved and the run resumes later
             while proc.poll() is None:
                 if stop.requested() and not stop_file.exists():
                     stop_file.touch()
-                    log.warning("asked the %s worker to stop after its current epoch (it saves that "
-                                "epoch; a second signal kills it, losing the epoch)", cfg.library)
+                    log.warning(
+                        "asked the %s worker to stop after its current epoch (it saves that "
+                        "epoch; a second signal kills it, losing the epoch)",
+                        cfg.library,
+                    )
                 time.sleep(0.5)
         finally:
             if proc.poll() is None:  # an error or a second signal here: no orphan worker
@@ -343,7 +419,9 @@ def run_worker(cfg: PeerConfig, python: Path, work: Path, deadline: float | None
     wall = time.perf_counter() - t0
     if proc.returncode:
         tail = (work / "worker.log").read_text()[-3000:]
-        raise SeqRecError(f"{cfg.library} worker failed (rc {proc.returncode}); see {work / 'worker.log'}:\n{tail}")
+        raise SeqRecError(
+            f"{cfg.library} worker failed (rc {proc.returncode}); see {work / 'worker.log'}:\n{tail}"
+        )
     info = json.loads((work / "info.json").read_text())
     info["wall_seconds"] = wall
     return info
@@ -409,7 +487,11 @@ def restore_state(work: Path, state_dir: Path | None) -> bool:
     from seqrec_lab import store
 
     src = None if state_dir is None else state_dir / work.name
-    if src is None or (work / "ckpt" / "last.pth").exists() or not (src / "worker_state.json").exists():
+    if (
+        src is None
+        or (work / "ckpt" / "last.pth").exists()
+        or not (src / "worker_state.json").exists()
+    ):
         return False
     for path in src.rglob("*"):
         if not path.is_file():
@@ -437,25 +519,46 @@ def score_curve(work: Path, curve: list[dict], score) -> list[dict]:
     for point in curve:
         name = point["topk_file"]
         if (work / name).exists():
-            cache[name] = {k: float(v) for k, v in score("valid", _lists(work, name)).metrics.items()}
+            cache[name] = {
+                k: float(v) for k, v in score("valid", _lists(work, name)).metrics.items()
+            }
         elif name not in cache:
-            raise SeqRecError(f"peer run {work.name}: validation list {name} is neither on disk nor scored")
-        history.append({"epoch": point["epoch"], "train_seconds": point["seconds"], "metrics": cache[name],
-                        **{k: v for k, v in point.items() if k not in ("epoch", "seconds", "topk_file")}})
+            raise SeqRecError(
+                f"peer run {work.name}: validation list {name} is neither on disk nor scored"
+            )
+        history.append(
+            {
+                "epoch": point["epoch"],
+                "train_seconds": point["seconds"],
+                "metrics": cache[name],
+                **{k: v for k, v in point.items() if k not in ("epoch", "seconds", "topk_file")},
+            }
+        )
     path.write_text(json.dumps(cache))
     return history
 
 
-def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: Path,
-            threads: int = 1, deadline: float | None = None, command: str = "",
-            state_dir: Path | None = None, first: bool = False) -> dict[str, Any]:
+def execute(
+    spec,
+    key: str,
+    ident: dict[str, Any],
+    runs_dir: Path,
+    results_dir: Path,
+    threads: int = 1,
+    deadline: float | None = None,
+    command: str = "",
+    state_dir: Path | None = None,
+    first: bool = False,
+) -> dict[str, Any]:
     """Train one peer row in its venv, score its lists, write its record (the harness's shape)."""
     from seqrec.evaluation.results import result_record
     from seqrec.experiment import evaluate_model
     from seqrec_lab import store
 
     if deadline is not None and not first and time.time() >= deadline:
-        raise store.BudgetSpent(f"{spec.run_id} seed {spec.seed}: not started, the time budget is spent")
+        raise store.BudgetSpent(
+            f"{spec.run_id} seed {spec.seed}: not started, the time budget is spent"
+        )
     t_start = time.perf_counter()
     exp = spec.experiment
     cfg = peer_config(exp.model, exp.model_params, exp.seed)
@@ -463,7 +566,9 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
         cfg = dataclasses.replace(cfg, num_threads=threads)
     too_deep = [k for k in exp.eval.ks if k > cfg.k]
     if too_deep:
-        raise ConfigError(f"{spec.run_id}: eval.ks {too_deep} exceed the peer's list length k = {cfg.k}")
+        raise ConfigError(
+            f"{spec.run_id}: eval.ks {too_deep} exceed the peer's list length k = {cfg.k}"
+        )
     data = store.prepared_data(spec)
     split = data.split
     work = (runs_dir / key).resolve()  # the worker runs inside it: no relative paths
@@ -479,7 +584,9 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
     n_items = split.train.n_items
 
     def score(name: str, lists: np.ndarray):
-        targets, hist = (split.valid, split.train) if name == "valid" else (split.test, split.train_valid)
+        targets, hist = (
+            (split.valid, split.train) if name == "valid" else (split.test, split.train_valid)
+        )
         model = TopKLists(hist, users, lists, n_items, cfg.max_len)
         return evaluate_model(model, exp, targets, fit_data=split.train)
 
@@ -491,26 +598,53 @@ def execute(spec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: 
     best = max(history, key=lambda h: h["metrics"].get(val_metric, -1.0)) if history else None
     epochs = info.get("epochs")
     record = result_record(
-        model=exp.model, variant=info.get("loss"), dataset=exp.data.name, fingerprint=ident["fingerprint"],
-        protocol=split.protocol, results={"valid": valid, "test": test}, seed=exp.seed,
+        model=exp.model,
+        variant=info.get("loss"),
+        dataset=exp.data.name,
+        fingerprint=ident["fingerprint"],
+        protocol=split.protocol,
+        results={"valid": valid, "test": test},
+        seed=exp.seed,
         config=exp.to_dict() | {"model_config": dataclasses.asdict(cfg)},
-        epochs=epochs, train_seconds=info["fit_seconds"],
-        key=key, identity=ident, code_version=ident["code"], partial=partial,
-        stopped=info.get("stopped", "epochs"), library=cfg.library, library_version=info.get("version"),
-        library_config=info.get("config"), selected_epoch=info.get("selected_epoch"),
-        best_epoch=best["epoch"] if best else None, best_valid=best["metrics"][val_metric] if best else None,
-        val_metric=val_metric, global_step=info.get("steps"),
+        epochs=epochs,
+        train_seconds=info["fit_seconds"],
+        key=key,
+        identity=ident,
+        code_version=ident["code"],
+        partial=partial,
+        stopped=info.get("stopped", "epochs"),
+        library=cfg.library,
+        library_version=info.get("version"),
+        library_config=info.get("config"),
+        selected_epoch=info.get("selected_epoch"),
+        best_epoch=best["epoch"] if best else None,
+        best_valid=best["metrics"][val_metric] if best else None,
+        val_metric=val_metric,
+        global_step=info.get("steps"),
         step_seconds=info["fit_seconds"] / info["steps"] if info.get("steps") else None,
         seconds_per_epoch=info["fit_seconds"] / epochs if epochs else None,
-        peak_rss_mb=info.get("peak_rss_mb"), load_average=load.summary(),
-        fit_wall_seconds_this_process=info["wall_seconds"], wall_seconds_this_process=time.perf_counter() - t_start,
-        params=info.get("params"), validation_history=history,
-        breakdown=store.breakdown(split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}),
-        data={"users": data.prepared.n_users, "items": data.prepared.n_items,
-              "interactions": len(data.prepared.interactions),
-              "preprocessing": list(data.prepared.interactions.notes)},
-        split_info=split.info, data_seconds=data.seconds, torch_threads=cfg.num_threads,
-        coverage_denominator={"valid": valid.coverage_denominator, "test": test.coverage_denominator},
+        peak_rss_mb=info.get("peak_rss_mb"),
+        load_average=load.summary(),
+        fit_wall_seconds_this_process=info["wall_seconds"],
+        wall_seconds_this_process=time.perf_counter() - t_start,
+        params=info.get("params"),
+        validation_history=history,
+        breakdown=store.breakdown(
+            split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}
+        ),
+        data={
+            "users": data.prepared.n_users,
+            "items": data.prepared.n_items,
+            "interactions": len(data.prepared.interactions),
+            "preprocessing": list(data.prepared.interactions.notes),
+        },
+        split_info=split.info,
+        data_seconds=data.seconds,
+        torch_threads=cfg.num_threads,
+        coverage_denominator={
+            "valid": valid.coverage_denominator,
+            "test": test.coverage_denominator,
+        },
     )
     record["command"] = command or record["command"]
     store.write_record(record, results_dir, key, partial)

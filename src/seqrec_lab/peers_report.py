@@ -65,18 +65,39 @@ def peer_blocks(table, planned) -> list[tuple]:
     if not any(is_peer(p.spec.model) for p in planned):
         return []
     datasets = list(dict.fromkeys(p.spec.dataset for p in planned))
-    headers = ["row", "library", "seeds", "test NDCG@10", "test Recall@10", "best valid NDCG@10", "epochs",
-               "s/epoch", "s to own best valid", "seqrec s to reach it", "seqrec faster by", "peak RSS MB", "load", "status"]
-    blocks: list[tuple] = [("h2", "Side by side"), ("p", (
-        "Per row, over its seeds: test NDCG@10 / Recall@10 (mean ± sd), the best validation "
-        "NDCG@10 (seqrec's evaluator), epochs, training seconds per epoch (each library's own epoch), "
-        "training seconds to the row's own best validation NDCG@10, the training seconds seqrec's row "
-        "took to first reach that value (same seed; 'never (n)' = n seeds where it never did), their "
-        "ratio (seqrec faster by: the row's seconds over seqrec's, mean over seeds), the peak resident "
-        "memory of the training process (seqrec: the harness's worker process, data loading included; a "
-        "peer: its worker process in its venv, its own data loading included), and the machine's "
-        "1-minute load average while it trained (mean of samples). Training seconds exclude "
-        "validation. Unfinished (partial) runs are shown apart and are not converged."))]
+    headers = [
+        "row",
+        "library",
+        "seeds",
+        "test NDCG@10",
+        "test Recall@10",
+        "best valid NDCG@10",
+        "epochs",
+        "s/epoch",
+        "s to own best valid",
+        "seqrec s to reach it",
+        "seqrec faster by",
+        "peak RSS MB",
+        "load",
+        "status",
+    ]
+    blocks: list[tuple] = [
+        ("h2", "Side by side"),
+        (
+            "p",
+            (
+                "Per row, over its seeds: test NDCG@10 / Recall@10 (mean ± sd), the best validation "
+                "NDCG@10 (seqrec's evaluator), epochs, training seconds per epoch (each library's own epoch), "
+                "training seconds to the row's own best validation NDCG@10, the training seconds seqrec's row "
+                "took to first reach that value (same seed; 'never (n)' = n seeds where it never did), their "
+                "ratio (seqrec faster by: the row's seconds over seqrec's, mean over seeds), the peak resident "
+                "memory of the training process (seqrec: the harness's worker process, data loading included; a "
+                "peer: its worker process in its venv, its own data loading included), and the machine's "
+                "1-minute load average while it trained (mean of samples). Training seconds exclude "
+                "validation. Unfinished (partial) runs are shown apart and are not converged."
+            ),
+        ),
+    ]
     for ds in datasets:
         rows_of = [p for p in planned if p.spec.dataset == ds]
         ref_id = next((p.spec.run_id for p in rows_of if not is_peer(p.spec.model)), None)
@@ -101,17 +122,47 @@ def peer_blocks(table, planned) -> list[tuple]:
                     else:
                         reach.append(t)
                         ratios.append(b["train_seconds"] / t if t > 0 else None)
-                reach_cell = "–" if run_id == ref_id else _avg(reach, 0) + (f", never ({never})" if never else "")
-                ratio_cell = "–" if run_id == ref_id else _avg(ratios, 1) + ("x" if _avg(ratios, 1) != "–" else "")
+                reach_cell = (
+                    "–"
+                    if run_id == ref_id
+                    else _avg(reach, 0) + (f", never ({never})" if never else "")
+                )
+                ratio_cell = (
+                    "–"
+                    if run_id == ref_id
+                    else _avg(ratios, 1) + ("x" if _avg(ratios, 1) != "–" else "")
+                )
                 loads = [(r.get("load_average") or {}).get("mean") for r in recs]
-                lines.append([
-                    ps[0].spec.label, library_of(recs[0]), ",".join(str(r["seed"]) for r in recs),
-                    _mean_sd([r["metrics"]["test"]["NDCG@10"] for r in recs if "NDCG@10" in r["metrics"]["test"]]),
-                    _mean_sd([r["metrics"]["test"]["Recall@10"] for r in recs if "Recall@10" in r["metrics"]["test"]]),
-                    _mean_sd([b["metrics"][METRIC] for b in bests if b]),
-                    _avg([r.get("epochs") for r in recs], 0), _avg([seconds_per_epoch(r) for r in recs], 2),
-                    _avg([b["train_seconds"] for b in bests if b], 0), reach_cell, ratio_cell,
-                    _avg([r.get("peak_rss_mb") for r in recs], 0), _avg(loads, 2), status])
+                lines.append(
+                    [
+                        ps[0].spec.label,
+                        library_of(recs[0]),
+                        ",".join(str(r["seed"]) for r in recs),
+                        _mean_sd(
+                            [
+                                r["metrics"]["test"]["NDCG@10"]
+                                for r in recs
+                                if "NDCG@10" in r["metrics"]["test"]
+                            ]
+                        ),
+                        _mean_sd(
+                            [
+                                r["metrics"]["test"]["Recall@10"]
+                                for r in recs
+                                if "Recall@10" in r["metrics"]["test"]
+                            ]
+                        ),
+                        _mean_sd([b["metrics"][METRIC] for b in bests if b]),
+                        _avg([r.get("epochs") for r in recs], 0),
+                        _avg([seconds_per_epoch(r) for r in recs], 2),
+                        _avg([b["train_seconds"] for b in bests if b], 0),
+                        reach_cell,
+                        ratio_cell,
+                        _avg([r.get("peak_rss_mb") for r in recs], 0),
+                        _avg(loads, 2),
+                        status,
+                    ]
+                )
             if not done and not part:
                 lines.append([ps[0].spec.label, ps[0].spec.model, "–", *["–"] * 10, "not run"])
         blocks += [("p", f"**{ds}** (seqrec's row: `{ref_id}`)"), ("table", headers, lines)]

@@ -48,7 +48,6 @@ log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 25  # steps between checkpoints, besides every epoch end and validation
 
 
-
 def code_version(model_name: str) -> str:
     from seqrec import __version__
     from seqrec.registry import get_model
@@ -77,8 +76,9 @@ def identity(spec: RunSpec, fingerprint: str | None) -> dict[str, Any]:
     exp = spec.experiment
     if peers.is_peer(exp.model):
         return peers.identity(spec, fingerprint)
-    return experiment_identity(exp, with_eval=True, fingerprint=fingerprint,
-                               code=code_version(exp.model))
+    return experiment_identity(
+        exp, with_eval=True, fingerprint=fingerprint, code=code_version(exp.model)
+    )
 
 
 def run_key(ident: dict[str, Any]) -> str:
@@ -117,7 +117,13 @@ def resume_source(run_dir: Path, state_dir: Path | None) -> tuple[Path, int] | N
     """The checkpoint an unfinished run would resume from here, and its size in bytes: its own
     run directory's first, else the saved state (None: it would start over)."""
     own = run_dir / "last.pt"
-    found = own if own.exists() else None if state_dir is None else _state_checkpoint(state_dir / run_dir.name)
+    found = (
+        own
+        if own.exists()
+        else None
+        if state_dir is None
+        else _state_checkpoint(state_dir / run_dir.name)
+    )
     return None if found is None else (found, found.stat().st_size)
 
 
@@ -169,9 +175,16 @@ def save_state(run_dir: Path, state_dir: Path | None, finished: bool) -> None:
 
 
 def execute(
-    spec: RunSpec, key: str, ident: dict[str, Any], runs_dir: Path, results_dir: Path,
-    threads: int = 1, deadline: float | None = None, command: str = "",
-    state_dir: Path | None = None, first: bool = False,
+    spec: RunSpec,
+    key: str,
+    ident: dict[str, Any],
+    runs_dir: Path,
+    results_dir: Path,
+    threads: int = 1,
+    deadline: float | None = None,
+    command: str = "",
+    state_dir: Path | None = None,
+    first: bool = False,
 ) -> dict[str, Any]:
     """Train (or resume) and evaluate one run; write its record atomically and return it.
 
@@ -195,8 +208,9 @@ def execute(
     from seqrec_lab import peers
 
     if peers.is_peer(spec.model):  # another library's model, in its own venv (see peers.py)
-        return peers.execute(spec, key, ident, runs_dir, results_dir, threads, deadline, command,
-                             state_dir, first)
+        return peers.execute(
+            spec, key, ident, runs_dir, results_dir, threads, deadline, command, state_dir, first
+        )
     if deadline is not None and not first and time.time() >= deadline:
         raise BudgetSpent(f"{spec.run_id} seed {spec.seed}: not started, the time budget is spent")
     if threads:
@@ -212,14 +226,23 @@ def execute(
     run_dir.mkdir(parents=True, exist_ok=True)
     with _lock(run_dir):  # one process per run: two tables sharing a run never train it twice
         restore_state(run_dir, state_dir)
-        atomic_write(run_dir / "identity.json", lambda fh: fh.write(json.dumps({"key": key, "identity": ident}, indent=2).encode()))
+        atomic_write(
+            run_dir / "identity.json",
+            lambda fh: fh.write(json.dumps({"key": key, "identity": ident}, indent=2).encode()),
+        )
         model = model_cls(cfg)
         t0 = time.perf_counter()
         neural = isinstance(model, TorchRecommender)
         with peers.LoadSampler() as load:
             if neural:
-                model.fit(split.train, split.valid, checkpoint_dir=run_dir, checkpoint_every=CHECKPOINT_EVERY,
-                          progress=False, deadline=deadline)
+                model.fit(
+                    split.train,
+                    split.valid,
+                    checkpoint_dir=run_dir,
+                    checkpoint_every=CHECKPOINT_EVERY,
+                    progress=False,
+                    deadline=deadline,
+                )
             else:
                 model.fit(split.train, split.valid)
         fit_wall = time.perf_counter() - t0
@@ -233,30 +256,53 @@ def execute(
             model.fit(split.train_valid, None)
             fit_wall += time.perf_counter() - t0
         refitted = exp.split.refit and not partial
-        test = evaluate_model(model, exp, split.test, fit_data=split.train_valid if refitted else split.train)
+        test = evaluate_model(
+            model, exp, split.test, fit_data=split.train_valid if refitted else split.train
+        )
         history = list(getattr(tlog, "history", []) or [])
         train_seconds = getattr(tlog, "train_seconds", None) if tlog is not None else fit_wall
         steps = getattr(tlog, "global_step", 0) if tlog is not None else 0
         record = result_record(
             model=exp.model,
             variant=getattr(cfg, "loss", None) or getattr(cfg, "variant", None),
-            dataset=exp.data.name, fingerprint=ident["fingerprint"], protocol=split.protocol,
-            results={"valid": valid, "test": test}, seed=exp.seed,
+            dataset=exp.data.name,
+            fingerprint=ident["fingerprint"],
+            protocol=split.protocol,
+            results={"valid": valid, "test": test},
+            seed=exp.seed,
             config=exp.to_dict() | {"model_config": config_to_dict(cfg)},
-            epochs=getattr(model, "epochs_trained", None), train_seconds=train_seconds,
-            key=key, identity=ident, code_version=ident["code"], partial=partial,
+            epochs=getattr(model, "epochs_trained", None),
+            train_seconds=train_seconds,
+            key=key,
+            identity=ident,
+            code_version=ident["code"],
+            partial=partial,
             stopped=getattr(tlog, "stopped", "fitted") if tlog is not None else "fitted",
-            best_epoch=getattr(tlog, "best_epoch", None), best_valid=getattr(tlog, "best_metric", None),
-            val_metric=getattr(cfg, "val_metric", None), global_step=steps,
+            best_epoch=getattr(tlog, "best_epoch", None),
+            best_valid=getattr(tlog, "best_metric", None),
+            val_metric=getattr(cfg, "val_metric", None),
+            global_step=steps,
             step_seconds=(train_seconds / steps) if steps else None,
-            fit_wall_seconds_this_process=fit_wall, wall_seconds_this_process=time.perf_counter() - t_start,
-            params=n_params(model), validation_history=history,
-            breakdown=breakdown(split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}),
-            data={"users": data.prepared.n_users, "items": data.prepared.n_items,
-                  "interactions": len(data.prepared.interactions),
-                  "preprocessing": list(data.prepared.interactions.notes)},
-            split_info=split.info, data_seconds=data.seconds, torch_threads=threads,
-            coverage_denominator={"valid": valid.coverage_denominator, "test": test.coverage_denominator},
+            fit_wall_seconds_this_process=fit_wall,
+            wall_seconds_this_process=time.perf_counter() - t_start,
+            params=n_params(model),
+            validation_history=history,
+            breakdown=breakdown(
+                split, {"valid": split.valid, "test": split.test}, {"valid": valid, "test": test}
+            ),
+            data={
+                "users": data.prepared.n_users,
+                "items": data.prepared.n_items,
+                "interactions": len(data.prepared.interactions),
+                "preprocessing": list(data.prepared.interactions.notes),
+            },
+            split_info=split.info,
+            data_seconds=data.seconds,
+            torch_threads=threads,
+            coverage_denominator={
+                "valid": valid.coverage_denominator,
+                "test": test.coverage_denominator,
+            },
             # the process's peak so far: a worker that ran an earlier run reports that run's peak too
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             load_average=load.summary(),
@@ -267,5 +313,3 @@ def execute(
         if neural:
             save_state(run_dir, state_dir, finished=not partial)
         return record
-
-

@@ -38,8 +38,16 @@ from seqrec.errors import ConfigError, did_you_mean
 
 SECTIONS = ("data", "split", "model", "train", "eval")
 RUN_KEYS = ("id", "label", "dataset", "model", "seeds", "published", "note", *SECTIONS)
-TABLE_KEYS = ("title", "description", "metrics", "defaults", "runs", "breakdown_metric", "pairs",
-              "findings")
+TABLE_KEYS = (
+    "title",
+    "description",
+    "metrics",
+    "defaults",
+    "runs",
+    "breakdown_metric",
+    "pairs",
+    "findings",
+)
 DEFAULT_METRICS = ("NDCG@10", "Recall@10", "NDCG@20", "Recall@20")
 
 
@@ -115,12 +123,16 @@ def table_path(name: str | Path, root: str | Path = ".") -> Path:
     path = Path(root) / "configs" / "reproduce" / f"{name}.toml"
     if not path.exists():
         if not path.parent.is_dir():
-            raise ConfigError(f"no reproduction table {name!r}: {path.parent} does not exist here. "
-                              f"{_where_tables_are()}")
+            raise ConfigError(
+                f"no reproduction table {name!r}: {path.parent} does not exist here. "
+                f"{_where_tables_are()}"
+            )
         known = sorted(q.stem for q in path.parent.glob("*.toml"))
-        raise ConfigError(f"no reproduction table {name!r}{did_you_mean(name, known)} ({path} "
-                          f"does not exist); known: {', '.join(known) or 'none'} (seqrec reproduce "
-                          "alone lists them with their titles)")
+        raise ConfigError(
+            f"no reproduction table {name!r}{did_you_mean(name, known)} ({path} "
+            f"does not exist); known: {', '.join(known) or 'none'} (seqrec reproduce "
+            "alone lists them with their titles)"
+        )
     return path
 
 
@@ -129,8 +141,13 @@ def table_titles(root: str | Path = ".") -> list[tuple[str, str]]:
     checkout, with where the tables are)."""
     folder = Path(root) / "configs" / "reproduce"
     if not folder.is_dir():
-        raise ConfigError(f"no reproduction tables here: {folder} does not exist. {_where_tables_are()}")
-    return [(path.stem, str(read_config(path).get("title", ""))) for path in sorted(folder.glob("*.toml"))]
+        raise ConfigError(
+            f"no reproduction tables here: {folder} does not exist. {_where_tables_are()}"
+        )
+    return [
+        (path.stem, str(read_config(path).get("title", "")))
+        for path in sorted(folder.glob("*.toml"))
+    ]
 
 
 def _where_tables_are() -> str:
@@ -138,11 +155,15 @@ def _where_tables_are() -> str:
     to the working directory, so the harness is run from the checkout's root."""
     checkout = Path(__file__).resolve().parents[2]
     if (checkout / "configs" / "reproduce").is_dir():
-        return (f"The tables are in {checkout / 'configs' / 'reproduce'}: run `seqrec reproduce` from "
-                f"{checkout} (its reports and records are written under the working directory), "
-                "or pass a table file's path.")
-    return ("The tables ship with a seqrec checkout (configs/reproduce/), not with the installed "
-            "package: run `seqrec reproduce` from a checkout's root, or pass a table file's path.")
+        return (
+            f"The tables are in {checkout / 'configs' / 'reproduce'}: run `seqrec reproduce` from "
+            f"{checkout} (its reports and records are written under the working directory), "
+            "or pass a table file's path."
+        )
+    return (
+        "The tables ship with a seqrec checkout (configs/reproduce/), not with the installed "
+        "package: run `seqrec reproduce` from a checkout's root, or pass a table file's path."
+    )
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -163,8 +184,14 @@ def _published(items: Any, where: str) -> tuple[Published, ...]:
         raise ConfigError(f"{where}: published must be a list of tables, got {items!r}")
     out = []
     for p in items:
-        if not isinstance(p, dict) or set(p) - {"metric", "value", "source"} or not {"metric", "value"} <= set(p):
-            raise ConfigError(f"{where}: each published entry needs metric, value (and source), got {p!r}")
+        if (
+            not isinstance(p, dict)
+            or set(p) - {"metric", "value", "source"}
+            or not {"metric", "value"} <= set(p)
+        ):
+            raise ConfigError(
+                f"{where}: each published entry needs metric, value (and source), got {p!r}"
+            )
         if not isinstance(p["value"], (int, float)):
             raise ConfigError(f"{where}: published value must be a number, got {p['value']!r}")
         out.append(Published(str(p["metric"]), float(p["value"]), str(p.get("source", ""))))
@@ -183,7 +210,9 @@ def _experiment(sections: dict[str, Any], seed: int) -> Experiment:
         return experiment_from_tree({**copy.deepcopy(sections), "seed": seed})
     params = {k: v for sec in ("model", "train") for k, v in sections[sec].items() if k != "name"}
     peer_config(name, params, seed)
-    exp = experiment_from_tree({**copy.deepcopy(sections), "model": {"name": "pop"}, "train": {}, "seed": seed})
+    exp = experiment_from_tree(
+        {**copy.deepcopy(sections), "model": {"name": "pop"}, "train": {}, "seed": seed}
+    )
     return replace(exp, model=name, model_params=params)
 
 
@@ -216,12 +245,16 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
     tree = read_config(path)
     unknown = sorted(set(tree) - set(TABLE_KEYS))
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(TABLE_KEYS)}")
+        raise ConfigError(
+            f"{path}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(TABLE_KEYS)}"
+        )
     defaults = dict(tree.get("defaults", {}))
     default_seeds = _seeds(defaults.pop("seeds", [0]), f"{path} [defaults]")
     bad = sorted(set(defaults) - set(SECTIONS))
     if bad:
-        raise ConfigError(f"{path} [defaults]: unknown key(s) {', '.join(bad)}; valid: seeds, {', '.join(SECTIONS)}")
+        raise ConfigError(
+            f"{path} [defaults]: unknown key(s) {', '.join(bad)}; valid: seeds, {', '.join(SECTIONS)}"
+        )
     runs_tree = tree.get("runs", [])
     if not runs_tree:
         raise ConfigError(f"{path}: a table needs at least one [[runs]] entry")
@@ -231,7 +264,9 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
         where = f"{path} [[runs]] #{i + 1}"
         unknown = sorted(set(run) - set(RUN_KEYS))
         if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(RUN_KEYS)}")
+            raise ConfigError(
+                f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(RUN_KEYS)}"
+            )
         run = dict(run)
         if isinstance(run.get("model"), str):  # shorthand: model = "pop" (no parameters)
             run["model"] = {"name": run["model"]}
@@ -239,7 +274,7 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
             if need not in run:
                 raise ConfigError(f"{where}: missing {need!r}")
         if "name" not in run["model"]:
-            raise ConfigError(f"{where}: [runs.model] needs name = \"<model>\" (seqrec models)")
+            raise ConfigError(f'{where}: [runs.model] needs name = "<model>" (seqrec models)')
         run_id = str(run["id"])
         if run_id in ids:
             raise ConfigError(f"{where}: duplicate run id {run_id!r}")
@@ -247,7 +282,9 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
         base = dict(defaults)
         own = set(run["model"]) | set(run.get("train", {}))
         for sec in ("model", "train"):  # shared training keys apply to the models that have them
-            kept = _model_defaults(run["model"]["name"], defaults.get(sec, {}), f"{path} [defaults.{sec}]")
+            kept = _model_defaults(
+                run["model"]["name"], defaults.get(sec, {}), f"{path} [defaults.{sec}]"
+            )
             # model and train are one parameter set: a row's own key beats a default in either
             # section (a row's [runs.model] key must not lose to [defaults.train])
             base[sec] = {k: v for k, v in kept.items() if k not in own or k in run.get(sec, {})}
@@ -259,20 +296,38 @@ def load_table(name: str | Path, root: str | Path = ".") -> Table:
                 exp = _experiment(sections, seed)
             except ConfigError as exc:
                 raise ConfigError(f"{where} ({run_id}): {exc}") from None
-            runs.append(RunSpec(run_id, str(run.get("label", run_id)), seed, exp, published,
-                                str(run.get("note", ""))))
+            runs.append(
+                RunSpec(
+                    run_id,
+                    str(run.get("label", run_id)),
+                    seed,
+                    exp,
+                    published,
+                    str(run.get("note", "")),
+                )
+            )
     pairs = []
     for pr in tree.get("pairs", []):
         if not isinstance(pr, dict) or set(pr) - {"label", "a", "b"} or not {"a", "b"} <= set(pr):
-            raise ConfigError(f"{path}: each pairs entry needs a, b (run ids) and label, got {pr!r}")
+            raise ConfigError(
+                f"{path}: each pairs entry needs a, b (run ids) and label, got {pr!r}"
+            )
         for side in ("a", "b"):
             if pr[side] not in ids:
-                raise ConfigError(f"{path}: pairs names unknown run {pr[side]!r}; runs: {', '.join(ids)}")
+                raise ConfigError(
+                    f"{path}: pairs names unknown run {pr[side]!r}; runs: {', '.join(ids)}"
+                )
         pairs.append((str(pr.get("label", f"{pr['a']} vs {pr['b']}")), pr["a"], pr["b"]))
     metrics = tuple(tree.get("metrics", DEFAULT_METRICS))
     return Table(
-        name=path.stem, title=str(tree.get("title", path.stem)),
-        description=str(tree.get("description", "")).strip(), metrics=metrics,
-        runs=tuple(runs), path=path, breakdown_metric=str(tree.get("breakdown_metric", "NDCG@10")),
-        row_ids=tuple(ids), pairs=tuple(pairs), findings=str(tree.get("findings", "")).strip(),
+        name=path.stem,
+        title=str(tree.get("title", path.stem)),
+        description=str(tree.get("description", "")).strip(),
+        metrics=metrics,
+        runs=tuple(runs),
+        path=path,
+        breakdown_metric=str(tree.get("breakdown_metric", "NDCG@10")),
+        row_ids=tuple(ids),
+        pairs=tuple(pairs),
+        findings=str(tree.get("findings", "")).strip(),
     )

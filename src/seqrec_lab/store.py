@@ -55,7 +55,7 @@ def unpack_checkpoint(blob: bytes) -> bytes:
     data = lzma.decompress(blob)
     if not data.startswith(_PLANES_MAGIC):
         return data
-    body = data[len(_PLANES_MAGIC):]
+    body = data[len(_PLANES_MAGIC) :]
     n = len(body) // 4 * 4
     words = np.frombuffer(body, dtype=np.uint8, count=n).reshape(4, -1).T.tobytes()
     return words + body[n:]
@@ -67,7 +67,9 @@ class BudgetSpent(SeqRecError):
 
 def _lock(run_dir: Path):
     """Hold ``<run_dir>/lock`` exclusively for the run, or raise ``RunBusy`` (``seqrec.locks``)."""
-    return lock_dir(run_dir, "lock", f"{run_dir} is being trained by another process; rerun when it is done")
+    return lock_dir(
+        run_dir, "lock", f"{run_dir} is being trained by another process; rerun when it is done"
+    )
 
 
 def is_training(run_dir: Path) -> bool:
@@ -99,7 +101,9 @@ def write_record(record: dict[str, Any], results_dir: Path, key: str, partial: b
 
 def _record_hash(identity: dict[str, Any]) -> str:
     """8 hex of the identity's sha256 (the file name of a second finished record of one key)."""
-    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[
+        :8
+    ]
 
 
 def n_params(model: Any) -> int | None:
@@ -136,8 +140,11 @@ def breakdown(split, targets: dict, results: dict, k: int = 10) -> dict[str, Any
     """NDCG@k / HR@k per history-length bin and per target-popularity group, each split."""
     counts = split.train.item_counts()
     groups = popularity_groups(counts)
-    out: dict[str, Any] = {"k": k, "history_bins": list(HISTORY_BINS),
-                           "popularity": "thirds of training interactions"}
+    out: dict[str, Any] = {
+        "k": k,
+        "history_bins": list(HISTORY_BINS),
+        "popularity": "thirds of training interactions",
+    }
     for name, res in results.items():
         tg = targets[name]
         ranks = np.asarray(res.ranks)
@@ -160,6 +167,9 @@ def breakdown(split, targets: dict, results: dict, k: int = 10) -> dict[str, Any
 
 def _group_row(label: str, mask: np.ndarray, hit: np.ndarray, ndcg: np.ndarray, k: int) -> dict:
     n = int(mask.sum())
-    return {"group": label, "n": n,
-            f"NDCG@{k}": float(ndcg[mask].mean()) if n else None,
-            f"HR@{k}": float(hit[mask].mean()) if n else None}
+    return {
+        "group": label,
+        "n": n,
+        f"NDCG@{k}": float(ndcg[mask].mean()) if n else None,
+        f"HR@{k}": float(hit[mask].mean()) if n else None,
+    }

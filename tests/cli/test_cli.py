@@ -55,7 +55,10 @@ def test_describe_counts_repeats_and_says_when_the_filter_keeps_nothing(tmp_path
         (["train", "--set", "data.filter=bogus"], "filter"),
         (["train", "--set", "model.nonsense=1"], "valid keys"),
         (["train", "--config", "missing.toml"], "does not exist"),
-        (["recommend", "no/such/artifact", "1"], "no/such/artifact does not exist: pass the run directory"),
+        (
+            ["recommend", "no/such/artifact", "1"],
+            "no/such/artifact does not exist: pass the run directory",
+        ),
         # no empty progress bar before the error (the bar starts on the first byte)
         (["data", "download", "no-such-dataset"], "no download for dataset"),
     ],
@@ -91,7 +94,9 @@ def test_train_recommend_roundtrip(tmp_path, capsys):
     code, listed, err = _run(capsys, "recommend", *shown, "-k", "2")
     assert code == 0 and "stored items" in listed, err
     assert list(out.glob("*.json")) and list(out.glob("*.md"))
-    code, text, err = _run(capsys, "recommend", str(out / "model"), "1", "2", "999999999", "-k", "3")
+    code, text, err = _run(
+        capsys, "recommend", str(out / "model"), "1", "2", "999999999", "-k", "3"
+    )
     assert code == 0, err
     assert "skipped 1 unknown" in text
     rows = [ln for ln in text.splitlines() if ln[:1].isdigit()]
@@ -104,8 +109,12 @@ def test_train_recommend_roundtrip(tmp_path, capsys):
 
 
 def test_console_script_entry_point():
-    res = subprocess.run([sys.executable, "-m", "seqrec.cli.main", "--version"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "seqrec.cli.main", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0 and "seqrec" in res.stdout
 
 
@@ -139,11 +148,14 @@ def test_data_and_model_shortcuts_fold_into_set_overrides(tmp_path, capsys):
 
 def test_train_takes_an_own_file_positionally(tmp_path, capsys):
     log = tmp_path / "log.csv"
-    log.write_text("user,item,timestamp\n" + "".join(
-        f"{u},{(u + k) % 7},{k}\n" for u in range(12) for k in range(6)))
+    log.write_text(
+        "user,item,timestamp\n"
+        + "".join(f"{u},{(u + k) % 7},{k}\n" for u in range(12) for k in range(6))
+    )
     out = tmp_path / "run"
-    code, text, err = _run(capsys, "train", str(log), "-m", "pop", "--set", "data.filter=none",
-                           "--out", str(out))
+    code, text, err = _run(
+        capsys, "train", str(log), "-m", "pop", "--set", "data.filter=none", "--out", str(out)
+    )
     assert code == 0, err
     identity = json.loads((out / "experiment.json").read_text())["identity"]
     assert identity["data"]["name"] == str(log) and identity["model"] == "pop"
@@ -155,16 +167,24 @@ def test_train_takes_an_own_file_positionally(tmp_path, capsys):
 def test_bare_seqrec_prints_the_help_with_first_steps(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: seqrec") and "first steps:" in out and "seqrec demo shop.csv" in out
+    assert (
+        out.startswith("usage: seqrec") and "first steps:" in out and "seqrec demo shop.csv" in out
+    )
     assert "owns the terminal" not in out  # the module docstring is for developers
 
 
 def test_mappings_print_lists_one_per_line_and_dicts_as_pairs():
     from seqrec.cli.table import format_mapping
 
-    text = format_mapping({"n_users": 1200, "notes": ["read x.csv", "5-core"], "seconds": {"load": 0.5}})
-    assert text.splitlines() == ["n_users  1,200", "notes    read x.csv", "         5-core",
-                                 "seconds  load 0.5000"]
+    text = format_mapping(
+        {"n_users": 1200, "notes": ["read x.csv", "5-core"], "seconds": {"load": 0.5}}
+    )
+    assert text.splitlines() == [
+        "n_users  1,200",
+        "notes    read x.csv",
+        "         5-core",
+        "seconds  load 0.5000",
+    ]
 
 
 def test_doctor_reports_the_installation_and_names_missing_extras(capsys, monkeypatch):

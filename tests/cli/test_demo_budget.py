@@ -11,7 +11,9 @@ from seqrec.cli.main import main
 from seqrec.registry import get_model
 
 # a neural config is one with the trainer's stop rules
-NEURAL = [m for m in DEMO_MODELS if "max_train_seconds" in {f.name for f in fields(get_model(m)[0])}]
+NEURAL = [
+    m for m in DEMO_MODELS if "max_train_seconds" in {f.name for f in fields(get_model(m)[0])}
+]
 
 
 def test_the_demo_has_the_three_neural_models():
@@ -22,8 +24,11 @@ def test_the_demo_has_the_three_neural_models():
 @pytest.mark.parametrize("name", NEURAL)
 def test_demo_neural_params_contain_no_wall_clock_cap(name):
     params = demo_params(name)
-    clock_keys = [k for k in {**DEMO_PARAMS.get(name, {}), **params}
-                  if "second" in k or "deadline" in k or "time" in k]
+    clock_keys = [
+        k
+        for k in {**DEMO_PARAMS.get(name, {}), **params}
+        if "second" in k or "deadline" in k or "time" in k
+    ]
     assert clock_keys == []
     config_cls, _ = get_model(name)
     cfg = config_cls(**params)
@@ -69,9 +74,27 @@ def test_the_same_seed_gives_the_same_table(tmp_path):
     for threads in ("1", "2"):
         out = tmp_path / f"demo{threads}"
         env = {**os.environ, "OMP_NUM_THREADS": threads}
-        subprocess.run([sys.executable, "-m", "seqrec.cli.main", "demo", "--quick", "--models",
-                        "sasrec,lrurec,hstu", "--out", str(out)], env=env, check=True, capture_output=True)
-        tables.append({m: json.loads((out / m / "result.json").read_text())["metrics"]
-                       for m in ("sasrec", "lrurec", "hstu")})
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "seqrec.cli.main",
+                "demo",
+                "--quick",
+                "--models",
+                "sasrec,lrurec,hstu",
+                "--out",
+                str(out),
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        tables.append(
+            {
+                m: json.loads((out / m / "result.json").read_text())["metrics"]
+                for m in ("sasrec", "lrurec", "hstu")
+            }
+        )
     assert tables[0] == tables[1]
     assert all(t["test"]["NDCG@10"] > 0 for t in tables[0].values())  # real numbers, not empty

@@ -12,8 +12,10 @@ def _train(csv, out, *extra):
 
 def test_runs_table_groups_by_data_and_ranks_by_validation(tmp_path, capsys):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
-    a.write_text("user,item,timestamp\n" + "".join(
-        f"{u},{(u * 3 + k) % 9},{k}\n" for u in range(15) for k in range(6)))
+    a.write_text(
+        "user,item,timestamp\n"
+        + "".join(f"{u},{(u * 3 + k) % 9},{k}\n" for u in range(15) for k in range(6))
+    )
     b.write_text(a.read_text() + "".join(f"{u},{k},{10 + k}\n" for u in range(3) for k in range(3)))
     runs = tmp_path / "runs"
     assert _train(a, runs / "a-pop", "-m", "pop") == 0
@@ -31,8 +33,9 @@ def test_runs_table_groups_by_data_and_ranks_by_validation(tmp_path, capsys):
     blocks = out.split("\n\n")
     a_block = next(b for b in blocks if b.startswith(f"{a} |"))
     assert "b-pop" not in a_block and f"{b} |" in out  # another dataset: another table
-    results = {name: json.loads((runs / name / "result.json").read_text())
-               for name in ("a-pop", "a-svd")}
+    results = {
+        name: json.loads((runs / name / "result.json").read_text()) for name in ("a-pop", "a-svd")
+    }
     order = sorted(results, key=lambda n: -results[n]["metrics"]["valid"]["NDCG@10"])
     lines = [ln for ln in a_block.splitlines() if "a-pop" in ln or "a-svd" in ln]
     assert [ln.split()[0].rsplit("/", 1)[-1] for ln in lines] == order  # best validation first
@@ -47,11 +50,15 @@ def test_runs_table_groups_by_data_and_ranks_by_validation(tmp_path, capsys):
     assert main(["runs", str(tmp_path / "none")]) == 2
 
 
-def test_runs_without_a_runs_folder_shows_the_runs_in_the_current_folder(tmp_path, capsys, monkeypatch):
+def test_runs_without_a_runs_folder_shows_the_runs_in_the_current_folder(
+    tmp_path, capsys, monkeypatch
+):
     """`seqrec train shop.csv --out r1` puts runs next to the data: `seqrec runs` finds them."""
     log = tmp_path / "shop.csv"
-    log.write_text("user,item,timestamp\n" + "".join(
-        f"{u},{(u * 3 + k) % 9},{k}\n" for u in range(15) for k in range(6)))
+    log.write_text(
+        "user,item,timestamp\n"
+        + "".join(f"{u},{(u * 3 + k) % 9},{k}\n" for u in range(15) for k in range(6))
+    )
     monkeypatch.chdir(tmp_path)
     assert main(["runs"]) == 2  # nothing anywhere: the error says where runs go
     assert "seqrec train writes runs under ./runs" in capsys.readouterr().err
@@ -65,13 +72,27 @@ def test_runs_without_a_runs_folder_shows_the_runs_in_the_current_folder(tmp_pat
 def test_a_resumed_run_counts_the_time_of_every_segment(tmp_path):
     """`seqrec runs` showed a resumed run's last segment only (32 s against 171 s in its log)."""
     log = tmp_path / "shop.csv"
-    log.write_text("user,item,timestamp\n" + "".join(
-        f"{u},{(u * 3 + k) % 9},{k}\n" for u in range(60) for k in range(10)))
+    log.write_text(
+        "user,item,timestamp\n"
+        + "".join(f"{u},{(u * 3 + k) % 9},{k}\n" for u in range(60) for k in range(10))
+    )
     out = tmp_path / "run"
-    common = ["-m", "sasrec", "--set", "model.dim=16", "--set", "model.max_len=10", "--set", "train.patience=0"]
+    common = [
+        "-m",
+        "sasrec",
+        "--set",
+        "model.dim=16",
+        "--set",
+        "model.max_len=10",
+        "--set",
+        "train.patience=0",
+    ]
     assert _train(log, out, *common, "--set", "train.epochs=6") == 0
     assert _train(log, out, *common, "--set", "train.epochs=7") == 0  # resumes for one more epoch
     lines = [json.loads(ln) for ln in (out / "train-log.jsonl").read_text().splitlines()]
     record = json.loads((out / "result.json").read_text())
     # the logged seconds count only steps and validations, of both segments: the run took longer
-    assert record["epochs"] == 7 and record["train_seconds"] >= lines[-1]["seconds"], (record, lines[-1])
+    assert record["epochs"] == 7 and record["train_seconds"] >= lines[-1]["seconds"], (
+        record,
+        lines[-1],
+    )

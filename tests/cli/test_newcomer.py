@@ -15,16 +15,34 @@ from seqrec.testing.synthetic import write_log_csv
 
 def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsys, monkeypatch):
     csv = tmp_path / "my-shop.csv"
-    info = write_log_csv(csv, n_users=40, n_items=25, columns=("customer", "sku", "event_ms"),
-                         time_unit="ms")
+    info = write_log_csv(
+        csv, n_users=40, n_items=25, columns=("customer", "sku", "event_ms"), time_unit="ms"
+    )
     (tmp_path / "products.csv").write_text(
-        "sku,name,tags\n" + "".join(f"{i},Product {i},cat{n % 3}\n"
-                                    for n, i in enumerate(info["items"])))
-    train = ["train", "--set", f"data.name={csv}",
-             "--set", "data.columns=user=customer,item=sku,timestamp=event_ms",
-             "--set", f"data.item_file={tmp_path / 'products.csv'}",
-             "--set", "model.name=sasrec", "--set", "model.dim=16", "--set", "model.max_len=20",
-             "--set", "train.epochs=3", "--set", "train.num_threads=1", "--out", str(tmp_path / "run")]
+        "sku,name,tags\n"
+        + "".join(f"{i},Product {i},cat{n % 3}\n" for n, i in enumerate(info["items"]))
+    )
+    train = [
+        "train",
+        "--set",
+        f"data.name={csv}",
+        "--set",
+        "data.columns=user=customer,item=sku,timestamp=event_ms",
+        "--set",
+        f"data.item_file={tmp_path / 'products.csv'}",
+        "--set",
+        "model.name=sasrec",
+        "--set",
+        "model.dim=16",
+        "--set",
+        "model.max_len=20",
+        "--set",
+        "train.epochs=3",
+        "--set",
+        "train.num_threads=1",
+        "--out",
+        str(tmp_path / "run"),
+    ]
 
     # 1. the wrong unit: refused, with the key to set (left out, the unit follows from the size)
     assert main(train[:3] + ["--set", "data.time_unit=s"] + train[3:]) == 2
@@ -57,7 +75,9 @@ def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsy
     captured = capsys.readouterr()
     assert "resuming the run" in captured.err and "epoch 1/3" not in captured.err
     assert "epoch 3/3" in captured.err and "artifact:" in captured.out
-    epochs = [json.loads(line)["epoch"] for line in (run / "train-log.jsonl").read_text().splitlines()]
+    epochs = [
+        json.loads(line)["epoch"] for line in (run / "train-log.jsonl").read_text().splitlines()
+    ]
     assert epochs == [1, 2, 3]
     artifact = run / "model"
 
@@ -76,8 +96,23 @@ def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsy
     # 5. batch recommend to a file: stored users, with a deny list
     (tmp_path / "who.csv").write_text("user\n" + "\n".join(info["users"][:10]) + "\n")
     top = tmp_path / "top.csv"
-    assert main(["recommend", str(artifact), "--input", str(tmp_path / "who.csv"),
-                 "--output", str(top), "-k", "3", "--deny", "sku1,sku2"]) == 0
+    assert (
+        main(
+            [
+                "recommend",
+                str(artifact),
+                "--input",
+                str(tmp_path / "who.csv"),
+                "--output",
+                str(top),
+                "-k",
+                "3",
+                "--deny",
+                "sku1,sku2",
+            ]
+        )
+        == 0
+    )
     table = pl.read_csv(top)
     assert table.columns == ["user", "rank", "item", "score", "title", "categories", "fallback"]
     assert table.height == 30 and table["user"].n_unique() == 10
@@ -89,11 +124,16 @@ def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsy
 
 
 def test_misspelt_model_names_and_keys_suggest_the_closest_known_one(capsys):
-    cases = [(["--set", "model.name=sasrc"], "unknown model 'sasrc' (did you mean 'sasrec'?)"),
-             (["--set", "model.name=bert"], "(did you mean 'bert4rec'?)"),
-             (["--set", "model.name=sasrec", "--set", "train.lrr=0.1"], "lrr in model 'sasrec' (did you mean 'lr'?)"),
-             (["--set", "model.nme=sasrec"], "(did you mean 'name'?)"),
-             (["--set", "data.name=ml1m"], "unknown dataset 'ml1m' (did you mean 'ml-1m'?)")]
+    cases = [
+        (["--set", "model.name=sasrc"], "unknown model 'sasrc' (did you mean 'sasrec'?)"),
+        (["--set", "model.name=bert"], "(did you mean 'bert4rec'?)"),
+        (
+            ["--set", "model.name=sasrec", "--set", "train.lrr=0.1"],
+            "lrr in model 'sasrec' (did you mean 'lr'?)",
+        ),
+        (["--set", "model.nme=sasrec"], "(did you mean 'name'?)"),
+        (["--set", "data.name=ml1m"], "unknown dataset 'ml1m' (did you mean 'ml-1m'?)"),
+    ]
     for overrides, expected in cases:
         assert main(["train", *overrides]) == 2
         assert expected in capsys.readouterr().err
@@ -105,8 +145,24 @@ def test_evaluate_reads_the_run_data_and_split_and_flags_another_split(tmp_path,
     csv = tmp_path / "shop.csv"
     write_log_csv(csv, n_users=40, n_items=25, columns=("user", "item", "timestamp"), time_unit="s")
     run = tmp_path / "run"
-    assert main(["train", "--set", f"data.name={csv}", "--set", "data.filter=none",
-                 "--set", "model.name=puresvd", "--set", "model.rank=4", "--out", str(run)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--set",
+                f"data.name={csv}",
+                "--set",
+                "data.filter=none",
+                "--set",
+                "model.name=puresvd",
+                "--set",
+                "model.rank=4",
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     # no config: the run's own data file and split, not the default dataset
     assert main(["evaluate", str(run / "model")]) == 0
@@ -118,8 +174,21 @@ def test_evaluate_reads_the_run_data_and_split_and_flags_another_split(tmp_path,
     header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("split"))
     assert header.split() == ["split", "HR@5", "NDCG@5", "HR@15", "NDCG@15", "MRR", "COV@5"]
     # another split of the same data: evaluated, but named as not held out
-    assert main(["evaluate", str(run / "model"), "--set", "split.protocol=temporal",
-                 "--set", "split.valid=5", "--set", "split.test=5"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(run / "model"),
+                "--set",
+                "split.protocol=temporal",
+                "--set",
+                "split.valid=5",
+                "--set",
+                "split.test=5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr()
     assert "(NOT the training split)" in out.out
     assert "not the data and split the model was trained on" in out.err
@@ -130,10 +199,12 @@ def test_a_closed_pipe_on_stdout_ends_quietly():
     import subprocess
     import sys
 
-    code = ("import seqrec.cli.commands as c\n"
-            "def dispatch(args):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
-            "c.dispatch = dispatch\n"
-            "from seqrec.cli.main import main\nraise SystemExit(main(['models']))\n")
+    code = (
+        "import seqrec.cli.commands as c\n"
+        "def dispatch(args):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
+        "c.dispatch = dispatch\n"
+        "from seqrec.cli.main import main\nraise SystemExit(main(['models']))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 141 and proc.stderr == ""
 
@@ -146,18 +217,34 @@ def test_data_describe_reads_an_own_file_with_the_train_keys(tmp_path, capsys):
     assert main(["data", "describe", str(csv)]) == 0  # columns guessed, the unit from the size
     out = capsys.readouterr().out
     assert "columns         user=customer, item=sku, timestamp=ts; times in milliseconds" in out
-    assert main(["data", "describe", str(csv), "--set", "data.columns=user=customer,item=sku,timestamp=ts",
-                 "--set", "data.time_unit=ms"]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "describe",
+                str(csv),
+                "--set",
+                "data.columns=user=customer,item=sku,timestamp=ts",
+                "--set",
+                "data.time_unit=ms",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "users" in out and " 12\n" in out
     assert main(["data", "describe", str(csv), "--set", "model.name=sasrec"]) == 2
     assert "only data.* keys" in capsys.readouterr().err
 
 
-def test_settings_typed_without_their_section_or_as_options_are_understood_or_explained(tmp_path, capsys):
+def test_settings_typed_without_their_section_or_as_options_are_understood_or_explained(
+    tmp_path, capsys
+):
     from seqrec.config import load_experiment
 
-    exp = load_experiment(None, ["model.name=sasrec", "epochs=3", "filter=none", "ks=5,10", "seed=2"])
+    exp = load_experiment(
+        None, ["model.name=sasrec", "epochs=3", "filter=none", "ks=5,10", "seed=2"]
+    )
     assert exp.model_params["epochs"] == 3 and exp.data.filter == "none" and exp.eval.ks == (5, 10)
     assert exp.seed == 2
     with pytest.raises(ConfigError, match=r"trian \(did you mean 'train'\?\)"):
@@ -166,11 +253,13 @@ def test_settings_typed_without_their_section_or_as_options_are_understood_or_ex
     cfg.write_text("epochs = 3\n")
     with pytest.raises(ConfigError, match=r"epochs = \.\.\. goes in a section: \[train\] epochs"):
         load_experiment(cfg)
-    for argv, hint in ((["train", "x.csv", "-m", "pop", "--epochs", "3"], "--set train.epochs=3"),
-                       (["train", "x.csv", "--filter=none"], "--set data.filter=none"),
-                       (["train", "x.csv", "sasrec"], "a model name goes with -m: -m sasrec"),
-                       (["evaluate", "runs/x", "--data", "other.csv"], "--set data.name=other.csv"),
-                       (["train", "x.csv", "--split", "global-time"], "--set split.protocol=global-time")):
+    for argv, hint in (
+        (["train", "x.csv", "-m", "pop", "--epochs", "3"], "--set train.epochs=3"),
+        (["train", "x.csv", "--filter=none"], "--set data.filter=none"),
+        (["train", "x.csv", "sasrec"], "a model name goes with -m: -m sasrec"),
+        (["evaluate", "runs/x", "--data", "other.csv"], "--set data.name=other.csv"),
+        (["train", "x.csv", "--split", "global-time"], "--set split.protocol=global-time"),
+    ):
         with pytest.raises(SystemExit):
             main(argv)
         assert hint in capsys.readouterr().err
@@ -181,12 +270,15 @@ def test_model_names_as_the_papers_write_them(capsys):
     from seqrec.config import load_experiment
     from seqrec.registry import canonical_model_name
 
-    assert [canonical_model_name(n) for n in ("SASRec", "FMLP-Rec", "GA_SATF", "LRURec", "sasrec")] == \
-        ["sasrec", "fmlprec", "ga-satf", "lrurec", "sasrec"]
+    assert [
+        canonical_model_name(n) for n in ("SASRec", "FMLP-Rec", "GA_SATF", "LRURec", "sasrec")
+    ] == ["sasrec", "fmlprec", "ga-satf", "lrurec", "sasrec"]
     assert canonical_model_name("SASRecc") == "SASRecc"  # unknown: left for the error to name
     assert load_experiment(None, ["model.name=BERT4Rec"]).model == "bert4rec"
     assert main(["train", "SASRec"]) == 2
-    assert "'SASRec' is a model, not a dataset: pass it as --model sasrec" in capsys.readouterr().err
+    assert (
+        "'SASRec' is a model, not a dataset: pass it as --model sasrec" in capsys.readouterr().err
+    )
 
 
 def test_data_describe_shows_what_was_guessed_of_a_file_layout(tmp_path, capsys):
@@ -196,9 +288,11 @@ def test_data_describe_shows_what_was_guessed_of_a_file_layout(tmp_path, capsys)
     parts.mkdir()
     for i in range(2):
         (parts / f"part-{i}.csv").write_text(f"user,item,timestamp\n{i},5,1\n{i},6,2\n")
-    for path, line in (("eu.csv", "user=user, item=item, timestamp=timestamp; semicolon-separated"),
-                       ("nohead.tsv", "timestamp=timestamp; no header line, columns taken as user,item,timestamp"),
-                       ("parts", "timestamp=timestamp; read 2 part files of parts/")):
+    for path, line in (
+        ("eu.csv", "user=user, item=item, timestamp=timestamp; semicolon-separated"),
+        ("nohead.tsv", "timestamp=timestamp; no header line, columns taken as user,item,timestamp"),
+        ("parts", "timestamp=timestamp; read 2 part files of parts/"),
+    ):
         assert main(["data", "describe", str(tmp_path / path)]) == 0
         assert line in capsys.readouterr().out, path
 
@@ -215,30 +309,57 @@ def test_describe_and_train_say_when_lists_were_exploded(tmp_path, capsys, monke
 
 def test_train_says_how_your_file_was_read_before_training(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_log_csv(tmp_path / "shop.csv", n_users=30, n_items=20, columns=("customer", "sku", "ts"), time_unit="ms")
-    assert main(["train", str(tmp_path / "shop.csv"), "-m", "pop", "--set", "data.filter=none"]) == 0
+    write_log_csv(
+        tmp_path / "shop.csv",
+        n_users=30,
+        n_items=20,
+        columns=("customer", "sku", "ts"),
+        time_unit="ms",
+    )
+    assert (
+        main(["train", str(tmp_path / "shop.csv"), "-m", "pop", "--set", "data.filter=none"]) == 0
+    )
     err = capsys.readouterr().err
     assert "data: read shop.csv (user=customer, item=sku, timestamp=ts)" in err
     assert "  timestamps read as milliseconds (their size: past the year 5000 as seconds)" in err
     assert "  preprocessing kept 30 of 30 users, " in err and " interactions" in err
-    assert main(["train", "-m", "pop", "--out", str(tmp_path / "named")]) == 0  # a named dataset: quiet
+    assert (
+        main(["train", "-m", "pop", "--out", str(tmp_path / "named")]) == 0
+    )  # a named dataset: quiet
     assert "data: read" not in capsys.readouterr().err
 
 
 def test_two_models_for_train_point_to_the_demo(capsys):
-    for argv in (["train", "shop.csv", "-m", "sasrec", "-m", "lrurec"], ["train", "shop.csv", "-m", "sasrec,lrurec"]):
+    for argv in (
+        ["train", "shop.csv", "-m", "sasrec", "-m", "lrurec"],
+        ["train", "shop.csv", "-m", "sasrec,lrurec"],
+    ):
         assert main(argv) == 2
         assert "seqrec demo shop.csv --models sasrec,lrurec" in capsys.readouterr().err
 
 
-def test_a_log_that_grew_since_the_run_is_not_resumed_into_its_checkpoint(tmp_path, capsys, monkeypatch):
+def test_a_log_that_grew_since_the_run_is_not_resumed_into_its_checkpoint(
+    tmp_path, capsys, monkeypatch
+):
     """The same command on a file that gained items used to resume and fail deep in the trainer
     ("another model/config/data"); now it says the data changed and how to retrain."""
     monkeypatch.chdir(tmp_path)
     csv = tmp_path / "shop.csv"
     write_log_csv(csv, n_users=30, n_items=20, columns=("user", "item", "timestamp"), time_unit="s")
-    argv = ["train", str(csv), "-m", "sasrec", "--set", "data.filter=none", "--set", "train.epochs=1",
-            "--set", "model.dim=8", "--set", "train.num_threads=1"]
+    argv = [
+        "train",
+        str(csv),
+        "-m",
+        "sasrec",
+        "--set",
+        "data.filter=none",
+        "--set",
+        "train.epochs=1",
+        "--set",
+        "model.dim=8",
+        "--set",
+        "train.num_threads=1",
+    ]
     assert main(argv) == 0
     with open(csv, "a") as fh:
         fh.write("".join(f"u{i},new{i},1900000000\n" for i in range(3)))
@@ -250,7 +371,9 @@ def test_a_log_that_grew_since_the_run_is_not_resumed_into_its_checkpoint(tmp_pa
     assert main([*argv, "--fresh"]) == 0
 
 
-def test_an_empty_data_argument_and_a_tune_without_a_model_are_refused(tmp_path, monkeypatch, capsys):
+def test_an_empty_data_argument_and_a_tune_without_a_model_are_refused(
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.chdir(tmp_path)
     assert main(["train", "", "-m", "pop"]) != 0  # `seqrec train "$FILE"` with FILE unset
     assert "DATA is empty" in capsys.readouterr().err and not (tmp_path / "runs").exists()
@@ -263,19 +386,42 @@ def test_ignored_columns_are_named_with_the_kinds_of_event(tmp_path, capsys, mon
     without a word, so a view counted as much as a purchase."""
     monkeypatch.chdir(tmp_path)
     rows = ["timestamp,visitorid,event,itemid,transactionid"]
-    rows += [f"{1433221332117 + 1000 * i},{i % 4},{'view' if i % 3 else 'transaction'},{i % 5},"
-             f"{'' if i % 3 else i}" for i in range(48)]
+    rows += [
+        f"{1433221332117 + 1000 * i},{i % 4},{'view' if i % 3 else 'transaction'},{i % 5},"
+        f"{'' if i % 3 else i}"
+        for i in range(48)
+    ]
     (tmp_path / "events.csv").write_text("\n".join(rows) + "\n")
     assert main(["train", "events.csv", "-m", "pop", "--set", "data.filter=none"]) == 0
     err = capsys.readouterr().err
     assert "ignored columns: event (view 32, transaction 16: every row counts the same" in err
     assert "data.events=KIND,KIND keeps only those kinds" in err and "; transactionid" in err
     # data.events keeps the kinds asked for, and says what it dropped
-    assert main(["train", "events.csv", "-m", "pop", "--set", "data.filter=none",
-                 "--set", "data.events=transaction", "--out", "runs/tx"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "events.csv",
+                "-m",
+                "pop",
+                "--set",
+                "data.filter=none",
+                "--set",
+                "data.events=transaction",
+                "--out",
+                "runs/tx",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "kept the rows whose event is transaction: 16 of 48 (dropped view 32)" in err
-    assert main(["train", "events.csv", "-m", "pop", "--set", "data.events=purchase", "--out", "runs/p"]) == 2
+    assert (
+        main(
+            ["train", "events.csv", "-m", "pop", "--set", "data.events=purchase", "--out", "runs/p"]
+        )
+        == 2
+    )
     assert "holds no 'purchase'; it holds view (32), transaction (16)" in capsys.readouterr().err
 
 
@@ -288,4 +434,7 @@ def test_a_filter_that_drops_most_users_says_what_suits_sessions(tmp_path, capsy
     assert main(["train", "clicks.csv", "-m", "pop"]) == 0
     err = capsys.readouterr().err
     assert "preprocessing kept 10 of 50 users (20%)" in err
-    assert "the 5-core filter dropped most users: for a log of short sessions set data.filter=min_count" in err
+    assert (
+        "the 5-core filter dropped most users: for a log of short sessions set data.filter=min_count"
+        in err
+    )

@@ -36,8 +36,11 @@ class Hello:
 def _entry_points(monkeypatch, *eps: EntryPoint) -> None:
     import importlib.metadata
 
-    monkeypatch.setattr(importlib.metadata, "entry_points",
-                        lambda group=None: [ep for ep in eps if ep.group == group])
+    monkeypatch.setattr(
+        importlib.metadata,
+        "entry_points",
+        lambda group=None: [ep for ep in eps if ep.group == group],
+    )
 
 
 def test_an_entry_point_becomes_a_command(monkeypatch, capsys):
@@ -47,11 +50,15 @@ def test_an_entry_point_becomes_a_command(monkeypatch, capsys):
     assert capsys.readouterr().out == "hello world\n"
 
 
-def test_a_broken_or_shadowing_plugin_is_left_out_and_the_cli_still_works(monkeypatch, capsys, caplog):
-    _entry_points(monkeypatch,
-                  EntryPoint("broken", "no_such_module_anywhere:COMMAND", plugins.GROUP),
-                  EntryPoint("half", "seqrec.cli.plugins:GROUP", plugins.GROUP),  # a str: no run()
-                  EntryPoint("train", f"{__name__}:Hello", plugins.GROUP))
+def test_a_broken_or_shadowing_plugin_is_left_out_and_the_cli_still_works(
+    monkeypatch, capsys, caplog
+):
+    _entry_points(
+        monkeypatch,
+        EntryPoint("broken", "no_such_module_anywhere:COMMAND", plugins.GROUP),
+        EntryPoint("half", "seqrec.cli.plugins:GROUP", plugins.GROUP),  # a str: no run()
+        EntryPoint("train", f"{__name__}:Hello", plugins.GROUP),
+    )
     assert plugins.discover().keys() == {"train"}
     assert "could not be loaded" in caplog.text and "lacks help" in caplog.text
     with pytest.raises(SystemExit) as exit_:

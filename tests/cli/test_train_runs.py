@@ -22,18 +22,39 @@ def csv_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("data") / "log.csv"
     lines = ["user,item,timestamp"]
     for u in range(len(seqs)):
-        for t, item in enumerate(seqs.items[seqs.offsets[u]:seqs.offsets[u + 1]]):
+        for t, item in enumerate(seqs.items[seqs.offsets[u] : seqs.offsets[u + 1]]):
             lines.append(f"{u},{item},{1000 + t}")
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def _train_args(csv_path, out, epochs=3, *extra):
-    return ["train", "--set", f"data.name={csv_path}", "--set", "data.filter=none",
-            "--set", "model.name=sasrec", "--set", "model.dim=8", "--set", "model.n_heads=1",
-            "--set", "train.max_len=10", "--set", "train.batch_size=8",
-            "--set", f"train.epochs={epochs}", "--set", "train.patience=0",
-            "--set", "train.num_threads=1", "--out", str(out), *extra]
+    return [
+        "train",
+        "--set",
+        f"data.name={csv_path}",
+        "--set",
+        "data.filter=none",
+        "--set",
+        "model.name=sasrec",
+        "--set",
+        "model.dim=8",
+        "--set",
+        "model.n_heads=1",
+        "--set",
+        "train.max_len=10",
+        "--set",
+        "train.batch_size=8",
+        "--set",
+        f"train.epochs={epochs}",
+        "--set",
+        "train.patience=0",
+        "--set",
+        "train.num_threads=1",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def _run(capsys, argv):
@@ -109,10 +130,17 @@ def test_a_second_trainer_in_the_same_run_directory_is_refused(csv_path, tmp_pat
     out = tmp_path / "run"
     out.mkdir()
     holder = subprocess.Popen(  # a process that holds the lock the way a training run does
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from seqrec.locks import lock_dir; fh = lock_dir(Path(sys.argv[1]), '.lock', 'busy'); "
-         "print('locked', flush=True); time.sleep(60)", str(out)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; "
+            "from seqrec.locks import lock_dir; fh = lock_dir(Path(sys.argv[1]), '.lock', 'busy'); "
+            "print('locked', flush=True); time.sleep(60)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         for extra in ((), ("--fresh",)):
@@ -131,9 +159,13 @@ def test_progress_lines_when_not_a_terminal(csv_path, tmp_path):
     """Through a pipe (no terminal): one line per epoch with epoch i/N, loss, the validation
     metric and seconds; the stop reason in the table and the result file."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    res = subprocess.run([sys.executable, "-m", "seqrec.cli.main",
-                          *_train_args(csv_path, tmp_path / "run", 2)],
-                         capture_output=True, text=True, timeout=120, env=env)
+    res = subprocess.run(
+        [sys.executable, "-m", "seqrec.cli.main", *_train_args(csv_path, tmp_path / "run", 2)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if " epoch " in ln]
     assert len(lines) == 2, res.stderr
@@ -156,14 +188,20 @@ def test_sigterm_stops_train_like_ctrl_c_and_keeps_the_checkpoint(csv_path, tmp_
     argv = [sys.executable, "-m", "seqrec.cli.main", *_train_args(csv_path, out, 500)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while not (out / "checkpoint" / "last.pt").exists() and time.time() < deadline and proc.poll() is None:
+    while (
+        not (out / "checkpoint" / "last.pt").exists()
+        and time.time() < deadline
+        and proc.poll() is None
+    ):
         time.sleep(0.1)
     time.sleep(0.3)  # mid-epoch, past the first checkpoint
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted: checkpoint in" in err and "rerun the same command to resume" in err
-    assert (out / "checkpoint" / "last.pt").exists()  # test_interrupted_train_resumes_exactly resumes it
+    assert (
+        out / "checkpoint" / "last.pt"
+    ).exists()  # test_interrupted_train_resumes_exactly resumes it
 
 
 def test_demo_interrupted_leaves_only_complete_model_folders(tmp_path, capsys, monkeypatch):
@@ -181,11 +219,17 @@ def test_demo_interrupted_leaves_only_complete_model_folders(tmp_path, capsys, m
         return real(*args, **kwargs)
 
     monkeypatch.setattr(experiment, "run_experiment", second_call_interrupted)
-    code, _, _ = _run(capsys, ["demo", "--quick", "--models", "pop,puresvd", "--out", str(tmp_path)])
+    code, _, _ = _run(
+        capsys, ["demo", "--quick", "--models", "pop,puresvd", "--out", str(tmp_path)]
+    )
     assert code == 130
-    visible = sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    visible = sorted(
+        p.name for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith(".")
+    )
     assert visible == ["pop"]
-    assert (tmp_path / "pop" / "result.json").exists() and (tmp_path / "pop" / "model.json").exists()
+    assert (tmp_path / "pop" / "result.json").exists() and (
+        tmp_path / "pop" / "model.json"
+    ).exists()
 
 
 def test_demo_on_your_own_file_compares_the_models_there(csv_path, tmp_path, capsys, monkeypatch):
@@ -203,8 +247,18 @@ def test_demo_on_your_own_file_compares_the_models_there(csv_path, tmp_path, cap
 
     monkeypatch.setattr(experiment, "run_experiment", lrurec_cannot)
     monkeypatch.chdir(tmp_path)
-    code, out, err = _run(capsys, ["demo", str(csv_path), "--quick", "--models", "pop,LRURec,sasrec",
-                                   "--set", "data.filter=none"])
+    code, out, err = _run(
+        capsys,
+        [
+            "demo",
+            str(csv_path),
+            "--quick",
+            "--models",
+            "pop,LRURec,sasrec",
+            "--set",
+            "data.filter=none",
+        ],
+    )
     assert code == 0, err
     assert out.startswith("log.csv: 40 users") and "skipped lrurec: no training sequence" in out
     table = out.split("test metrics", 1)[1]

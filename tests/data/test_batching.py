@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 from seqrec.data.batching import inference_batch, left_pad, sliding_windows, training_batch
 from seqrec.data.sequences import Sequences
 
-rows_strategy = st.lists(st.lists(st.integers(1, 30), min_size=0, max_size=25), min_size=1, max_size=8)
+rows_strategy = st.lists(
+    st.lists(st.integers(1, 30), min_size=0, max_size=25), min_size=1, max_size=8
+)
 
 
 def _seqs(rows):

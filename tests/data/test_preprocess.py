@@ -38,7 +38,10 @@ def test_chronological_is_stable_on_ties():
 
 def test_dedup_keeps_first():
     inter = deduplicate(_inter([1, 1, 1], [5, 5, 6], [3, 1, 2]))
-    assert sorted(zip(inter.item.tolist(), inter.timestamp.tolist(), strict=False)) == [(5, 1), (6, 2)]
+    assert sorted(zip(inter.item.tolist(), inter.timestamp.tolist(), strict=False)) == [
+        (5, 1),
+        (6, 2),
+    ]
 
 
 def test_single_pass_vs_k_core():

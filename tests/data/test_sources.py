@@ -35,8 +35,9 @@ from seqrec.data.sources import (
 from seqrec.errors import ConfigError, DataError, UnknownNameError
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-_shared_present = pytest.mark.skipif(not (SHARED / "ml-1m.seq.tsv.xz").is_file(),
-                                     reason="../shared/data not present")
+_shared_present = pytest.mark.skipif(
+    not (SHARED / "ml-1m.seq.tsv.xz").is_file(), reason="../shared/data not present"
+)
 
 
 def needs_shared(test):
@@ -76,9 +77,22 @@ def test_shipped_ml_latest_small():
 
 def test_names_and_describe():
     names = dataset_names()
-    for n in ("ml-latest-small", "ml-1m", "ml-1m-ts", "ml-100k", "amazon-beauty", "amazon-sports",
-              "amazon-toys-s3rec", "amazon-videogames", "yelp2020", "lastfm", "diginetica-train",
-              "yoochoose-test", "steam", "ml-20m"):
+    for n in (
+        "ml-latest-small",
+        "ml-1m",
+        "ml-1m-ts",
+        "ml-100k",
+        "amazon-beauty",
+        "amazon-sports",
+        "amazon-toys-s3rec",
+        "amazon-videogames",
+        "yelp2020",
+        "lastfm",
+        "diginetica-train",
+        "yoochoose-test",
+        "steam",
+        "ml-20m",
+    ):
         assert n in names
     assert "6,040 users" in describe_source("ml-1m")
     assert "\n" not in describe_source("ml-1m")
@@ -96,31 +110,46 @@ def test_unknown_name_lists_known():
 
 # --- MovieLens raw formats ------------------------------------------------------------------------
 def test_ml100k_udata_and_uitem(tmp_path):
-    udata = write(tmp_path / "u.data", "196\t242\t3\t881250949\n186\t302\t3\t891717742\n196\t302\t5\t881250950\n")
+    udata = write(
+        tmp_path / "u.data",
+        "196\t242\t3\t881250949\n186\t302\t3\t891717742\n196\t302\t5\t881250950\n",
+    )
     flags = ["0"] * 19
     flags[5] = flags[8] = "1"  # Comedy, Drama
-    uitem = write(tmp_path / "u.item",
-                  f"242|Kolya (1996)|24-Jan-1997||http://x|{'|'.join(flags)}\n"
-                  f"302|L.A. Confidential (1997)|01-Jan-1997||http://y|{'|'.join(['0'] * 18 + ['1'])}\n"
-                  f"303|Caf\u00e9 (1997)|01-Jan-1997||http://z|{'|'.join(['0'] * 19)}\n",
-                  encoding="latin-1")
+    uitem = write(
+        tmp_path / "u.item",
+        f"242|Kolya (1996)|24-Jan-1997||http://x|{'|'.join(flags)}\n"
+        f"302|L.A. Confidential (1997)|01-Jan-1997||http://y|{'|'.join(['0'] * 18 + ['1'])}\n"
+        f"303|Caf\u00e9 (1997)|01-Jan-1997||http://z|{'|'.join(['0'] * 19)}\n",
+        encoding="latin-1",
+    )
     inter = movielens.read_udata(udata, uitem)
     assert inter.user.tolist() == [196, 186, 196] and inter.item.tolist() == [242, 302, 302]
     assert inter.timestamp.tolist() == [881250949, 891717742, 881250950] and inter.has_time
     assert inter.rating.tolist() == [3, 3, 5]
-    side = dict(zip(inter.items["item"].tolist(), zip(inter.items["title"], inter.items["genres"], strict=True), strict=True))
+    side = dict(
+        zip(
+            inter.items["item"].tolist(),
+            zip(inter.items["title"], inter.items["genres"], strict=True),
+            strict=True,
+        )
+    )
     assert side[242] == ("Kolya (1996)", "Comedy|Drama")
     assert side[302][1] == "Western"
     assert side[303][0] == "Caf\u00e9 (1997)"  # latin-1 decoded
 
 
 def test_ml1m_ratings_dat_and_movies(tmp_path, caplog):
-    ratings = write(tmp_path / "ratings.dat", "1::1193::5::978300760\n1::661::3::978302109\n2::1193::4::978298413\n")
+    ratings = write(
+        tmp_path / "ratings.dat",
+        "1::1193::5::978300760\n1::661::3::978302109\n2::1193::4::978298413\n",
+    )
     # movies.dat is Latin-1 (ML-1M's line 73: "Misérables"): decoded as such, and without the
     # "not UTF-8" warning meant for a user's own file of unknown encoding
     (tmp_path / "movies.dat").write_bytes(
         "1193::One Flew Over the Cuckoo's Nest (1975)::Drama\n73::Mis\u00e9rables, Les (1995)::Drama|Musical\n"
-        "661::James and the Giant Peach (1996)::Animation|Children's|Musical\n".encode("latin-1"))
+        "661::James and the Giant Peach (1996)::Animation|Children's|Musical\n".encode("latin-1")
+    )
     with caplog.at_level("WARNING"):
         inter = movielens.read_movielens_dir(tmp_path)
     assert "not UTF-8" not in caplog.text
@@ -134,8 +163,14 @@ def test_ml1m_ratings_dat_and_movies(tmp_path, caplog):
 
 
 def test_ml20m_ratings_csv_with_quoted_titles(tmp_path):
-    write(tmp_path / "ratings.csv", "userId,movieId,rating,timestamp\r\n1,2,3.5,1112486027\r\n1,29,4.0,1112484676\r\n")
-    write(tmp_path / "movies.csv", 'movieId,title,genres\n2,Jumanji (1995),Adventure\n29,"City of Lost Children, The (1995)",Drama|Sci-Fi\n')
+    write(
+        tmp_path / "ratings.csv",
+        "userId,movieId,rating,timestamp\r\n1,2,3.5,1112486027\r\n1,29,4.0,1112484676\r\n",
+    )
+    write(
+        tmp_path / "movies.csv",
+        'movieId,title,genres\n2,Jumanji (1995),Adventure\n29,"City of Lost Children, The (1995)",Drama|Sci-Fi\n',
+    )
     inter = load(tmp_path)
     assert inter.item.tolist() == [2, 29] and inter.rating.tolist() == [3.5, 4.0]
     assert inter.timestamp.tolist() == [1112486027, 1112484676]
@@ -145,9 +180,11 @@ def test_ml20m_ratings_csv_with_quoted_titles(tmp_path):
 # --- Amazon -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("layout", ["2014", "2018"])
 def test_amazon_ratings_csv_layouts(tmp_path, layout, caplog):
-    rows = [("AUSER1XYZ0001", "B000ITEM01", 5.0, 1390694400),
-            ("AUSER2XYZ0002", "0205616461", 3.0, 1390780800),
-            ("AUSER1XYZ0001", "0205616461", 4.0, 1390867200)]
+    rows = [
+        ("AUSER1XYZ0001", "B000ITEM01", 5.0, 1390694400),
+        ("AUSER2XYZ0002", "0205616461", 3.0, 1390780800),
+        ("AUSER1XYZ0001", "0205616461", 4.0, 1390867200),
+    ]
     lines = [(u, i) if layout == "2014" else (i, u) for u, i, *_ in rows]
     text = "".join(f"{a},{b},{r},{t}\n" for (a, b), (_, _, r, t) in zip(lines, rows, strict=True))
     fname = "ratings_Beauty.csv" if layout == "2014" else "Beauty.csv"  # the releases' names
@@ -159,8 +196,9 @@ def test_amazon_ratings_csv_layouts(tmp_path, layout, caplog):
     if layout == "2014":  # recognised by its file name
         assert load(tmp_path / "ratings_Beauty.csv").item.tolist() == inter.item.tolist()
     else:  # or read generically with the column names given
-        generic_inter = load(tmp_path / fname, has_header=False,
-                             names=["item", "user", "rating", "timestamp"])
+        generic_inter = load(
+            tmp_path / fname, has_header=False, names=["item", "user", "rating", "timestamp"]
+        )
         assert generic_inter.items["raw_id"][generic_inter.item].tolist() == raw.tolist()
     with pytest.raises(ConfigError, match="layout"):
         amazon.read_ratings_csv(tmp_path / fname, layout="2015")
@@ -172,11 +210,24 @@ def test_amazon_ratings_csv_layouts(tmp_path, layout, caplog):
 
 
 def test_amazon_review_json_gz_and_remap(tmp_path):
-    recs = [{"reviewerID": "A2", "asin": "B01", "overall": 5.0, "unixReviewTime": 1318896000,
-             "helpful": [0, 0], "reviewText": "great\nstuff"},
-            {"reviewerID": "A1", "asin": "B02", "overall": 2.0, "unixReviewTime": 1318982400,
-             "style": {"Size:": " 1"}},
-            {"reviewerID": "A2", "asin": "B02", "overall": 4.0, "unixReviewTime": 1318896000}]
+    recs = [
+        {
+            "reviewerID": "A2",
+            "asin": "B01",
+            "overall": 5.0,
+            "unixReviewTime": 1318896000,
+            "helpful": [0, 0],
+            "reviewText": "great\nstuff",
+        },
+        {
+            "reviewerID": "A1",
+            "asin": "B02",
+            "overall": 2.0,
+            "unixReviewTime": 1318982400,
+            "style": {"Size:": " 1"},
+        },
+        {"reviewerID": "A2", "asin": "B02", "overall": 4.0, "unixReviewTime": 1318896000},
+    ]
     path = write(tmp_path / "reviews_Beauty_5.json.gz", "".join(json.dumps(r) + "\n" for r in recs))
     inter = load(path)  # sniffed as Amazon by its keys
     assert inter.items["raw_id"][inter.item].tolist() == ["B01", "B02", "B02"]
@@ -206,8 +257,11 @@ def test_steam_python_literal_lines(tmp_path):
 
 
 def test_steam_blocks_match_whole_file(tmp_path):
-    lines = [f"{{'username': 'u{i % 7}', 'product_id': '{100 + i % 5}', 'date': '2017-01-{1 + i % 28:02d}', "
-             f"'text': '{'x' * (i % 13)}'}}" for i in range(60)]
+    lines = [
+        f"{{'username': 'u{i % 7}', 'product_id': '{100 + i % 5}', 'date': '2017-01-{1 + i % 28:02d}', "
+        f"'text': '{'x' * (i % 13)}'}}"
+        for i in range(60)
+    ]
     path = write(tmp_path / "s.json.xz", "\n".join(lines) + "\n")
     whole = steam.read_reviews(path)
     small = steam.read_reviews(path, block_bytes=700)  # several blocks, lines cut across reads
@@ -232,10 +286,25 @@ def test_steam_never_evaluates_code(tmp_path):
 
 # --- Yelp -----------------------------------------------------------------------------------------------
 def test_yelp_review_json(tmp_path):
-    recs = [{"review_id": "r1", "user_id": "u1", "business_id": "b9", "stars": 4, "useful": 0,
-             "text": "nice", "date": "2019-01-02 03:04:05"},
-            {"review_id": "r2", "user_id": "u2", "business_id": "b1", "stars": 2.0, "text": "meh",
-             "date": "2019-01-03 00:00:00"}]
+    recs = [
+        {
+            "review_id": "r1",
+            "user_id": "u1",
+            "business_id": "b9",
+            "stars": 4,
+            "useful": 0,
+            "text": "nice",
+            "date": "2019-01-02 03:04:05",
+        },
+        {
+            "review_id": "r2",
+            "user_id": "u2",
+            "business_id": "b1",
+            "stars": 2.0,
+            "text": "meh",
+            "date": "2019-01-03 00:00:00",
+        },
+    ]
     path = write(tmp_path / "review.json", "".join(json.dumps(r) + "\n" for r in recs))
     inter = yelp.read_reviews(path)
     assert inter.items["raw_id"][inter.item].tolist() == ["b9", "b1"]
@@ -245,19 +314,27 @@ def test_yelp_review_json(tmp_path):
 
 # --- generic ------------------------------------------------------------------------------------------------
 def test_generic_csv_with_mapping_and_string_ids(tmp_path):
-    path = write(tmp_path / "log.csv.gz", "who,what,when,stars\nann,x1,10,1\nbob,x0,5,2\nann,x0,7,3\n")
-    inter = load(path, columns={"user": "who", "item": "what", "timestamp": "when", "rating": "stars"})
+    path = write(
+        tmp_path / "log.csv.gz", "who,what,when,stars\nann,x1,10,1\nbob,x0,5,2\nann,x0,7,3\n"
+    )
+    inter = load(
+        path, columns={"user": "who", "item": "what", "timestamp": "when", "rating": "stars"}
+    )
     assert inter.items["raw_id"][inter.item].tolist() == ["x1", "x0", "x0"]
     assert inter.user.tolist() == [0, 1, 0] and inter.timestamp.tolist() == [10, 5, 7]
     assert inter.rating.tolist() == [1, 2, 3] and inter.name == "log"
 
 
 def test_generic_keeps_leading_zero_ids(tmp_path):
-    inter = load(write(tmp_path / "z.csv", "user_id,item_id\n1,0205616461\n2,0205616461\n2,12\n"),
-                 columns={"timestamp": None})
+    inter = load(
+        write(tmp_path / "z.csv", "user_id,item_id\n1,0205616461\n2,0205616461\n2,12\n"),
+        columns={"timestamp": None},
+    )
     assert inter.items["raw_id"][inter.item].tolist() == ["0205616461", "0205616461", "12"]
-    inter = load(write(tmp_path / "n.csv", "user_id,item_id\n1,205616461\n2,12\n"),
-                 columns={"timestamp": None})
+    inter = load(
+        write(tmp_path / "n.csv", "user_id,item_id\n1,205616461\n2,12\n"),
+        columns={"timestamp": None},
+    )
     assert inter.items is None and inter.item.tolist() == [205616461, 12]
 
 
@@ -269,13 +346,16 @@ def test_generic_tsv_aliases_no_time_and_parquet(tmp_path):
     assert inter.user.tolist() == [3, 3, 1] and not inter.has_time
     assert inter.timestamp.tolist() == [0, 1, 2]
     pq = tmp_path / "x.parquet"
-    pl.DataFrame({"userId": [1, 2], "movieId": [5, 6], "ts": [1000_000, 2000_000]}).write_parquet(pq)
+    pl.DataFrame({"userId": [1, 2], "movieId": [5, 6], "ts": [1000_000, 2000_000]}).write_parquet(
+        pq
+    )
     inter = load(pq, columns={"timestamp": "ts"}, timestamp_unit="ms")
     assert inter.timestamp.tolist() == [1000, 2000] and inter.has_time
     # pandas' "category" columns arrive as Categorical / Enum: ids like strings
     cat = tmp_path / "cat.parquet"
     pl.DataFrame({"user": ["b", "a", "b"], "item": ["x", "y", "x"], "ts": [1, 2, 3]}).with_columns(
-        pl.col("user").cast(pl.Categorical), pl.col("item").cast(pl.Enum(["y", "x"]))).write_parquet(cat)
+        pl.col("user").cast(pl.Categorical), pl.col("item").cast(pl.Enum(["y", "x"]))
+    ).write_parquet(cat)
     inter = load(cat)
     assert inter.user.tolist() == [1, 0, 1] and inter.items["raw_id"].tolist() == ["x", "y"]
 
@@ -284,7 +364,10 @@ def test_generic_bom_and_latin1(tmp_path):
     inter = load(write(tmp_path / "bom.csv", b"\xef\xbb\xbfuser_id,item_id,timestamp\n1,2,3\n"))
     assert inter.user.tolist() == [1] and inter.timestamp.tolist() == [3]
     # Latin-1 is read as Windows-1252 (test_an_8_bit_file_is_read_as_windows_1252...)
-    assert len(load(write(tmp_path / "l1.csv", b"user_id,item_id,timestamp,title\n1,2,3,Caf\xe9\n"))) == 1
+    assert (
+        len(load(write(tmp_path / "l1.csv", b"user_id,item_id,timestamp,title\n1,2,3,Caf\xe9\n")))
+        == 1
+    )
 
 
 def test_generic_dates_and_custom_separator(tmp_path):
@@ -297,8 +380,13 @@ def test_generic_dates_and_custom_separator(tmp_path):
 
 @settings(max_examples=25, deadline=None)
 # timestamps stay below 10^11 s (the year 5138): larger ones are refused as milliseconds
-@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 10**9), st.integers(0, 10**11 - 1)),
-                min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 10**6), st.integers(1, 10**9), st.integers(0, 10**11 - 1)),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_generic_roundtrip(tmp_path_factory, rows):
     path = tmp_path_factory.mktemp("rt") / "r.csv"
     path.write_text("user_id,item_id,timestamp\n" + "".join(f"{u},{i},{t}\n" for u, i, t in rows))
@@ -333,17 +421,30 @@ def test_missing_column_names_it_and_lists_present(tmp_path):
         load(path, columns={"item": "item_id"})
     assert "no column 'item_id'" in one_line(err)
     with pytest.raises(DataError) as err:
-        movielens.read_ratings_csv(write(tmp_path / "ratings.csv", "userId,movie,rating,timestamp\n1,2,3,4\n"))
-    assert "no column 'movieId'" in one_line(err) and "userId, movie, rating, timestamp" in str(err.value)
+        movielens.read_ratings_csv(
+            write(tmp_path / "ratings.csv", "userId,movie,rating,timestamp\n1,2,3,4\n")
+        )
+    assert "no column 'movieId'" in one_line(err) and "userId, movie, rating, timestamp" in str(
+        err.value
+    )
 
 
-@pytest.mark.parametrize("header, roles", [
-    # UCI Online Retail, an e-shop export, RetailRocket: none names a column with an exact alias
-    ("CustomerID,StockCode,InvoiceDate,Quantity", ("CustomerID", "StockCode", "InvoiceDate")),
-    ("customer-id,Product SKU,purchase_date,price", ("customer-id", "Product SKU", "purchase_date")),
-    ("timestamp,visitorid,event,itemid", ("visitorid", "itemid", "timestamp")),
-    ("Visitor_ID,user_agent,Item,created_at", ("Visitor_ID", "Item", "created_at")),  # alias first
-])
+@pytest.mark.parametrize(
+    "header, roles",
+    [
+        # UCI Online Retail, an e-shop export, RetailRocket: none names a column with an exact alias
+        ("CustomerID,StockCode,InvoiceDate,Quantity", ("CustomerID", "StockCode", "InvoiceDate")),
+        (
+            "customer-id,Product SKU,purchase_date,price",
+            ("customer-id", "Product SKU", "purchase_date"),
+        ),
+        ("timestamp,visitorid,event,itemid", ("visitorid", "itemid", "timestamp")),
+        (
+            "Visitor_ID,user_agent,Item,created_at",
+            ("Visitor_ID", "Item", "created_at"),
+        ),  # alias first
+    ],
+)
 def test_columns_without_an_exact_alias_are_guessed_from_their_names(tmp_path, header, roles):
     cols = header.split(",")
     values = {cols.index(roles[0]): "u{}", cols.index(roles[1]): "i{}", cols.index(roles[2]): "{}"}
@@ -401,12 +502,17 @@ def test_garbage_line_says_column_line_and_value(tmp_path):
     with pytest.raises(DataError) as err:
         load(path, columns={"user": "user", "item": "item"})
     assert "column 'timestamp'" in one_line(err) and "'number' at line 4" in str(err.value)
-    with pytest.raises(DataError, match="mixes Unix seconds and dates, e.g. '2020-01-01' at line 3"):
+    with pytest.raises(
+        DataError, match="mixes Unix seconds and dates, e.g. '2020-01-01' at line 3"
+    ):
         load(write(tmp_path / "mix.csv", "user_id,item_id,timestamp\n1,2,3\n1,3,2020-01-01\n"))
     path = write(tmp_path / "w.csv", "user,item,timestamp\n1,2,yesterday\n")
     with pytest.raises(DataError, match="column 'timestamp' must hold a time.*'yesterday'"):
         load(path)
-    path = write(tmp_path / "bad.json", '{"reviewerID": "A", "asin": "B", "overall": 1, "unixReviewTime": 1}\n{oops\n')
+    path = write(
+        tmp_path / "bad.json",
+        '{"reviewerID": "A", "asin": "B", "overall": 1, "unixReviewTime": 1}\n{oops\n',
+    )
     with pytest.raises(DataError) as err:
         load(path)
     assert "line 2 is not valid JSON" in one_line(err)
@@ -424,8 +530,12 @@ def test_empty_files(tmp_path, content):
 
 
 def test_wrong_json_keys_and_unknown_format(tmp_path):
-    path = write(tmp_path / "r.json", json.dumps({"reviewerID": "A", "asin": "B", "overall": 1}) + "\n")
-    with pytest.raises(DataError, match="no key 'unixReviewTime'.*keys of the first line: reviewerID"):
+    path = write(
+        tmp_path / "r.json", json.dumps({"reviewerID": "A", "asin": "B", "overall": 1}) + "\n"
+    )
+    with pytest.raises(
+        DataError, match="no key 'unixReviewTime'.*keys of the first line: reviewerID"
+    ):
         load(path)
     with pytest.raises(DataError, match="cannot tell the format"):
         load(write(tmp_path / "x.weird", "a,b\n1,2\n"))
@@ -454,7 +564,9 @@ def test_named_dataset_from_root(tmp_path):
 
 # --- parse cache --------------------------------------------------------------------------------------------
 def test_parse_cache_hit_is_identical_and_invalidated_by_edits(tmp_path, monkeypatch):
-    path = write(tmp_path / "ml-1m.seq.tsv.xz", "user_id\titem_id\trating\n1\t5\t4\n1\t6\t3\n2\t5\t1\n")
+    path = write(
+        tmp_path / "ml-1m.seq.tsv.xz", "user_id\titem_id\trating\n1\t5\t4\n1\t6\t3\n2\t5\t1\n"
+    )
     write(tmp_path / "ml-1m.movies.dat.xz", "5::Five (1995)::Drama\n6::Six (1996)::Comedy|Drama\n")
     first = load("ml-1m", root=tmp_path)
     assert len(list((tmp_path / "cache" / "parsed").glob("*.json"))) == 1
@@ -494,7 +606,10 @@ def test_fetch_file_url_checksum(tmp_path):
     expected = download._sha256(src)
     seen = []
     dest = tmp_path / "out" / "f.bin"
-    assert download.fetch(src.as_uri(), dest, expected, progress=lambda d, t: seen.append(d)) == expected
+    assert (
+        download.fetch(src.as_uri(), dest, expected, progress=lambda d, t: seen.append(d))
+        == expected
+    )
     assert dest.read_bytes() == src.read_bytes() and seen[-1] == 6000
     dest2 = tmp_path / "out" / "g.bin"
     with pytest.raises(DataError, match="sha256 mismatch") as err:
@@ -545,8 +660,13 @@ def _lrurec_pickle(tmp_path, data) -> Path:
 
 def test_lrurec_pickle_keeps_its_order_and_original_ids(tmp_path, monkeypatch):
     # LRURec indices 1..n map back to the original ids; the order is train + val + test
-    data = {"train": {1: [2, 1, 3], 2: [3, 2]}, "val": {1: [1], 2: [1]}, "test": {1: [2], 2: [3]},
-            "umap": {10: 1, 20: 2}, "smap": {100: 1, 200: 2, 300: 3}}
+    data = {
+        "train": {1: [2, 1, 3], 2: [3, 2]},
+        "val": {1: [1], 2: [1]},
+        "test": {1: [2], 2: [3]},
+        "umap": {10: 1, 20: 2},
+        "smap": {100: 1, 200: 2, 300: 3},
+    }
     src = _lrurec_pickle(tmp_path, data)
     remote = download.Remote((src.as_uri(),), "dataset.pkl", sha256=download._sha256(src))
     monkeypatch.setitem(download.REMOTES, "lrurec-ml1m", remote)
@@ -572,8 +692,11 @@ def test_lrurec_pickle_never_constructs_objects(tmp_path):
     with pytest.raises(DataError, match="expected a dict with keys train"):
         read_preprocessed_pkl(_lrurec_pickle(tmp_path, {"train": {}}))
     with pytest.raises(DataError, match="missing from umap/smap"):
-        read_preprocessed_pkl(_lrurec_pickle(tmp_path, {
-            "train": {1: [5]}, "val": {}, "test": {}, "umap": {7: 1}, "smap": {9: 1}}))
+        read_preprocessed_pkl(
+            _lrurec_pickle(
+                tmp_path, {"train": {1: [5]}, "val": {}, "test": {}, "umap": {7: 1}, "smap": {9: 1}}
+            )
+        )
 
 
 def test_download_refuses_unsafe_zip_and_unknown(tmp_path):
@@ -595,7 +718,13 @@ def test_shared_ml1m():
     inter = load("ml-1m", root=SHARED)
     assert (len(inter), inter.n_users, inter.n_items) == (1000209, 6040, 3706)
     assert not inter.has_time and np.array_equal(inter.timestamp, np.arange(len(inter)))
-    assert np.bincount(inter.rating.astype(int))[1:].tolist() == [56174, 107557, 261197, 348971, 226310]
+    assert np.bincount(inter.rating.astype(int))[1:].tolist() == [
+        56174,
+        107557,
+        261197,
+        348971,
+        226310,
+    ]
     assert "Toy Story (1995)" in inter.items["title"].tolist()
 
 
@@ -614,9 +743,14 @@ def test_the_papers_own_file_layouts_read_as_the_registered_beauty(tmp_path):
     order = np.lexsort((np.arange(len(ref)), ref.user))  # per user, in the file's order
     users, items = ref.user[order], ref.item[order]
     starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
-    lines = [" ".join(map(str, [users[a], *items[a:b]])) for a, b in zip(starts, np.r_[starts[1:], len(users)], strict=True)]
+    lines = [
+        " ".join(map(str, [users[a], *items[a:b]]))
+        for a, b in zip(starts, np.r_[starts[1:], len(users)], strict=True)
+    ]
     (tmp_path / "Beauty.txt").write_text("\n".join(lines) + "\n")
-    (tmp_path / "beauty_pairs.txt").write_text("".join(f"{u} {i}\n" for u, i in zip(users, items, strict=True)))
+    (tmp_path / "beauty_pairs.txt").write_text(
+        "".join(f"{u} {i}\n" for u, i in zip(users, items, strict=True))
+    )
     for name in ("Beauty.txt", "beauty_pairs.txt"):
         inter = load(str(tmp_path / name))
         assert len(inter) == len(ref) == 198502 and not inter.has_time
@@ -634,14 +768,19 @@ def test_shared_ml1m_raw_dat_agrees_with_seq_file():
     def triples(u, i, r):
         return np.sort(u * 10**7 + i * 10 + r.astype(np.int64))
 
-    assert np.array_equal(triples(seq.user[part], seq.item[part], seq.rating[part]),
-                          triples(raw.user, raw.item, raw.rating))
+    assert np.array_equal(
+        triples(seq.user[part], seq.item[part], seq.rating[part]),
+        triples(raw.user, raw.item, raw.rating),
+    )
 
 
 def test_generic_json_lines_and_arrays_read_like_a_csv(tmp_path):
     """Event exports are often JSON: flat records read with the same roles, aliases, options."""
-    records = [{"customer_id": "c1", "sku": "a", "ts": 1}, {"customer_id": "c1", "sku": "b", "ts": 2},
-               {"customer_id": "c2", "sku": "a", "ts": 3, "extra": {"nested": True}}]
+    records = [
+        {"customer_id": "c1", "sku": "a", "ts": 1},
+        {"customer_id": "c1", "sku": "b", "ts": 2},
+        {"customer_id": "c2", "sku": "a", "ts": 3, "extra": {"nested": True}},
+    ]
     lines = write(tmp_path / "events.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     array = write(tmp_path / "events.json", json.dumps(records))
     packed = tmp_path / "events.jsonl.xz"
@@ -655,12 +794,16 @@ def test_generic_json_lines_and_arrays_read_like_a_csv(tmp_path):
     with pytest.raises(ConfigError, match="unknown option.*sep"):
         load(lines, sep=";")
     # an analytics export (Segment-style): nested objects become dotted columns
-    segment = [{"userId": "u1", "properties": {"product_id": "p9", "price": 3.5}, "timestamp": 10},
-               {"userId": "u1", "properties": {"product_id": "p4", "price": 1.0}, "timestamp": 11}]
+    segment = [
+        {"userId": "u1", "properties": {"product_id": "p9", "price": 3.5}, "timestamp": 10},
+        {"userId": "u1", "properties": {"product_id": "p4", "price": 1.0}, "timestamp": 11},
+    ]
     nested = load(write(tmp_path / "segment.jsonl", "".join(json.dumps(r) + "\n" for r in segment)))
     assert nested.items["raw_id"][nested.item].tolist() == ["p9", "p4"]
     assert "(user=userId, item=properties.product_id, timestamp=timestamp)" in nested.notes[0]
-    bad = write(tmp_path / "bad.jsonl", '{"user": "a", "item": 1, "ts": 1}\n{"user": "a" "item": 2}\n')
+    bad = write(
+        tmp_path / "bad.jsonl", '{"user": "a", "item": 1, "ts": 1}\n{"user": "a" "item": 2}\n'
+    )
     with pytest.raises(DataError, match="line 2 is not valid JSON"):
         load(bad)
 
@@ -671,7 +814,9 @@ def test_a_space_separated_file_without_header_gets_both_hints(tmp_path):
         load(path)
     msg = one_line(err)
     assert "looks space-separated" in msg and "data.sep='space'" in msg
-    assert "does not look like column names" in msg and "data.names=user,item,timestamp,rating" in msg
+    assert (
+        "does not look like column names" in msg and "data.names=user,item,timestamp,rating" in msg
+    )
     inter = load(path, sep=" ", has_header=False, names=["user", "item", "rating", "timestamp"])
     assert len(inter) == 2
 
@@ -682,14 +827,22 @@ def test_space_separated_whole_numbers_are_sasrec_data_files(tmp_path):
     With a time column the same guess gives MovieLens' user, item, time."""
     inter = load(write(tmp_path / "ml-1m.txt", "1 10\n1 3\n2 3\n1 7\n2 10\n"))
     assert not inter.has_time and inter.item.tolist() == [10, 3, 3, 7, 10]
-    assert ("read ml-1m.txt [space-separated] [no header line, columns taken as user,item] "
-            "[no time column: the file order is the time order]") in inter.notes[0]
+    assert (
+        "read ml-1m.txt [space-separated] [no header line, columns taken as user,item] "
+        "[no time column: the file order is the time order]"
+    ) in inter.notes[0]
     timed = load(write(tmp_path / "log.txt", "196 242 881250949\n186 302 891717742\n"))
     assert timed.timestamp.tolist() == [881250949, 891717742]
     with pytest.raises(DataError, match="looks space-separated"):  # a datetime holds a space
         load(write(tmp_path / "t.txt", "u1 a 2020-01-01 10:00\nu1 b 2020-01-02 11:00\n"))
     s3rec = load(write(tmp_path / "Beauty.txt", "1 5 6 7\n2 6 8\n3 5 9 6 7\n"))  # a user a line
-    assert s3rec.user.tolist() == [1, 1, 1, 2, 2, 3, 3, 3, 3] and s3rec.item.tolist()[:5] == [5, 6, 7, 6, 8]
+    assert s3rec.user.tolist() == [1, 1, 1, 2, 2, 3, 3, 3, 3] and s3rec.item.tolist()[:5] == [
+        5,
+        6,
+        7,
+        6,
+        8,
+    ]
     assert not s3rec.has_time and "S3-Rec's layout" in s3rec.notes[0]
     with pytest.raises(DataError, match="line 31 is not whole numbers"):  # past the sniffed lines
         load(write(tmp_path / "b.txt", "1 5 6 7\n2 6 8\n" * 15 + "3 x 9\n"))
@@ -718,7 +871,17 @@ def test_head_lines_reads_the_first_lines_only():
 
 def test_amazon_reviews_23_items_are_their_parent_asin(tmp_path):
     # Reviews'23 lines carry both ids; the variant (asin) splits one product by colour and size
-    records = [{"rating": 5.0, "user_id": "AG1", "asin": f"B{k}", "parent_asin": "P1",
-                "timestamp": 1588615855070 + k * 1000} for k in range(3)]
-    inter = load(write(tmp_path / "All_Beauty.jsonl", "".join(json.dumps(r) + "\n" for r in records)))
+    records = [
+        {
+            "rating": 5.0,
+            "user_id": "AG1",
+            "asin": f"B{k}",
+            "parent_asin": "P1",
+            "timestamp": 1588615855070 + k * 1000,
+        }
+        for k in range(3)
+    ]
+    inter = load(
+        write(tmp_path / "All_Beauty.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    )
     assert "item=parent_asin" in inter.notes[0] and inter.n_items == 1

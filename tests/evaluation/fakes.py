@@ -22,7 +22,9 @@ class FixedScores(Recommender):
     def __init__(self, targets: Targets, scores: np.ndarray) -> None:
         super().__init__(None)
         users = targets.sequences.users[targets.rows]
-        self.key = {(int(u), int(c)): t for t, (u, c) in enumerate(zip(users, targets.cutoffs, strict=True))}
+        self.key = {
+            (int(u), int(c)): t for t, (u, c) in enumerate(zip(users, targets.cutoffs, strict=True))
+        }
         assert len(self.key) == len(targets)
         self.scores = np.asarray(scores, dtype=np.float32)
         self.calls: list[int] = []
@@ -33,7 +35,10 @@ class FixedScores(Recommender):
 
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
         self.calls.append(len(histories))
-        idx = [self.key[(int(u), int(n))] for u, n in zip(histories.users, histories.lengths, strict=True)]
+        idx = [
+            self.key[(int(u), int(n))]
+            for u, n in zip(histories.users, histories.lengths, strict=True)
+        ]
         return self.scores[idx].copy()
 
     def _state(self) -> dict[str, np.ndarray]:
@@ -44,7 +49,11 @@ class FixedScores(Recommender):
 
 
 def brute_force_rank(
-    score_row: np.ndarray, history: list[int], target: int, seen_filter: str, window: int | None,
+    score_row: np.ndarray,
+    history: list[int],
+    target: int,
+    seen_filter: str,
+    window: int | None,
     ties: str,
 ) -> int:
     """Rank of ``target`` by sorting the filtered scores (argsort), ties placed by policy."""
@@ -54,7 +63,7 @@ def brute_force_rank(
         for item in history:
             s[item] = -np.inf
     elif seen_filter == "window":
-        for item in history[len(history) - window:] if window < len(history) else history:
+        for item in history[len(history) - window :] if window < len(history) else history:
             s[item] = -np.inf
     n_items = len(s) - 1
     if s[target] == -np.inf:

@@ -90,7 +90,9 @@ def test_ci_shrinks_with_n_and_matches_formula():
     users = np.repeat(np.arange(50), 2)
     _, ulo, uhi = mean_ci(small, users)
     per_user = small.reshape(50, 2).mean(1)
-    assert (uhi - ulo) / 2 == pytest.approx(1.959964 * per_user.std(ddof=1) / math.sqrt(50), rel=1e-5)
+    assert (uhi - ulo) / 2 == pytest.approx(
+        1.959964 * per_user.std(ddof=1) / math.sqrt(50), rel=1e-5
+    )
 
 
 def test_bad_inputs():
@@ -104,5 +106,13 @@ def test_bad_inputs():
 
 def test_metric_names():
     assert metric_names((5, 10)) == [
-        "HR@5", "Recall@5", "NDCG@5", "HR@10", "Recall@10", "NDCG@10", "MRR", "COV@5", "COV@10",
+        "HR@5",
+        "Recall@5",
+        "NDCG@5",
+        "HR@10",
+        "Recall@10",
+        "NDCG@10",
+        "MRR",
+        "COV@5",
+        "COV@10",
     ]

@@ -30,8 +30,13 @@ def problems(draw):
     seqs = Sequences.from_lists(rows, n_items=n_items, users=np.arange(n_users) * 10 + 3)
     targets = Targets(seqs, np.array(r_idx), np.array(cuts), np.array(items))
     scores = np.array(
-        draw(st.lists(st.lists(st.integers(0, 3), min_size=n_items + 1, max_size=n_items + 1),
-                      min_size=len(items), max_size=len(items))),
+        draw(
+            st.lists(
+                st.lists(st.integers(0, 3), min_size=n_items + 1, max_size=n_items + 1),
+                min_size=len(items),
+                max_size=len(items),
+            )
+        ),
         dtype=np.float32,
     )
     return seqs, targets, scores
@@ -52,11 +57,26 @@ def _fitted(seqs, targets, scores):
 def test_agrees_with_brute_force(problem, seen_filter, window, ties, average):
     seqs, targets, scores = problem
     model = _fitted(seqs, targets, scores)
-    res = evaluate(model, targets, ks=KS, seen_filter=seen_filter, window=window, ties=ties,
-                   average=average, chunk_size=3, keep_topk=True)
+    res = evaluate(
+        model,
+        targets,
+        ks=KS,
+        seen_filter=seen_filter,
+        window=window,
+        ties=ties,
+        average=average,
+        chunk_size=3,
+        keep_topk=True,
+    )
     expected = [
-        brute_force_rank(scores[t], list(seqs.row(targets.rows[t])[: targets.cutoffs[t]]),
-                         int(targets.items[t]), seen_filter, window, ties)
+        brute_force_rank(
+            scores[t],
+            list(seqs.row(targets.rows[t])[: targets.cutoffs[t]]),
+            int(targets.items[t]),
+            seen_filter,
+            window,
+            ties,
+        )
         for t in range(len(targets))
     ]
     assert res.ranks.tolist() == expected
@@ -66,8 +86,12 @@ def test_agrees_with_brute_force(problem, seen_filter, window, ties, average):
         if average == "interaction":
             want = np.mean(vals)
         else:
-            want = np.mean([np.mean([v for v, u in zip(vals, users, strict=True) if u == x])
-                            for x in np.unique(users)])
+            want = np.mean(
+                [
+                    np.mean([v for v, u in zip(vals, users, strict=True) if u == x])
+                    for x in np.unique(users)
+                ]
+            )
         assert res.metrics[name] == pytest.approx(want), name
         lo, hi = res.ci95[name]
         assert lo <= res.metrics[name] + 1e-12 <= hi + 2e-12
@@ -80,7 +104,8 @@ def test_agrees_with_brute_force(problem, seen_filter, window, ties, average):
         top = res.topk[t]
         if res.ranks[t] < min(KS[-1], seqs.n_items) and ties == "optimistic":
             assert targets.items[t] in top or np.any(
-                scores[t, top[top > 0]] == scores[t, targets.items[t]])
+                scores[t, top[top > 0]] == scores[t, targets.items[t]]
+            )
         hist = seqs.row(targets.rows[t])[: targets.cutoffs[t]]
         if seen_filter == "history":
             assert not set(top[top > 0]) & set(hist.tolist())
@@ -91,8 +116,15 @@ def test_agrees_with_brute_force(problem, seen_filter, window, ties, average):
 def test_chunking_invariance(problem, seen_filter):
     seqs, targets, scores = problem
     runs = [
-        evaluate(_fitted(seqs, targets, scores), targets, ks=KS, seen_filter=seen_filter,
-                 window=2, chunk_size=c, keep_topk=True)
+        evaluate(
+            _fitted(seqs, targets, scores),
+            targets,
+            ks=KS,
+            seen_filter=seen_filter,
+            window=2,
+            chunk_size=c,
+            keep_topk=True,
+        )
         for c in (1, 7, len(targets))
     ]
     for r in runs[1:]:
@@ -112,8 +144,9 @@ def test_perfect_model_scores_one_and_constant_model_scores_zero():
     pess = evaluate(_fitted(seqs, targets, constant), targets, ks=(1, 5), seen_filter="none")
     assert pess.ranks.tolist() == [7, 7]  # tied with the 7 other items
     assert pess.metrics["HR@5"] == 0.0
-    opt = evaluate(_fitted(seqs, targets, constant), targets, ks=(1, 5), seen_filter="none",
-                   ties="optimistic")
+    opt = evaluate(
+        _fitted(seqs, targets, constant), targets, ks=(1, 5), seen_filter="none", ties="optimistic"
+    )
     assert opt.metrics["HR@1"] == 1.0
 
 

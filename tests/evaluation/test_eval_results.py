@@ -44,11 +44,38 @@ def test_versions_do_not_import_torch():
 
 def test_result_record_schema_and_files(tmp_path):
     res = _results()
-    rec = result_record("fake", "v1", "synthetic", "f00d", "leave-last-out", res, seed=7,
-                        config={"a": 1}, epochs=3, train_seconds=1.5, note="x")
-    for key in ("model", "variant", "dataset", "dataset_fingerprint", "protocol", "ranking",
-                "seen_filter", "metrics", "ci95", "seed", "config", "epochs", "train_seconds",
-                "eval_seconds", "hardware", "versions", "command"):
+    rec = result_record(
+        "fake",
+        "v1",
+        "synthetic",
+        "f00d",
+        "leave-last-out",
+        res,
+        seed=7,
+        config={"a": 1},
+        epochs=3,
+        train_seconds=1.5,
+        note="x",
+    )
+    for key in (
+        "model",
+        "variant",
+        "dataset",
+        "dataset_fingerprint",
+        "protocol",
+        "ranking",
+        "seen_filter",
+        "metrics",
+        "ci95",
+        "seed",
+        "config",
+        "epochs",
+        "train_seconds",
+        "eval_seconds",
+        "hardware",
+        "versions",
+        "command",
+    ):
         assert key in rec, key
     assert rec["ranking"] == "full" and rec["seen_filter"] == "history" and rec["note"] == "x"
     assert rec["metrics"]["test"]["HR@1"] == res["test"].metrics["HR@1"]

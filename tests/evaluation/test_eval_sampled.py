@@ -19,8 +19,10 @@ from .fakes import FixedScores
 
 def _data(n_items=30, n_users=6, seed=0):
     rng = np.random.default_rng(seed)
-    rows = [rng.choice(np.arange(1, n_items + 1), size=rng.integers(3, 9), replace=False)
-            for _ in range(n_users)]
+    rows = [
+        rng.choice(np.arange(1, n_items + 1), size=rng.integers(3, 9), replace=False)
+        for _ in range(n_users)
+    ]
     seqs = Sequences.from_lists(rows, n_items=n_items, users=np.arange(n_users))
     cut = seqs.lengths - 1
     targets = Targets(seqs, np.arange(n_users), cut, np.array([r[-1] for r in rows]))
@@ -33,10 +35,12 @@ def test_candidates_are_valid_and_reproducible(seed, strategy, exclude_history):
     seqs, targets = _data(seed=seed % 100)
     pop = seqs.item_counts() + 1
     pop[0] = 0
-    c1 = draw_candidates(targets, 10, strategy, popularity=pop, exclude_history=exclude_history,
-                         seed=seed)
-    c2 = draw_candidates(targets, 10, strategy, popularity=pop, exclude_history=exclude_history,
-                         seed=seed)
+    c1 = draw_candidates(
+        targets, 10, strategy, popularity=pop, exclude_history=exclude_history, seed=seed
+    )
+    c2 = draw_candidates(
+        targets, 10, strategy, popularity=pop, exclude_history=exclude_history, seed=seed
+    )
     assert np.array_equal(c1.negatives, c2.negatives)
     assert c1.negatives.shape == (len(targets), 10)
     for t in range(len(targets)):
@@ -78,7 +82,11 @@ def test_save_load_roundtrip(tmp_path):
     assert np.array_equal(c.negatives, d.negatives)
     assert np.array_equal(c.items, d.items) and np.array_equal(c.rows, d.rows)
     assert (c.strategy, c.seed, c.n_items, c.exclude_history) == (
-        d.strategy, d.seed, d.n_items, d.exclude_history)
+        d.strategy,
+        d.seed,
+        d.n_items,
+        d.exclude_history,
+    )
     with pytest.raises(DataError):
         load_candidates(tmp_path / "missing.npz")
 

@@ -46,8 +46,9 @@ def test_full_ranking_ml1m_size_under_2s(seen_filter):
     rng = np.random.default_rng(0)
     lengths = rng.integers(20, 330, U)  # ~1.05M interactions, like ML-1M
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    seqs = Sequences(offsets, rng.integers(1, N_ITEMS + 1, offsets[-1]), N_ITEMS,
-                     users=np.arange(U))
+    seqs = Sequences(
+        offsets, rng.integers(1, N_ITEMS + 1, offsets[-1]), N_ITEMS, users=np.arange(U)
+    )
     targets = Targets(seqs, np.arange(U), lengths - 1, seqs.items[offsets[1:] - 1])
     scores = rng.standard_normal((U, N_ITEMS + 1)).astype(np.float32)
     model = Precomputed(scores).fit(seqs)

@@ -12,10 +12,20 @@ from seqrec.testing.conformance import ConformanceSuite
 class TestBERT4RecConformance(ConformanceSuite):
     model_cls = BERT4Rec
     config_kwargs = {"dim": 16, "n_blocks": 2, "n_heads": 2, "lr": 3e-3, "mask_prob": 0.3}
-    bad_configs = [{"dim": 0}, {"dim": 15, "n_heads": 2}, {"mask_prob": 0.0}, {"mask_prob": 1.5},
-                   {"cloze": "bert"}, {"max_len": 1}, {"positions": "middle"},
-                   {"mask_last_prob": -0.1}, {"dropout": 1.0}, {"init": "xavier"},
-                   {"output": "linear"}, {"output": "tied", "head_norm": True}]
+    bad_configs = [
+        {"dim": 0},
+        {"dim": 15, "n_heads": 2},
+        {"mask_prob": 0.0},
+        {"mask_prob": 1.5},
+        {"cloze": "bert"},
+        {"max_len": 1},
+        {"positions": "middle"},
+        {"mask_last_prob": -0.1},
+        {"dropout": 1.0},
+        {"init": "xavier"},
+        {"output": "linear"},
+        {"output": "tied", "head_norm": True},
+    ]
     learn_epochs = 40
 
 
@@ -23,8 +33,16 @@ class TestBERT4RecLRURecVariant(ConformanceSuite):
     """The LRURec authors' masking (80/10/10, Bernoulli), positions from the end, head norm."""
 
     model_cls = BERT4Rec
-    config_kwargs = {"dim": 16, "n_blocks": 1, "n_heads": 1, "lr": 3e-3, "mask_prob": 0.3,
-                     "cloze": "lrurec", "positions": "from_end", "head_norm": True}
+    config_kwargs = {
+        "dim": 16,
+        "n_blocks": 1,
+        "n_heads": 1,
+        "lr": 3e-3,
+        "mask_prob": 0.3,
+        "cloze": "lrurec",
+        "positions": "from_end",
+        "head_norm": True,
+    }
     learn_epochs = 30
     test_all_losses = None
     test_bad_configs = None
@@ -36,8 +54,14 @@ class TestBERT4RecTiedOutput(ConformanceSuite):
     """Scores h E^T without the output transform or bias (the Dross et al. BERT4Rec)."""
 
     model_cls = BERT4Rec
-    config_kwargs = {"dim": 16, "n_blocks": 1, "n_heads": 1, "lr": 3e-3, "mask_prob": 0.3,
-                     "output": "tied"}
+    config_kwargs = {
+        "dim": 16,
+        "n_blocks": 1,
+        "n_heads": 1,
+        "lr": 3e-3,
+        "mask_prob": 0.3,
+        "output": "tied",
+    }
     learn_epochs = 30
     test_all_losses = None
     test_bad_configs = None
@@ -53,7 +77,9 @@ def test_tied_output_has_no_transform_and_scores_the_last_block():
     captured = {}
     enc.blocks[-1].register_forward_hook(lambda m, i, o: captured.update(h=o))
     out = enc(SequenceBatch(items=items, mask=items.ne(0)))
-    assert torch.allclose(out[0, 6:], captured["h"][0, 6:])  # the last block's states, untransformed
+    assert torch.allclose(
+        out[0, 6:], captured["h"][0, 6:]
+    )  # the last block's states, untransformed
 
 
 def test_the_new_output_field_leaves_stored_identities_alone():
@@ -68,8 +94,13 @@ def test_the_new_output_field_leaves_stored_identities_alone():
         return identity(RunSpec("r", "r", 0, exp, (), ""), "fp")
 
     today, tied = ident(), ident(output="tied")
-    stored = {**today, "model_config": {k: v for k, v in today["model_config"].items() if k != "output"}}
-    assert today["model_config"]["output"] == "transform" and tied["model_config"]["output"] == "tied"
+    stored = {
+        **today,
+        "model_config": {k: v for k, v in today["model_config"].items() if k != "output"},
+    }
+    assert (
+        today["model_config"]["output"] == "transform" and tied["model_config"]["output"] == "tied"
+    )
     assert compatible(stored, today) and compatible(stored, today, budget=False)
     assert not compatible(stored, tied) and run_key(tied) != run_key(today)
 
@@ -91,7 +122,7 @@ def test_official_cloze_masks_round_n_rho_positions_with_the_mask_token():
     items = np.zeros((400, 10), np.int64)
     lengths = rng.integers(1, 11, size=400)
     for r, n in enumerate(lengths):
-        items[r, 10 - n:] = rng.integers(1, 51, size=n)
+        items[r, 10 - n :] = rng.integers(1, 51, size=n)
     inputs, labels = cloze_mask(items, rng, _cfg(mask_prob=0.4, mask_last_prob=0.0), 50)
     chosen = labels > 0
     assert np.array_equal(chosen.sum(1), np.maximum(1, np.floor(lengths * 0.4 + 0.5)))
@@ -138,7 +169,7 @@ def test_scoring_appends_the_mask_token_after_the_history():
     hist = valid.histories()
     scores = model.score(hist)
     max_len = model.config.max_len
-    rows = [list(h[-(max_len - 1):]) + [model.n_items + 1] for h in hist]
+    rows = [list(h[-(max_len - 1) :]) + [model.n_items + 1] for h in hist]
     items = torch.tensor([[0] * (max_len - len(r)) + r for r in rows])
     with torch.no_grad():
         h = model.encoder(SequenceBatch(items=items, mask=items.ne(0)))[:, -1]
@@ -160,8 +191,8 @@ def test_training_batch_predicts_masked_items_of_the_training_window():
     masked = b.targets > 0
     assert masked.any(1).all() and torch.all(b.items[masked] == train.n_items + 1)
     for r in rows:  # labels are the row's own items at their positions
-        row = train.row(r)[-C.TINY["max_len"]:]
-        got = b.targets[r, -len(row):].numpy()
+        row = train.row(r)[-C.TINY["max_len"] :]
+        got = b.targets[r, -len(row) :].numpy()
         assert np.all((got == 0) | (got == row))
 
 
@@ -194,7 +225,9 @@ def test_lrurec_init_leaves_the_tables_at_unit_scale_and_the_blocks_official():
             assert abs(table.std().item() - scale) < 0.15 * scale
         assert enc.item_emb.weight[0].abs().sum() == 0  # PAD stays zero
     # the Transformer blocks and the output transform keep the official truncated normal
-    assert lrurec.head.weight.abs().max() <= 0.04 and lrurec.blocks[0].fc1.weight.abs().max() <= 0.04
+    assert (
+        lrurec.head.weight.abs().max() <= 0.04 and lrurec.blocks[0].fc1.weight.abs().max() <= 0.04
+    )
 
 
 def test_config_rejects_bad_values_with_the_value():
@@ -215,9 +248,12 @@ def test_resume_continues_exactly(tmp_path):
     _, train, valid, test = C._data()
     kw = {**C.TINY, "dim": 8, "patience": 0, "cloze": "lrurec"}
     kw.pop("epochs")
-    BERT4Rec(BERT4RecConfig(**kw, epochs=1)).fit(train, valid, checkpoint_dir=tmp_path, progress=False)
-    two = BERT4Rec(BERT4RecConfig(**kw, epochs=2)).fit(train, valid, checkpoint_dir=tmp_path,
-                                                       progress=False)
+    BERT4Rec(BERT4RecConfig(**kw, epochs=1)).fit(
+        train, valid, checkpoint_dir=tmp_path, progress=False
+    )
+    two = BERT4Rec(BERT4RecConfig(**kw, epochs=2)).fit(
+        train, valid, checkpoint_dir=tmp_path, progress=False
+    )
     straight = BERT4Rec(BERT4RecConfig(**kw, epochs=2)).fit(train, valid, progress=False)
     assert two.training_log.resumed_from_step
     hist = test.histories()

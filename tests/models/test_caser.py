@@ -17,8 +17,14 @@ SMALL = {"dim": 16, "window": 3, "n_h": 4, "n_v": 2, "dropout": 0.1}
 class TestCaserConformance(ConformanceSuite):
     model_cls = Caser
     config_kwargs = SMALL
-    bad_configs = [{"dim": 0}, {"window": 0}, {"n_v": -1}, {"n_v": 0, "n_h": 0},
-                   {"ac_conv": "gelu"}, {"dropout": 1.0}]
+    bad_configs = [
+        {"dim": 0},
+        {"window": 0},
+        {"n_v": -1},
+        {"n_v": 0, "n_h": 0},
+        {"ac_conv": "gelu"},
+        {"dropout": 1.0},
+    ]
 
 
 class TestCaserHorizontalOnly(ConformanceSuite):
@@ -83,7 +89,9 @@ def test_hidden_is_z_then_user_embedding():
 
 def test_fitted_model_scores_known_and_unknown_users():
     model = fitted(Caser, SMALL)
-    hist = Sequences.from_lists([[3, 4, 5, 6]] * 2, n_items=model.n_items, users=np.array([0, 10_000]))
+    hist = Sequences.from_lists(
+        [[3, 4, 5, 6]] * 2, n_items=model.n_items, users=np.array([0, 10_000])
+    )
     scores = model.score(hist)
     assert not np.allclose(scores[0, 1:], scores[1, 1:])
     no_ids = model.score(Sequences.from_lists([[3, 4, 5, 6]], n_items=model.n_items))
@@ -97,7 +105,9 @@ def test_matrix_product_convolutions_match_conv2d():
     fast = enc._features(windows)
     ref = enc._features_conv2d(windows)
     torch.testing.assert_close(fast, ref, rtol=1e-5, atol=1e-6)
-    g_fast = torch.autograd.grad(fast.square().sum(), [windows, *enc.parameters()], allow_unused=True)
+    g_fast = torch.autograd.grad(
+        fast.square().sum(), [windows, *enc.parameters()], allow_unused=True
+    )
     g_ref = torch.autograd.grad(ref.square().sum(), [windows, *enc.parameters()], allow_unused=True)
     for a, b in zip(g_fast, g_ref, strict=True):
         assert (a is None) == (b is None)

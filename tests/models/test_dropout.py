@@ -46,7 +46,9 @@ def test_module_is_nn_dropout_outside_cpu_training():
     assert torch.equal(cpu_dropout(x, 1.0), torch.zeros_like(x))
     xb = x.to(torch.bfloat16)  # autocast hands over bfloat16 activations
     yb = d(xb)
-    assert yb.dtype == torch.bfloat16 and set(yb[yb != 0].div(xb[yb != 0]).float().unique().tolist()) == {2.0}
+    assert yb.dtype == torch.bfloat16 and set(
+        yb[yb != 0].div(xb[yb != 0]).float().unique().tolist()
+    ) == {2.0}
 
 
 @pytest.mark.parametrize("name", model_names())

@@ -20,8 +20,13 @@ from seqrec.training.negatives import NegativeSampler
 class TestFMLPRecConformance(ConformanceSuite):
     model_cls = FMLPRec
     config_kwargs = {"dim": 16, "n_blocks": 2, "dropout": 0.1}
-    bad_configs = [{"dim": 0}, {"n_blocks": 0}, {"dropout": 1.0}, {"ffn_dim": -1},
-                   {"train_windows": "sliding"}]
+    bad_configs = [
+        {"dim": 0},
+        {"n_blocks": 0},
+        {"dropout": 1.0},
+        {"ffn_dim": -1},
+        {"train_windows": "sliding"},
+    ]
 
 
 def test_filter_equals_a_circular_convolution():
@@ -57,7 +62,10 @@ def test_prefix_samples_are_the_official_ones():
     rows = [[1, 2, 3], [4, 5, 6, 7, 8, 9], [7]]
     train = Sequences.from_lists(rows, n_items=9)
     row, at, n = prefix_samples(train, max_len=4)
-    got = [(int(r), list(train.items[a - k:a]), int(train.items[a])) for r, a, k in zip(row, at, n, strict=True)]
+    got = [
+        (int(r), list(train.items[a - k : a]), int(train.items[a]))
+        for r, a, k in zip(row, at, n, strict=True)
+    ]
     ref = []  # FMLPRecDataset: prefixes of the last max_len items, input = prefix[:-1]
     for r, seq in enumerate(rows):
         window = seq[-4:]
@@ -126,9 +134,12 @@ def test_resume_continues_exactly(tmp_path):
     _, train, valid, test = C._data()
     kw = {**C.TINY, "dim": 8, "patience": 0, "loss": "bce"}
     kw.pop("epochs")
-    FMLPRec(FMLPRecConfig(**kw, epochs=1)).fit(train, valid, checkpoint_dir=tmp_path, progress=False)
-    two = FMLPRec(FMLPRecConfig(**kw, epochs=2)).fit(train, valid, checkpoint_dir=tmp_path,
-                                                     progress=False)
+    FMLPRec(FMLPRecConfig(**kw, epochs=1)).fit(
+        train, valid, checkpoint_dir=tmp_path, progress=False
+    )
+    two = FMLPRec(FMLPRecConfig(**kw, epochs=2)).fit(
+        train, valid, checkpoint_dir=tmp_path, progress=False
+    )
     straight = FMLPRec(FMLPRecConfig(**kw, epochs=2)).fit(train, valid, progress=False)
     assert two.training_log.resumed_from_step
     hist = test.histories()

@@ -19,8 +19,13 @@ SMALL = {"dim": 16, "dropout": 0.1}
 class TestGRU4RecConformance(ConformanceSuite):
     model_cls = GRU4Rec
     config_kwargs = SMALL
-    bad_configs = [{"dim": 0}, {"n_layers": 0}, {"embedding": "onehot"}, {"dropout": 1.0},
-                   {"dropout_embed": -0.1}]
+    bad_configs = [
+        {"dim": 0},
+        {"n_layers": 0},
+        {"embedding": "onehot"},
+        {"dropout": 1.0},
+        {"dropout_embed": -0.1},
+    ]
 
 
 class TestGRU4RecSeparateTwoLayers(ConformanceSuite):
@@ -45,14 +50,14 @@ def test_left_padded_runner_matches_a_step_by_step_cell():
     x = torch.randn(4, 6, 4)
     valid = torch.zeros(4, 6, dtype=torch.bool)
     for r, n in enumerate(lengths):
-        valid[r, 6 - n:] = True
+        valid[r, 6 - n :] = True
     x = x * valid[..., None]
     with torch.no_grad():
         out = run_left_padded(gru, x, valid)
         for r, n in enumerate(lengths):
             h = torch.zeros(1, 5)
             for t in range(6 - n, 6):
-                h = cell(x[r:r + 1, t], h)
+                h = cell(x[r : r + 1, t], h)
                 torch.testing.assert_close(out[r, t], h[0], rtol=1e-5, atol=1e-6)
             assert torch.all(out[r, : 6 - n] == 0)
 

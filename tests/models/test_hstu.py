@@ -25,8 +25,13 @@ class TestHSTUConformance(ConformanceSuite):
     model_cls = HSTU
     config_kwargs = {"dim": 16, "n_blocks": 2, "n_heads": 2, "dropout": 0.1}
     bad_configs = [
-        {"dim": 0}, {"n_heads": 0}, {"dropout": 1.5}, {"rab_time_query": "prev"},
-        {"time_bucket_fn": "exp"}, {"temperature": 0.0}, {"d_qk": -1},
+        {"dim": 0},
+        {"n_heads": 0},
+        {"dropout": 1.5},
+        {"rab_time_query": "prev"},
+        {"time_bucket_fn": "exp"},
+        {"temperature": 0.0},
+        {"d_qk": -1},
         {"num_time_buckets": 0},
     ]
 
@@ -50,8 +55,9 @@ def test_variants_causal_and_padding(extra):
 
 # --- rab ----------------------------------------------------------------------------------
 def test_rab_shapes():
-    rab = RelativeBucketedTimeAndPositionBias(max_len=10, n_heads=3, num_time_buckets=16,
-                                              use_time=True)
+    rab = RelativeBucketedTimeAndPositionBias(
+        max_len=10, n_heads=3, num_time_buckets=16, use_time=True
+    )
     assert rab(7).shape == (1, 3, 7, 7)
     ts = torch.cumsum(torch.randint(0, 10_000, (4, 7)), 1)
     diffs = ts[:, -1:] - ts
@@ -79,7 +85,7 @@ def test_bucketize_semantics():
 
 
 @settings(max_examples=10, deadline=None)
-@given(shift=st.integers(-10**9, 10**9), mode=st.sampled_from(["self", "next"]))
+@given(shift=st.integers(-(10**9), 10**9), mode=st.sampled_from(["self", "next"]))
 def test_time_shift_changes_nothing(shift, mode):
     g = torch.Generator().manual_seed(3)
     ts = 1_500_000_000 + torch.cumsum(torch.randint(0, 10**6, (3, 6), generator=g), 1)
@@ -128,8 +134,19 @@ def test_bucket_gather_gradient_matches_embedding():
 
 # --- batched encoder == plain per-sequence loop -----------------------------------------
 def _encoder(extra, n_items=20, **base):
-    cfg = HSTUConfig(**{"max_len": 8, "dim": 12, "n_blocks": 2, "n_heads": 2, "d_qk": 4,
-                        "d_v": 3, "dropout": 0.0, **base, **extra})
+    cfg = HSTUConfig(
+        **{
+            "max_len": 8,
+            "dim": 12,
+            "n_blocks": 2,
+            "n_heads": 2,
+            "d_qk": 4,
+            "d_v": 3,
+            "dropout": 0.0,
+            **base,
+            **extra,
+        }
+    )
     torch.manual_seed(0)
     enc = HSTUEncoder(cfg, n_items)
     with torch.no_grad():  # non-trivial biases so that a wrong index would show
@@ -144,15 +161,23 @@ def _reference(enc: HSTUEncoder, items: list[int], times: list[int], query_time:
     """One unpadded sequence, every sum written as a loop over positions."""
     c = enc.config
     n, big_n = len(items), c.max_len
-    x = torch.stack([
-        enc.item_emb.weight[it] * math.sqrt(c.dim)
-        + (enc.pos_emb.weight[big_n - n + i] if enc.pos_emb is not None else 0.0)
-        for i, it in enumerate(items)
-    ])
+    x = torch.stack(
+        [
+            enc.item_emb.weight[it] * math.sqrt(c.dim)
+            + (enc.pos_emb.weight[big_n - n + i] if enc.pos_emb is not None else 0.0)
+            for i, it in enumerate(items)
+        ]
+    )
     if enc.time_emb is not None:
         gaps = [0] + [times[i] - times[i - 1] for i in range(1, n)]
-        x = x + enc.time_emb.weight[bucketize(torch.tensor(gaps), c.num_time_buckets,
-                                              c.time_bucket_fn, c.time_bucket_divisor)]
+        x = (
+            x
+            + enc.time_emb.weight[
+                bucketize(
+                    torch.tensor(gaps), c.num_time_buckets, c.time_bucket_fn, c.time_bucket_divisor
+                )
+            ]
+        )
 
     def qtime(i):
         if c.rab_time_query == "self":
@@ -168,8 +193,8 @@ def _reference(enc: HSTUEncoder, items: list[int], times: list[int], query_time:
         u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
         av = torch.zeros(n, h * dv)
         for head in range(h):
-            qh, kh = q[:, head * dqk:(head + 1) * dqk], k[:, head * dqk:(head + 1) * dqk]
-            vh = v[:, head * dv:(head + 1) * dv]
+            qh, kh = q[:, head * dqk : (head + 1) * dqk], k[:, head * dqk : (head + 1) * dqk]
+            vh = v[:, head * dv : (head + 1) * dv]
             for i in range(n):
                 acc = torch.zeros(dv)
                 for j in range(i + 1):
@@ -177,22 +202,31 @@ def _reference(enc: HSTUEncoder, items: list[int], times: list[int], query_time:
                     if rab is not None:
                         s = s + rab.pos_w[head, i - j + big_n - 1]
                         if rab.ts_w is not None and times is not None:
-                            b = bucketize(torch.tensor(qtime(i) - times[j]), c.num_time_buckets,
-                                          c.time_bucket_fn, c.time_bucket_divisor)
+                            b = bucketize(
+                                torch.tensor(qtime(i) - times[j]),
+                                c.num_time_buckets,
+                                c.time_bucket_fn,
+                                c.time_bucket_divisor,
+                            )
                             s = s + rab.ts_w[b, head]
                     acc = acc + F.silu(s) / big_n * vh[j]
-                av[i, head * dv:(head + 1) * dv] = acc
+                av[i, head * dv : (head + 1) * dv] = acc
         x = x + layer.proj2(layer.norm_attn(av) * u)
     if c.l2_norm:
         x = F.normalize(x, dim=-1)
     return x
 
 
-@pytest.mark.parametrize("extra", [
-    {}, {"rab_time_query": "next", "allow_target_time": True}, {"rab_shared": True, "time_embedding": True},
-    {"position_embedding": False, "time_bucket_fn": "sqrt", "time_bucket_divisor": 2.0},
-    {"rab": False, "l2_norm": True},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"rab_time_query": "next", "allow_target_time": True},
+        {"rab_shared": True, "time_embedding": True},
+        {"position_embedding": False, "time_bucket_fn": "sqrt", "time_bucket_divisor": 2.0},
+        {"rab": False, "l2_norm": True},
+    ],
+)
 def test_batched_equals_reference_loop(extra):
     enc = _encoder(extra)
     rng = np.random.default_rng(0)
@@ -208,14 +242,14 @@ def test_batched_equals_reference_loop(extra):
         out = enc(batch)
         for r, n in enumerate(lengths):
             ref = _reference(enc, rows[r], times[r], int(qts[r]))
-            torch.testing.assert_close(out[r, 8 - n:], ref, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(out[r, 8 - n :], ref, rtol=1e-4, atol=1e-5)
             assert torch.all(out[r, : 8 - n] == 0)  # PAD rows zeroed
     if extra.get("rab_time_query") == "next":  # without query times: the last time is used
         with torch.no_grad():
             out = enc(inference_batch(seqs, 8, None))
             for r, n in enumerate(lengths):
                 ref = _reference(enc, rows[r], times[r], None)
-                torch.testing.assert_close(out[r, 8 - n:], ref, rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(out[r, 8 - n :], ref, rtol=1e-4, atol=1e-5)
 
 
 def test_position_only_equals_reference_without_times():
@@ -225,21 +259,25 @@ def test_position_only_equals_reference_without_times():
     with torch.no_grad():
         out = enc(SequenceBatch(batch_items, batch_items != 0))
         for r, row in enumerate(rows):
-            torch.testing.assert_close(out[r, 8 - len(row):], _reference(enc, row, None, None),
-                                       rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(
+                out[r, 8 - len(row) :], _reference(enc, row, None, None), rtol=1e-4, atol=1e-5
+            )
 
 
 # --- wrapper ------------------------------------------------------------------------------
 def test_next_mode_training_batch_carries_last_target_time():
-    seqs = Sequences.from_lists([[1, 2, 3, 4], [5, 6, 7]], n_items=9,
-                                timestamps=[[10, 20, 30, 40], [5, 6, 700]])
+    seqs = Sequences.from_lists(
+        [[1, 2, 3, 4], [5, 6, 7]], n_items=9, timestamps=[[10, 20, 30, 40], [5, 6, 700]]
+    )
     model = HSTU(HSTUConfig(max_len=5, dim=8, rab_time_query="next", allow_target_time=True))
     model._remember_catalogue(seqs)
     batch = model.make_batch(seqs, np.array([0, 1]), np.random.default_rng(0))["batch"]
     assert batch.query_times.tolist() == [40, 700]
     assert batch.timestamps[:, -1].tolist() == [30, 6]
     plain = HSTU(HSTUConfig(max_len=5, dim=8))
-    assert plain.make_batch(seqs, np.array([0]), np.random.default_rng(0))["batch"].query_times is None
+    assert (
+        plain.make_batch(seqs, np.array([0]), np.random.default_rng(0))["batch"].query_times is None
+    )
 
 
 def test_output_embeddings_l2_and_temperature():

@@ -43,7 +43,15 @@ def _inputs(batch, length, n, pad, dtype, seed):
 
 def test_next_power_of_two():
     assert [next_power_of_two(n) for n in (0, 1, 2, 3, 4, 5, 200, 256, 257)] == [
-        1, 1, 2, 4, 4, 8, 256, 256, 512,
+        1,
+        1,
+        2,
+        4,
+        4,
+        8,
+        256,
+        256,
+        512,
     ]
 
 

@@ -23,8 +23,15 @@ SMALL = {"dim": 16, "n_blocks": 2, "dropout": 0.1}
 class TestLRURecConformance(ConformanceSuite):
     model_cls = LRURec
     config_kwargs = SMALL
-    bad_configs = [{"dim": 0}, {"n_blocks": 0}, {"dropout": 1.5}, {"r_min": 0.99, "r_max": 0.8},
-                   {"r_max": 1.0}, {"r_min": 0.0}, {"embed_dropout_at": "middle"}]
+    bad_configs = [
+        {"dim": 0},
+        {"n_blocks": 0},
+        {"dropout": 1.5},
+        {"r_min": 0.99, "r_max": 0.8},
+        {"r_max": 1.0},
+        {"r_min": 0.0},
+        {"embed_dropout_at": "middle"},
+    ]
 
 
 def _encoder(n_items=30, dim=8, double=False, seed=0) -> LRUEncoder:
@@ -93,7 +100,7 @@ def test_incremental_equals_full_reencoding(lengths, double, seed):
     length = max(lengths)
     items = np.zeros((len(lengths), length), np.int64)
     for r, n in enumerate(lengths):
-        items[r, length - n:] = rng.integers(1, enc.n_items + 1, size=n)
+        items[r, length - n :] = rng.integers(1, enc.n_items + 1, size=n)
     items = torch.from_numpy(items)
     tol = 1e-10 if double else 2e-5
     with torch.no_grad():
@@ -193,11 +200,29 @@ def test_weight_decay_skips_biases_and_norms_like_the_authors_code():
     enc = _encoder(dim=8)
     skip = enc.no_decay_names()
     names = dict(enc.named_parameters())
-    assert {"out_bias", "embed_norm.weight", "embed_norm.bias", "blocks.0.lru.b_re",
-            "blocks.0.lru.b_im", "blocks.0.lru.c", "blocks.1.lru.norm.weight",
-            "blocks.1.ffn.w1.bias", "blocks.1.ffn.norm.bias"} <= skip <= set(names)
-    for decayed in ("embedding.weight", "blocks.0.lru.nu_log", "blocks.0.lru.gamma_log",
-                    "blocks.0.lru.B_re", "blocks.1.lru.C_im", "blocks.1.ffn.w2.weight"):
+    assert (
+        {
+            "out_bias",
+            "embed_norm.weight",
+            "embed_norm.bias",
+            "blocks.0.lru.b_re",
+            "blocks.0.lru.b_im",
+            "blocks.0.lru.c",
+            "blocks.1.lru.norm.weight",
+            "blocks.1.ffn.w1.bias",
+            "blocks.1.ffn.norm.bias",
+        }
+        <= skip
+        <= set(names)
+    )
+    for decayed in (
+        "embedding.weight",
+        "blocks.0.lru.nu_log",
+        "blocks.0.lru.gamma_log",
+        "blocks.0.lru.B_re",
+        "blocks.1.lru.C_im",
+        "blocks.1.ffn.w2.weight",
+    ):
         assert decayed not in skip
     groups = _param_groups(enc, LRURecConfig(dim=8))
     assert len(groups) == 2 and groups[1]["weight_decay"] == 0.0

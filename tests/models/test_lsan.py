@@ -18,10 +18,21 @@ from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 class TestLSANConformance(ConformanceSuite):
     model_cls = LSAN
     config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 3}
-    bad_configs = [{"dim": 0}, {"m1": 0}, {"dim": 15}, {"n_heads": 3}, {"categories": "brand"},
-                   {"time_slots": "day"}, {"context_embedding": "hash"}, {"max_categories": 1},
-                   {"l2": -1.0}, {"twin_combine": "mean"}, {"candidates": "context"},
-                   {"composition": "product"}, {"composition": "max", "dynamic": False}]
+    bad_configs = [
+        {"dim": 0},
+        {"m1": 0},
+        {"dim": 15},
+        {"n_heads": 3},
+        {"categories": "brand"},
+        {"time_slots": "day"},
+        {"context_embedding": "hash"},
+        {"max_categories": 1},
+        {"l2": -1.0},
+        {"twin_combine": "mean"},
+        {"candidates": "context"},
+        {"composition": "product"},
+        {"composition": "max", "dynamic": False},
+    ]
 
 
 class TestLSANMeanCandidatesConformance(ConformanceSuite):
@@ -36,8 +47,15 @@ class TestLSANProductConformance(ConformanceSuite):
     """Shi et al.'s product composition (no dynamic weights) with input-pipeline candidates."""
 
     model_cls = LSAN
-    config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 2, "dynamic": False,
-                     "composition": "product", "candidates": "input"}
+    config_kwargs = {
+        "dim": 16,
+        "n_heads": 2,
+        "dropout": 0.1,
+        "m1": 2,
+        "dynamic": False,
+        "composition": "product",
+        "candidates": "input",
+    }
     test_bad_configs = None
     test_seeded_refit = None
 
@@ -46,8 +64,15 @@ class TestLSANAblationsConformance(ConformanceSuite):
     """The three ablations together, plus the 'sum' context and the fallbacks, still conform."""
 
     model_cls = LSAN
-    config_kwargs = {"dim": 16, "dynamic": False, "twin": False, "time_slots": "none",
-                     "categories": "none", "context_embedding": "sum", "dropout": 0.1}
+    config_kwargs = {
+        "dim": 16,
+        "dynamic": False,
+        "twin": False,
+        "time_slots": "none",
+        "categories": "none",
+        "context_embedding": "sum",
+        "dropout": 0.1,
+    }
     test_all_losses = None
     test_bad_configs = None
     test_seeded_refit = None
@@ -55,8 +80,14 @@ class TestLSANAblationsConformance(ConformanceSuite):
 
 class TestLSANSumCombineConformance(ConformanceSuite):
     model_cls = LSAN
-    config_kwargs = {"dim": 16, "twin_combine": "sum", "context_embedding": "sum", "n_tables": 3,
-                     "m1": 2, "n_layers": 2}
+    config_kwargs = {
+        "dim": 16,
+        "twin_combine": "sum",
+        "context_embedding": "sum",
+        "n_tables": 3,
+        "m1": 2,
+        "n_layers": 2,
+    }
     test_all_losses = None
     test_bad_configs = None
     test_seeded_refit = None
@@ -64,8 +95,10 @@ class TestLSANSumCombineConformance(ConformanceSuite):
 
 
 # --- quotient-remainder indexing ---------------------------------------------------------------
-@pytest.mark.parametrize("n_items,m1,n_tables", [(25, 2, 2), (25, 3, 2), (12101, 2, 2),
-                                                  (12101, 4, 2), (1000, 3, 3), (7, 7, 2), (10, 1, 1)])
+@pytest.mark.parametrize(
+    "n_items,m1,n_tables",
+    [(25, 2, 2), (25, 3, 2), (12101, 2, 2), (12101, 4, 2), (1000, 3, 3), (7, 7, 2), (10, 1, 1)],
+)
 def test_qr_indices_give_every_item_a_distinct_combination(n_items, m1, n_tables):
     sizes = qr_sizes(n_items, m1, n_tables)
     assert sizes[:-1] == [m1] * (n_tables - 1) and np.prod(sizes) >= n_items
@@ -81,8 +114,10 @@ def test_qr_two_tables_are_remainder_and_quotient():
 
 
 def test_lsan_parameter_count_shrinks_with_m1():
-    counts = [sum(p.numel() for p in LSANEncoder(LSANConfig(m1=m), 12101).tables.parameters())
-              for m in (1, 2, 3, 4)]
+    counts = [
+        sum(p.numel() for p in LSANEncoder(LSANConfig(m1=m), 12101).tables.parameters())
+        for m in (1, 2, 3, 4)
+    ]
     assert counts == [(1 + 12101) * 128, (2 + 6051) * 128, (3 + 4034) * 128, (4 + 3026) * 128]
 
 
@@ -149,10 +184,12 @@ def test_ablation_switches_change_the_model():
         # embeddings, with it their mean (uniform weights)
         ids = torch.tensor([3, 5])
         no_dyn_mean, full_mean = _enc(dynamic=False, candidates="mean"), _enc(candidates="mean")
-        assert torch.allclose(no_dyn_mean.output_embeddings()[0][ids],
-                              no_dyn_mean.base_embeddings(ids).sum(-2))
-        assert torch.allclose(full_mean.output_embeddings()[0][ids],
-                              full_mean.base_embeddings(ids).mean(-2))
+        assert torch.allclose(
+            no_dyn_mean.output_embeddings()[0][ids], no_dyn_mean.base_embeddings(ids).sum(-2)
+        )
+        assert torch.allclose(
+            full_mean.output_embeddings()[0][ids], full_mean.base_embeddings(ids).mean(-2)
+        )
         # plain attention and twin attention are different functions of the same embeddings
         plain = _enc(twin=False)
         assert not torch.allclose(plain(_batch(items, hours)), full(_batch(items, hours)))
@@ -176,8 +213,9 @@ def test_missing_timestamps_average_the_context_over_the_hours():
         items = torch.tensor([[0, 3, 5, 7]])
         with torch.no_grad():
             avg = enc.context_vectors(items, None)
-            each = torch.stack([enc.context_vectors(items, torch.full_like(items, h * 3600))
-                                for h in range(24)]).mean(0)
+            each = torch.stack(
+                [enc.context_vectors(items, torch.full_like(items, h * 3600)) for h in range(24)]
+            ).mean(0)
         assert torch.allclose(avg, each, atol=1e-6), mode
 
 
@@ -196,13 +234,24 @@ def test_l2_term_is_added_to_the_loss():
 def test_fit_refuses_missing_side_information():
     seqs = markov_sequences(n_users=10, n_items=12, seed=0)
     train, valid, _ = leave_last_out_small(seqs)
-    no_attr = Sequences(train.offsets, train.items, train.n_items, train.timestamps,
-                        vocab=ItemVocab(train.vocab.raw))
+    no_attr = Sequences(
+        train.offsets,
+        train.items,
+        train.n_items,
+        train.timestamps,
+        vocab=ItemVocab(train.vocab.raw),
+    )
     with pytest.raises(DataError, match=r"categories='none'.*--set model.categories=none") as err:
         LSAN(LSANConfig(**TINY, dim=16)).fit(no_attr, None, progress=False)
     assert "--set data.item_file=" in str(err.value)  # the CLI ways out, not only Python's
-    no_time = Sequences(train.offsets, train.items, train.n_items, train.timestamps,
-                        vocab=train.vocab, has_time=False)
+    no_time = Sequences(
+        train.offsets,
+        train.items,
+        train.n_items,
+        train.timestamps,
+        vocab=train.vocab,
+        has_time=False,
+    )
     with pytest.raises(DataError, match=r"time_slots='none'.*--set model.time_slots=none"):
         LSAN(LSANConfig(**TINY, dim=16)).fit(no_time, None, progress=False)
     fitted = LSAN(LSANConfig(**TINY, dim=16, time_slots="none", categories="none"))
@@ -246,8 +295,9 @@ def test_input_candidates_use_the_category_and_the_fusion():
         w = enc.output_embeddings()[0]
         assert w[0].abs().max() == 0  # PAD row
         cur = enc.category_of[ids]
-        expected = enc.compose(enc.base_embeddings(ids),
-                               enc.tuple_context(torch.zeros_like(cur), cur, None))
+        expected = enc.compose(
+            enc.base_embeddings(ids), enc.tuple_context(torch.zeros_like(cur), cur, None)
+        )
         assert torch.allclose(w[1:], expected, atol=1e-6)
         # partners (j, j + 1 with j even share the last table's row): with the mean their
         # difference is the same vector for every pair; through the input pipeline it is not

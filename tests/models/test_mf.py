@@ -47,7 +47,9 @@ def test_scores_are_user_factor_times_items_plus_bias():
     hist = test.histories(np.arange(5))
     enc = model.encoder
     want = enc.user_emb.weight[hist.users] @ enc.item_emb.weight.T + enc.item_bias
-    np.testing.assert_allclose(model.score(hist)[:, 1:], want.detach().numpy()[:, 1:], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        model.score(hist)[:, 1:], want.detach().numpy()[:, 1:], rtol=1e-5, atol=1e-5
+    )
     # the history's content is irrelevant, its user id is what counts
     swapped = Sequences(hist.offsets, hist.items[::-1].copy(), hist.n_items, users=hist.users)
     np.testing.assert_array_equal(model.score(swapped), model.score(hist))
@@ -65,6 +67,7 @@ def test_unknown_user_falls_back_to_item_bias():
     rec = model.recommend([["i1", "i2"]], k=3)[0]  # raw items: no user id
     order = [int(i) for i in np.argsort(-bias[1:], kind="stable") + 1 if i not in (1, 2)]
     assert rec.items == list(model.vocab.decode(np.array(order[:3])))
+
 
 def test_fit_needs_user_ids():
     _, train, _, _ = _data()

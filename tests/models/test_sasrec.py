@@ -29,8 +29,15 @@ class TestSASRecDrossVariant(ConformanceSuite):
     attention dropout."""
 
     model_cls = SASRec
-    config_kwargs = {"dim": 16, "n_blocks": 1, "n_heads": 2, "layout": "reference",
-                     "attn_out_proj": True, "init": "normal", "attn_dropout": 0.1}
+    config_kwargs = {
+        "dim": 16,
+        "n_blocks": 1,
+        "n_heads": 2,
+        "layout": "reference",
+        "attn_out_proj": True,
+        "init": "normal",
+        "attn_dropout": 0.1,
+    }
     test_all_losses = None
     test_bad_configs = None
     test_seeded_refit = None
@@ -51,16 +58,19 @@ class TestSASRecPositionsFromStart(ConformanceSuite):
 def test_positions_from_start_number_the_window_from_its_oldest_item():
     torch.manual_seed(0)
     # pre_ln: the embedding enters the blocks unscaled, which _encode_from_embeddings assumes
-    enc = SASRecEncoder(SASRecConfig(max_len=6, dim=8, positions="from_start", dropout=0.0,
-                                     layout="pre_ln"), n_items=9).eval()
+    enc = SASRecEncoder(
+        SASRecConfig(max_len=6, dim=8, positions="from_start", dropout=0.0, layout="pre_ln"),
+        n_items=9,
+    ).eval()
     items = torch.tensor([[0, 0, 0, 3, 4, 5]])
     got = enc(SequenceBatch(items=items, mask=items.ne(0)))
     # the same items right-aligned in a shorter window, i.e. the embedding the from_start
     # scheme must reproduce: positions 0, 1, 2 for items 3, 4, 5
     x = enc.item_emb(items[:, 3:]) + enc.pos_emb(torch.arange(3))[None]
     assert not torch.allclose(enc.pos_emb.weight[0], enc.pos_emb.weight[3])
-    from_end = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="pre_ln"),
-                             n_items=9).eval()
+    from_end = SASRecEncoder(
+        SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="pre_ln"), n_items=9
+    ).eval()
     from_end.load_state_dict(enc.state_dict())
     assert not torch.allclose(from_end(SequenceBatch(items=items, mask=items.ne(0))), got)
     assert torch.allclose(got[:, 3:], _encode_from_embeddings(enc, x), atol=1e-6)
@@ -124,12 +134,14 @@ def test_fully_padded_rows_give_zero_not_nan():
 
 def test_layouts_differ_and_reference_scales_embeddings():
     torch.manual_seed(0)
-    pre = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="pre_ln"), n_items=9).eval()
+    pre = SASRecEncoder(
+        SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="pre_ln"), n_items=9
+    ).eval()
     ref = SASRecEncoder(SASRecConfig(max_len=6, dim=8, dropout=0.0, layout="reference"), 9).eval()
     ref.load_state_dict(pre.state_dict())  # same parameters, different wiring
     items = torch.tensor([[0, 0, 4, 1, 2, 3]])
     b = SequenceBatch(items=items, mask=items.ne(0))
-    assert ref.scale == pytest.approx(8 ** 0.5) and pre.scale == 1.0
+    assert ref.scale == pytest.approx(8**0.5) and pre.scale == 1.0
     assert not torch.allclose(pre(b), ref(b))
 
 
@@ -152,7 +164,9 @@ def test_an_unavailable_gpu_is_explained(monkeypatch):
         resolve_device("cuda")
     monkeypatch.setattr(torch.version, "cuda", "12.6")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    with pytest.raises(ConfigError, match="built for CUDA 12.6 but sees no GPU.*CUDA_VISIBLE_DEVICES=''"):
+    with pytest.raises(
+        ConfigError, match="built for CUDA 12.6 but sees no GPU.*CUDA_VISIBLE_DEVICES=''"
+    ):
         resolve_device("cuda:0")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)

@@ -21,8 +21,10 @@ from seqrec.models.factorization.svd import scaling_weights
 
 def _seqs(n_users=6, n_items=10, max_len=9, seed=0) -> Sequences:
     rng = np.random.default_rng(seed)
-    rows = [rng.choice(n_items, size=rng.integers(1, max_len), replace=False) + 1
-            for _ in range(n_users)]
+    rows = [
+        rng.choice(n_items, size=rng.integers(1, max_len), replace=False) + 1
+        for _ in range(n_users)
+    ]
     return Sequences.from_lists([r.tolist() for r in rows], n_items=n_items)
 
 
@@ -34,7 +36,9 @@ def _orth(rng, n, r):
 
 
 @settings(max_examples=30, deadline=None)
-@given(size=st.integers(1, 12), decay=st.floats(0, 2), span=st.integers(0, 12), seed=st.integers(0, 99))
+@given(
+    size=st.integers(1, 12), decay=st.floats(0, 2), span=st.integers(0, 12), seed=st.integers(0, 99)
+)
 def test_banded_products_equal_dense_a(size, decay, span, seed):
     a = ops.attention_weights(size, decay, span or None)
     dense = ops.attention_dense(size, decay, span or None)
@@ -150,14 +154,32 @@ def test_hankel_identities_equal_dense_fourth_order_tensor(tiny):
 
 
 def _ga(**kw):
-    base = dict(max_len=5, user_rank=6, item_rank=5, position_rank=2, attention_decay=0.7,
-                scaling=0.4, max_iters=3, rescaled=True)
+    base = dict(
+        max_len=5,
+        user_rank=6,
+        item_rank=5,
+        position_rank=2,
+        attention_decay=0.7,
+        scaling=0.4,
+        max_iters=3,
+        rescaled=True,
+    )
     return GASATF(GASATFConfig(**{**base, **kw}))
 
 
 def _la(**kw):
-    base = dict(max_len=6, user_rank=6, item_rank=4, attention_window=3, attention_rank=2,
-                sequences_rank=2, attention_decay=1.0, scaling=0.4, max_iters=3, rescaled=True)
+    base = dict(
+        max_len=6,
+        user_rank=6,
+        item_rank=4,
+        attention_window=3,
+        attention_rank=2,
+        sequences_rank=2,
+        attention_decay=1.0,
+        scaling=0.4,
+        max_iters=3,
+        rescaled=True,
+    )
     return LASATF(LASATFConfig(**{**base, **kw}))
 
 
@@ -249,11 +271,17 @@ def test_validation_early_stopping_keeps_best_iteration():
 
 @pytest.mark.parametrize(
     "cls, kwargs",
-    [(GASATFConfig, {"max_len": 1}), (GASATFConfig, {"position_rank": 60}),
-     (GASATFConfig, {"solver": "magic"}), (GASATFConfig, {"attention_decay": -1.0}),
-     (GASATFConfig, {"user_rank": 0}), (LASATFConfig, {"attention_window": 51}),
-     (LASATFConfig, {"attention_rank": 3}), (LASATFConfig, {"sequences_rank": 50}),
-     (LASATFConfig, {"patience": 0})],
+    [
+        (GASATFConfig, {"max_len": 1}),
+        (GASATFConfig, {"position_rank": 60}),
+        (GASATFConfig, {"solver": "magic"}),
+        (GASATFConfig, {"attention_decay": -1.0}),
+        (GASATFConfig, {"user_rank": 0}),
+        (LASATFConfig, {"attention_window": 51}),
+        (LASATFConfig, {"attention_rank": 3}),
+        (LASATFConfig, {"sequences_rank": 50}),
+        (LASATFConfig, {"patience": 0}),
+    ],
 )
 def test_bad_config_raises(cls, kwargs):
     with pytest.raises(ConfigError):
@@ -274,13 +302,15 @@ def test_rank_too_large_for_data_is_clipped(caplog):
 
 
 def test_factorization_package_never_imports_torch():
-    code = ("import sys, numpy as np; from seqrec.data.sequences import Sequences;"
-            "import seqrec.models.factorization as f, seqrec.registry as r;"
-            "[r.get_model(n) for n in ('pop', 'puresvd', 'ga-satf', 'la-satf')];"
-            "s = Sequences.from_lists([[1, 2, 3], [2, 3, 4]], n_items=4);"
-            "f.LASATF(f.LASATFConfig(max_len=3, user_rank=2, item_rank=2, attention_window=2,"
-            "attention_rank=1, sequences_rank=1, max_iters=1)).fit(s).score(s);"
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys, numpy as np; from seqrec.data.sequences import Sequences;"
+        "import seqrec.models.factorization as f, seqrec.registry as r;"
+        "[r.get_model(n) for n in ('pop', 'puresvd', 'ga-satf', 'la-satf')];"
+        "s = Sequences.from_lists([[1, 2, 3], [2, 3, 4]], n_items=4);"
+        "f.LASATF(f.LASATFConfig(max_len=3, user_rank=2, item_rank=2, attention_window=2,"
+        "attention_rank=1, sequences_rank=1, max_iters=1)).fit(s).score(s);"
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -289,8 +319,11 @@ def test_paper_grid_names_real_config_fields_with_valid_values():
 
     from seqrec.models.factorization import PAPER_GRID, PureSVDConfig
 
-    for name, cfg in (("puresvd", PureSVDConfig()), ("ga-satf", GASATFConfig()),
-                      ("la-satf", LASATFConfig(attention_window=10, max_len=50))):
+    for name, cfg in (
+        ("puresvd", PureSVDConfig()),
+        ("ga-satf", GASATFConfig()),
+        ("la-satf", LASATFConfig(attention_window=10, max_len=50)),
+    ):
         known = {f.name for f in fields(cfg)}
         assert set(PAPER_GRID[name]) <= known, name
         for key, values in PAPER_GRID[name].items():

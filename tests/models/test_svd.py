@@ -81,8 +81,9 @@ def test_save_load_keeps_scores_and_determinism(tmp_path):
     assert np.array_equal(loaded.score(seqs), model.score(seqs))
 
 
-@pytest.mark.parametrize("kwargs", [{"rank": 0}, {"rank": 2.5}, {"scaling": float("nan")},
-                                    {"solver": "lanczos"}])
+@pytest.mark.parametrize(
+    "kwargs", [{"rank": 0}, {"rank": 2.5}, {"scaling": float("nan")}, {"solver": "lanczos"}]
+)
 def test_bad_config_raises(kwargs):
     with pytest.raises(ConfigError):
         PureSVDConfig(**kwargs)

@@ -74,14 +74,18 @@ def _table(tmp_path: Path, epochs: int = 2) -> Path:
 
 
 def _dirs(root: Path) -> dict:
-    return {"runs_dir": root / "runs", "results_dir": root / "results", "report_dir": root / "report",
-            "state_dir": root / "state"}
+    return {
+        "runs_dir": root / "runs",
+        "results_dir": root / "results",
+        "report_dir": root / "report",
+        "state_dir": root / "state",
+    }
 
 
 def test_table_rejects_typos(tmp_path):
     bad = tmp_path / "bad.toml"
     good = _table(tmp_path).read_text()
-    bad.write_text(good.replace('min_item = 5', 'min_itme = 5'))
+    bad.write_text(good.replace("min_item = 5", "min_itme = 5"))
     with pytest.raises(ConfigError, match="min_itme"):
         load_table(bad)
     bad.write_text(good.replace('a = "pop"', 'a = "nope"'))
@@ -91,7 +95,9 @@ def test_table_rejects_typos(tmp_path):
         load_table("no-such-table", root=tmp_path)
 
 
-def test_reproduce_alone_lists_the_tables_and_a_misspelt_name_is_corrected(tmp_path, capsys, monkeypatch):
+def test_reproduce_alone_lists_the_tables_and_a_misspelt_name_is_corrected(
+    tmp_path, capsys, monkeypatch
+):
     from seqrec.cli.main import main
 
     folder = tmp_path / "configs" / "reproduce"
@@ -123,7 +129,11 @@ def test_a_rows_own_key_beats_the_table_default_in_either_section(tmp_path):
     # model and train are one parameter set: [defaults.train] num_threads must not override the
     # same key written in a row's [runs.model] (it did: train was merged last); a row's max_len
     # still beats [defaults.model]'s
-    text = _table(tmp_path).read_text().replace('name = "sasrec"\n', 'name = "sasrec"\nnum_threads = 2\n')
+    text = (
+        _table(tmp_path)
+        .read_text()
+        .replace('name = "sasrec"\n', 'name = "sasrec"\nnum_threads = 2\n')
+    )
     text = text.replace("[defaults.train]\n", "[defaults.model]\nmax_len = 7\n[defaults.train]\n")
     path = tmp_path / "own.toml"
     path.write_text(text)
@@ -168,13 +178,19 @@ def test_other_eval_settings_reuse_the_checkpoint(tmp_path):
     dirs = _dirs(tmp_path)
     table = load_table(_table(tmp_path))
     reproduce(table, table.select(models={"sasrec"}, seeds={0}), **dirs)
-    text = _table(tmp_path).read_text().replace("[defaults.train]", '[defaults.eval]\nseen_filter = "none"\n[defaults.train]')
+    text = (
+        _table(tmp_path)
+        .read_text()
+        .replace("[defaults.train]", '[defaults.eval]\nseen_filter = "none"\n[defaults.train]')
+    )
     other = tmp_path / "other.toml"
     other.write_text(text)
     t2 = load_table(other)
     out = reproduce(t2, t2.select(models={"sasrec"}, seeds={0}), **dirs)
     (p,) = out.planned
-    assert p.key == reproduce(table, table.select(models={"sasrec"}, seeds={0}), **dirs).planned[0].key
+    assert (
+        p.key == reproduce(table, table.select(models={"sasrec"}, seeds={0}), **dirs).planned[0].key
+    )
     assert p.cached["seen_filter"] == "none"
     assert p.cached["global_step"] > 0 and p.cached["stopped"] == "epochs"
 
@@ -207,9 +223,24 @@ def test_dry_run_says_how_far_an_unfinished_run_got_and_whether_it_resumes(tmp_p
     path = _table(tmp_path, epochs=6)
     table = load_table(path)
     dirs = _dirs(tmp_path)
-    cut = reproduce(table, table.select(models={"sasrec"}, seeds={0}), budget_seconds=1e-3, **dirs).planned[0]
-    dry = ["reproduce", str(path), "--dry-run", "--runs", "sasrec", "--seeds", "0",
-           *(x for k, v in dirs.items() if k != "report_dir" for x in (f"--{k.replace('_', '-')}", str(v)))]
+    cut = reproduce(
+        table, table.select(models={"sasrec"}, seeds={0}), budget_seconds=1e-3, **dirs
+    ).planned[0]
+    dry = [
+        "reproduce",
+        str(path),
+        "--dry-run",
+        "--runs",
+        "sasrec",
+        "--seeds",
+        "0",
+        *(
+            x
+            for k, v in dirs.items()
+            if k != "report_dir"
+            for x in (f"--{k.replace('_', '-')}", str(v))
+        ),
+    ]
 
     def status() -> str:
         capsys.readouterr()
@@ -231,9 +262,15 @@ def test_dry_run_says_how_far_an_unfinished_run_got_and_whether_it_resumes(tmp_p
 
     run_dir = dirs["runs_dir"] / cut.key
     run_dir.mkdir(parents=True)
-    (run_dir / "run.json").write_text(json.dumps({"config": {"epochs": 6, "val_metric": "NDCG@10"}}))
-    (run_dir / "validation.jsonl").write_text("".join(
-        json.dumps({"epoch": e, "metrics": {"NDCG@10": v}}) + "\n" for e, v in ((1, 0.2), (2, 0.3), (3, 0.25))))
+    (run_dir / "run.json").write_text(
+        json.dumps({"config": {"epochs": 6, "val_metric": "NDCG@10"}})
+    )
+    (run_dir / "validation.jsonl").write_text(
+        "".join(
+            json.dumps({"epoch": e, "metrics": {"NDCG@10": v}}) + "\n"
+            for e, v in ((1, 0.2), (2, 0.3), (3, 0.25))
+        )
+    )
     with open(run_dir / "lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         assert runner.is_training(run_dir)
@@ -244,7 +281,9 @@ def test_dry_run_says_how_far_an_unfinished_run_got_and_whether_it_resumes(tmp_p
 def test_terminal_tables_right_align_numbers_and_left_align_text():
     from seqrec.cli.table import format_table
 
-    lines = format_table(["name", "n", "note"], [["a", 5, "short"], ["bb", 1234, "a longer note"]]).splitlines()
+    lines = format_table(
+        ["name", "n", "note"], [["a", 5, "short"], ["bb", 1234, "a longer note"]]
+    ).splitlines()
     assert lines[2] == "a         5  short"
     assert lines[3] == "bb    1,234  a longer note"
 
@@ -326,7 +365,10 @@ def test_the_state_folder_is_local_ignored_by_git_and_configurable(monkeypatch):
     if shutil.which("git") is None or not (root / ".git").exists():
         pytest.skip("not a git checkout")
     git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)  # noqa: E731
-    assert git("check-ignore", "-q", f"{DEFAULT_STATE_DIR}/0123456789abcdef/last.pt.xz").returncode == 0
+    assert (
+        git("check-ignore", "-q", f"{DEFAULT_STATE_DIR}/0123456789abcdef/last.pt.xz").returncode
+        == 0
+    )
     assert git("ls-files", "reproduce-state", str(DEFAULT_STATE_DIR)).stdout == ""
 
 
@@ -344,19 +386,36 @@ def test_a_run_started_elsewhere_without_its_state_restarts_and_says_so(tmp_path
     said: list[str] = []
     done = reproduce(table, runs, on_event=said.append, **dirs).planned[0]
     assert done.cached is not None
-    assert any("no saved state for sasrec seed 0: starting from epoch 0" in line for line in said), said
+    assert any(
+        "no saved state for sasrec seed 0: starting from epoch 0" in line for line in said
+    ), said
 
 
 def _cli(path: Path, *options: str) -> list[str]:
     """``seqrec reproduce`` of the table at ``path`` as a subprocess command, dirs under r/."""
-    return [sys.executable, "-m", "seqrec.cli.main", "reproduce", str(path), "--runs-dir", "r/runs",
-            "--results-dir", "r/results", "--report-dir", "r/report", *options]
+    return [
+        sys.executable,
+        "-m",
+        "seqrec.cli.main",
+        "reproduce",
+        str(path),
+        "--runs-dir",
+        "r/runs",
+        "--results-dir",
+        "r/results",
+        "--report-dir",
+        "r/report",
+        *options,
+    ]
 
 
 # the subprocesses import the seqrec under test, whatever the working directory and installation
 _SRC = str(Path(seqrec.__file__).resolve().parents[1])
-ENV = {**os.environ, "OMP_NUM_THREADS": "1",
-       "PYTHONPATH": os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH")) if p)}
+ENV = {
+    **os.environ,
+    "OMP_NUM_THREADS": "1",
+    "PYTHONPATH": os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH")) if p),
+}
 
 
 @pytest.mark.slow
@@ -364,7 +423,9 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     path = _table(tmp_path, epochs=40)
     cmd = _cli(path, "--runs", "sasrec", "--seeds", "0", "--state-dir", "none")
     env = ENV
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 120
     ckpts = []
     while time.time() < deadline and not ckpts:
@@ -378,8 +439,15 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     rerun = subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True, text=True)
     assert "resumed from" in rerun.stderr, "the rerun started over instead of resuming"
     (resumed,) = [json.loads(p.read_text()) for p in (tmp_path / "r" / "results").glob("*.json")]
-    whole = reproduce(load_table(path), load_table(path).select(models={"sasrec"}, seeds={0}),
-                      **_dirs(tmp_path / "whole")).planned[0].cached
+    whole = (
+        reproduce(
+            load_table(path),
+            load_table(path).select(models={"sasrec"}, seeds={0}),
+            **_dirs(tmp_path / "whole"),
+        )
+        .planned[0]
+        .cached
+    )
     # the model's own defaults (no recipe pinned in the table): the subprocess must have run
     # the same code and configuration as this process (tests/conftest.py), else the comparison
     # below says nothing about resuming
@@ -418,11 +486,23 @@ def test_the_results_overview_is_generated_from_the_reports(tmp_path):
 def test_a_study_is_one_line_of_the_overview(tmp_path):
     from seqrec_lab.readme import section
 
-    rows = [{"label": f"r{i}", "dataset": "d", "finished": i < 3, "seeds": [0] if i < 3 else [],
-             "test": {"NDCG@10": 0.1} if i < 3 else {}} for i in range(40)]
-    (tmp_path / "defaults.json").write_text(json.dumps({"table": "defaults", "title": "Recipes", "rows": rows}))
+    rows = [
+        {
+            "label": f"r{i}",
+            "dataset": "d",
+            "finished": i < 3,
+            "seeds": [0] if i < 3 else [],
+            "test": {"NDCG@10": 0.1} if i < 3 else {},
+        }
+        for i in range(40)
+    ]
+    (tmp_path / "defaults.json").write_text(
+        json.dumps({"table": "defaults", "title": "Recipes", "rows": rows})
+    )
     text = section(tmp_path)
-    assert "- **[Recipes](defaults.md)** (`seqrec reproduce defaults`): 3 of 40 rows finished." in text
+    assert (
+        "- **[Recipes](defaults.md)** (`seqrec reproduce defaults`): 3 of 40 rows finished." in text
+    )
     assert "| r0 |" not in text
 
 
@@ -434,14 +514,25 @@ def test_seqrec_reproduce_leaves_the_repository_readme_byte_identical(tmp_path):
 
     path = _table(tmp_path)
     readme = tmp_path / "README.md"
-    original = b"# x\n<!-- reproduce:start -->\nthe checkout's own text\n<!-- reproduce:end -->\n\xc3\xa9"
+    original = (
+        b"# x\n<!-- reproduce:start -->\nthe checkout's own text\n<!-- reproduce:end -->\n\xc3\xa9"
+    )
     readme.write_bytes(original)
-    subprocess.run(_cli(path, "--runs", "pop"), cwd=tmp_path, env=ENV, check=True, capture_output=True)
+    subprocess.run(
+        _cli(path, "--runs", "pop"), cwd=tmp_path, env=ENV, check=True, capture_output=True
+    )
     assert readme.read_bytes() == original
-    assert (tmp_path / "r" / "report" / "README.md").read_text() == section(tmp_path / "r" / "report")
+    assert (tmp_path / "r" / "report" / "README.md").read_text() == section(
+        tmp_path / "r" / "report"
+    )
     # the default report directory (docs/reproduce) refreshes its overview there, not the README
-    subprocess.run(_cli(path, "--runs", "pop")[:-6] + ["--results-dir", "r/results", "--report-only"],
-                   cwd=tmp_path, env=ENV, check=True, capture_output=True)
+    subprocess.run(
+        _cli(path, "--runs", "pop")[:-6] + ["--results-dir", "r/results", "--report-only"],
+        cwd=tmp_path,
+        env=ENV,
+        check=True,
+        capture_output=True,
+    )
     assert readme.read_bytes() == original
     assert "| pop | " in (tmp_path / "docs" / "reproduce" / "README.md").read_text()
 
@@ -457,7 +548,8 @@ def test_the_committed_overview_is_what_the_generator_writes_and_the_readme_is_u
         pytest.skip("no committed reports here")
     before = (root / "README.md").read_bytes()
     assert (reports / "README.md").read_text() == section(reports), (
-        "docs/reproduce/README.md is stale or edited by hand: seqrec reproduce NAME --report-only rewrites it")
+        "docs/reproduce/README.md is stale or edited by hand: seqrec reproduce NAME --report-only rewrites it"
+    )
     for summary in reports.glob("*.json"):
         shutil.copy(summary, tmp_path)
     write_overview(tmp_path)
@@ -512,7 +604,9 @@ def test_a_run_whose_dataset_is_missing_is_skipped_and_stored_ones_still_report(
     runner._DATA_CACHE.clear()  # as in a new process
     path.write_text((POP_ONLY + LATER_RUN).replace("DATA", str(data)))
     table = load_table(path)
-    planned = {p.spec.run_id: p for p in plan(table, table.runs, dirs["runs_dir"], dirs["results_dir"])}
+    planned = {
+        p.spec.run_id: p for p in plan(table, table.runs, dirs["runs_dir"], dirs["results_dir"])
+    }
     assert planned["pop"].done and "file not found" in planned["pop"].unavailable
     assert planned["pop-5core"].cached is None and planned["pop-5core"].unavailable
     outcome = reproduce(table, **dirs)  # no exception: the missing data skips one run
@@ -522,9 +616,18 @@ def test_a_run_whose_dataset_is_missing_is_skipped_and_stored_ones_still_report(
     assert f"{ndcg:.4f}" in md  # the stored run is in the report, matched without its data
 
 
-@pytest.mark.parametrize("text, seconds", [("90m", 5400), ("2h", 7200), ("2h30m", 9000),
-                                           ("1h 5m 30s", 3930), ("3600s", 3600), ("45", 45),
-                                           ("0.5h", 1800)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("90m", 5400),
+        ("2h", 7200),
+        ("2h30m", 9000),
+        ("1h 5m 30s", 3930),
+        ("3600s", 3600),
+        ("45", 45),
+        ("0.5h", 1800),
+    ],
+)
 def test_budget_durations_combine_units(text, seconds):
     from seqrec_lab.cli import parse_duration
 
@@ -551,10 +654,16 @@ def test_batch_targets_counts_in_a_run_identity_only_when_it_sizes_the_batch(tmp
     def ident(**cfg):
         return {"model": "sasrec", "model_config": cfg, "data": {}, "seed": 0}
 
-    assert compatible(ident(batch_size=128, batch_targets=0), ident(batch_size=128, batch_targets=1024))
+    assert compatible(
+        ident(batch_size=128, batch_targets=0), ident(batch_size=128, batch_targets=1024)
+    )
     assert compatible(ident(batch_size=128), ident(batch_size=128, batch_targets=1024))
-    assert not compatible(ident(batch_size=0, batch_targets=512), ident(batch_size=0, batch_targets=1024))
-    assert not compatible(ident(batch_size=128, batch_targets=1024), ident(batch_size=0, batch_targets=1024))
+    assert not compatible(
+        ident(batch_size=0, batch_targets=512), ident(batch_size=0, batch_targets=1024)
+    )
+    assert not compatible(
+        ident(batch_size=128, batch_targets=1024), ident(batch_size=0, batch_targets=1024)
+    )
     # a checkpoint directory: the same rule when a run resumes
     cfg = SASRecConfig(batch_size=64, batch_targets=0)
     _check_same_config(tmp_path, cfg, SASRec.name, 10)
@@ -577,9 +686,15 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
         return {"model": "sasrec", "model_config": cfg, "data": {}, "seed": 0}
 
     legacy = ident(batch_size=0, batch_targets=1024)
-    assert compatible(legacy, ident(batch_size=0, batch_targets=1024, min_epoch_steps=0, auto_batch_max=128))
-    assert not compatible(legacy, ident(batch_size=0, batch_targets=1024, min_epoch_steps=100, auto_batch_max=128))
-    assert compatible(ident(batch_size=128), ident(batch_size=128, min_epoch_steps=100, auto_batch_max=64))
+    assert compatible(
+        legacy, ident(batch_size=0, batch_targets=1024, min_epoch_steps=0, auto_batch_max=128)
+    )
+    assert not compatible(
+        legacy, ident(batch_size=0, batch_targets=1024, min_epoch_steps=100, auto_batch_max=128)
+    )
+    assert compatible(
+        ident(batch_size=128), ident(batch_size=128, min_epoch_steps=100, auto_batch_max=64)
+    )
     # a checkpoint written before the field existed resumes only under the behaviour it had
     cfg = SASRecConfig(batch_size=0, min_epoch_steps=0)
     _check_same_config(tmp_path, cfg, SASRec.name, 10)
@@ -595,10 +710,20 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
 def test_readme_section_shows_the_metrics_with_published_values_first(tmp_path):
     from seqrec_lab.readme import section
 
-    summary = {"table": "t", "title": "T", "rows": [
-        {"label": "a", "dataset": "d", "finished": True, "seeds": [0],
-         "test": {"HR@5": 0.5, "HR@10": 0.6, "NDCG@10": 0.3},
-         "published": [{"metric": "NDCG@10", "value": 0.25}]}]}
+    summary = {
+        "table": "t",
+        "title": "T",
+        "rows": [
+            {
+                "label": "a",
+                "dataset": "d",
+                "finished": True,
+                "seeds": [0],
+                "test": {"HR@5": 0.5, "HR@10": 0.6, "NDCG@10": 0.3},
+                "published": [{"metric": "NDCG@10", "value": 0.25}],
+            }
+        ],
+    }
     (tmp_path / "t.json").write_text(json.dumps(summary))
     text = section(tmp_path)
     assert "| row | dataset | NDCG@10 | HR@5 | published NDCG@10 | gap | status |" in text
@@ -609,10 +734,21 @@ def test_readme_section_says_when_a_row_has_fewer_finished_seeds_than_planned(tm
     """RecTools' ML-1M row showed 'finished' with one of three seeds: its mean is that seed's."""
     from seqrec_lab.readme import section
 
-    row = {"label": "a", "dataset": "d", "finished": True, "seeds": [0, 1], "test": {"NDCG@10": 0.3}}
-    summary = {"table": "t", "title": "T", "rows": [
-        {**row, "seeds_finished": 1, "seeds_planned": 3},
-        {**row, "label": "b", "seeds_finished": 3, "seeds_planned": 3}]}
+    row = {
+        "label": "a",
+        "dataset": "d",
+        "finished": True,
+        "seeds": [0, 1],
+        "test": {"NDCG@10": 0.3},
+    }
+    summary = {
+        "table": "t",
+        "title": "T",
+        "rows": [
+            {**row, "seeds_finished": 1, "seeds_planned": 3},
+            {**row, "label": "b", "seeds_finished": 3, "seeds_planned": 3},
+        ],
+    }
     (tmp_path / "t.json").write_text(json.dumps(summary))
     text = section(tmp_path)
     assert "| a | d | 0.3000 | – | – | 1 of 3 seeds finished |" in text

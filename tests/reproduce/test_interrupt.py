@@ -58,8 +58,9 @@ def _interrupt(tmp_path: Path, cmd: list[str], target: str) -> tuple[int, str]:
     exits within the grace bound leaving no process of its own behind. Returns (rc, stderr)."""
     runs = tmp_path / "r" / "runs"
     before = {p: p.stat().st_mtime_ns for p in runs.glob("*/last.pt")}
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         fresh = lambda: [p for p in runs.glob("*/last.pt") if before.get(p) != p.stat().st_mtime_ns]  # noqa: E731
         _wait_for(lambda: len(fresh()) >= 2 or proc.poll() is not None, 120, "two checkpoints")
@@ -104,7 +105,9 @@ def test_sigterm_stops_every_worker_cleanly_and_the_rerun_matches(tmp_path):
     assert not [p for p in results.glob("*.json") if not p.name.endswith(".partial.json")]
     assert not list(results.glob("*.tmp")) and not list(state.glob("*/*.tmp"))
     keys = {r["key"] for r in partials}
-    assert {p.parent.name for p in state.glob("*/last.pt.xz")} == keys  # resumable from a fresh checkout
+    assert {
+        p.parent.name for p in state.glob("*/last.pt.xz")
+    } == keys  # resumable from a fresh checkout
     steps = {r["key"]: r["global_step"] for r in partials}
 
     # a SIGTERM to one worker stops the whole table the same way, after resuming
@@ -112,7 +115,9 @@ def test_sigterm_stops_every_worker_cleanly_and_the_rerun_matches(tmp_path):
     assert rc != 0 and err.strip().splitlines()[-1].startswith("interrupted: "), err
     partials = [json.loads(p.read_text()) for p in sorted(results.glob("*.partial.json"))]
     assert len(partials) == 2 and all(r["stopped"] == "interrupted" for r in partials)
-    assert all(r["global_step"] > steps[r["key"]] for r in partials), "the second stint did not resume"
+    assert all(r["global_step"] > steps[r["key"]] for r in partials), (
+        "the second stint did not resume"
+    )
 
     # the same command finishes both, with the numbers of an uninterrupted run
     subprocess.run(cmd, cwd=tmp_path, env=ENV, check=True, capture_output=True, timeout=300)
@@ -140,7 +145,9 @@ def test_a_stop_request_in_the_inline_path_leaves_a_partial_record(tmp_path, mon
     assert caught.value.signum == signal.SIGTERM
     assert not stop.requested()  # the request does not outlive the table
     (partial,) = [json.loads(p.read_text()) for p in dirs["results_dir"].glob("*.partial.json")]
-    assert partial["stopped"] == "interrupted" and partial["seed"] == 0 and partial["global_step"] == 1
+    assert (
+        partial["stopped"] == "interrupted" and partial["seed"] == 0 and partial["global_step"] == 1
+    )
     assert (dirs["state_dir"] / partial["key"] / "last.pt.xz").exists()
     assert "partial" in (dirs["report_dir"] / "tiny.md").read_text()  # the report was still written
 
@@ -158,8 +165,12 @@ time.sleep(600)
 def test_run_lock_is_released_when_its_holder_is_killed(tmp_path):
     from seqrec_lab.runner import RunBusy, _lock
 
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(tmp_path)], env=ENV,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(tmp_path)],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunBusy, match="another process"):

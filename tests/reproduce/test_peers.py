@@ -19,7 +19,7 @@ from seqrec_lab import load_table, peers, reproduce
 # The fake worker: epoch 1 returns each user's least popular unseen items (a poor list), epoch 2
 # (the final model) the true target first, so the final lists score exactly 1.0 only if the
 # harness lines up users, targets and histories correctly.
-WORKER = '''
+WORKER = """
 import json, sys, time
 from pathlib import Path
 import numpy as np
@@ -51,7 +51,7 @@ info = {"library": "fake", "version": "9.9", "config": {"echo": args}, "fit_seco
         "selected_epoch": 2, "curve": curve, "peak_rss_mb": 42.0}
 (out / "info.json").write_text(json.dumps(info))
 (out / "calls").open("a").write("x")
-'''
+"""
 
 TABLE = """
 title = "peers tiny"
@@ -93,8 +93,11 @@ def fake_peer(tmp_path, monkeypatch):
     wdir = tmp_path / "workers"
     wdir.mkdir()
     (wdir / "peer_fake.py").write_text(WORKER)
-    monkeypatch.setitem(peers.PEERS, "fake", {"python": sys.executable, "version": "9.9", "revision": 1,
-                                              "packages": []})
+    monkeypatch.setitem(
+        peers.PEERS,
+        "fake",
+        {"python": sys.executable, "version": "9.9", "revision": 1, "packages": []},
+    )
     monkeypatch.setattr(peers, "worker_dir", lambda: wdir)
     monkeypatch.setattr(peers, "ensure_venv", lambda library, root: Path(sys.executable))
     return wdir
@@ -115,8 +118,12 @@ def _table(tmp_path: Path, text: str = TABLE) -> Path:
 
 
 def _dirs(root: Path) -> dict:
-    return {"runs_dir": root / "runs", "results_dir": root / "results", "report_dir": root / "report",
-            "state_dir": None}
+    return {
+        "runs_dir": root / "runs",
+        "results_dir": root / "results",
+        "report_dir": root / "report",
+        "state_dir": None,
+    }
 
 
 def test_peer_rows_parse_and_reject_typos(tmp_path, fake_peer):
@@ -127,11 +134,20 @@ def test_peer_rows_parse_and_reject_typos(tmp_path, fake_peer):
     cfg = peers.peer_config(fake.model, fake.experiment.model_params, fake.seed)
     assert (cfg.library, cfg.dim, cfg.n_blocks, cfg.max_len, cfg.epochs) == ("fake", 16, 1, 20, 2)
     with pytest.raises(ConfigError, match="learning_rate"):
-        load_table(_table(tmp_path, TABLE.replace('name = "peer:fake"', 'name = "peer:fake"\nlearning_rate = 1')))
+        load_table(
+            _table(
+                tmp_path,
+                TABLE.replace('name = "peer:fake"', 'name = "peer:fake"\nlearning_rate = 1'),
+            )
+        )
     with pytest.raises(ConfigError, match="peer library must be one of"):
         load_table(_table(tmp_path, TABLE.replace("peer:fake", "peer:nope")))
     with pytest.raises(ConfigError, match="dropout"):
-        load_table(_table(tmp_path, TABLE.replace('name = "peer:fake"', 'name = "peer:fake"\ndropout = 1.5')))
+        load_table(
+            _table(
+                tmp_path, TABLE.replace('name = "peer:fake"', 'name = "peer:fake"\ndropout = 1.5')
+            )
+        )
 
 
 def test_peer_row_is_scored_cached_and_reported(tmp_path, fake_peer):
@@ -146,7 +162,9 @@ def test_peer_row_is_scored_cached_and_reported(tmp_path, fake_peer):
     assert [h["epoch"] for h in hist] == [1, 2] and hist[0]["metrics"]["NDCG@10"] < 0.5
     assert (rec["best_epoch"], rec["best_valid"], rec["stopped"]) == (2, 1.0, "epochs")
     assert (rec["library"], rec["library_version"], rec["peak_rss_mb"]) == ("fake", "9.9", 42.0)
-    assert rec["identity"]["code"].endswith("peer-fake-9.9.r1") and rec["seconds_per_epoch"] == 0.625
+    assert (
+        rec["identity"]["code"].endswith("peer-fake-9.9.r1") and rec["seconds_per_epoch"] == 0.625
+    )
     assert rec["load_average"]["samples"] >= 2
     seqrec_rec = next(p.cached for p in first.planned if p.spec.run_id == "seqrec")
     assert seqrec_rec["peak_rss_mb"] > 0 and "load_average" in seqrec_rec
@@ -159,7 +177,17 @@ def test_peer_row_is_scored_cached_and_reported(tmp_path, fake_peer):
     cells = [c.strip() for c in row.strip("|").split("|")]
     # test NDCG@10, Recall@10, best valid, epochs, s/epoch, s to own best, seqrec s to reach it,
     # ratio, RSS
-    assert cells[3:12] == ["1.0000", "1.0000", "1.0000", "2", "0.62", "1", "–, never (1)", "–", "42"]
+    assert cells[3:12] == [
+        "1.0000",
+        "1.0000",
+        "1.0000",
+        "2",
+        "0.62",
+        "1",
+        "–, never (1)",
+        "–",
+        "42",
+    ]
     longer = TABLE[::-1].replace("2 = shcope", "3 = shcope", 1)[::-1]  # the peer's epochs only
     again = reproduce(load_table(_table(tmp_path, longer)), **dirs)
     assert len(again.trained) == 1 and all(p.done for p in again.planned)
@@ -169,8 +197,10 @@ def test_peer_row_is_scored_cached_and_reported(tmp_path, fake_peer):
 def test_topk_lists_score_like_the_model_that_made_them():
     rng = np.random.default_rng(0)
     n_items, n_users = 30, 12
-    rows = [list(rng.choice(np.arange(1, n_items + 1), size=int(rng.integers(3, 8)), replace=False))
-            for _ in range(n_users)]
+    rows = [
+        list(rng.choice(np.arange(1, n_items + 1), size=int(rng.integers(3, 8)), replace=False))
+        for _ in range(n_users)
+    ]
     offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
     seqs = Sequences(offsets, np.concatenate(rows), n_items=n_items)
     targets = Targets(seqs, np.arange(n_users), seqs.lengths - 1, np.array([r[-1] for r in rows]))
@@ -210,7 +240,7 @@ def test_exported_split_is_what_the_workers_read(tmp_path, fake_peer):
 
 
 # A worker that trains "epochs" until peer_stop says stop, as the real workers do at epoch ends.
-LOOPING_WORKER = '''
+LOOPING_WORKER = """
 import json, sys, time
 from pathlib import Path
 import peer_stop
@@ -224,7 +254,7 @@ while why is None and epoch < 600:
     epoch += 1
     why = peer_stop.reason(out, args.get("deadline"))
 (out / "info.json").write_text(json.dumps({"stopped": why or "epochs", "epochs": epoch}))
-'''
+"""
 
 
 @pytest.mark.parametrize("how", ["harness", "worker_signal", "deadline"])
@@ -245,8 +275,11 @@ def test_a_stop_reaches_the_peer_worker_which_ends_its_epoch(tmp_path, monkeypat
     monkeypatch.setattr(peers, "worker_dir", lambda: wdir)
     work = tmp_path / "run"
     work.mkdir()
-    monkeypatch.setitem(peers.PEERS, "fake", {"python": sys.executable, "version": "9.9", "revision": 1,
-                                              "packages": []})
+    monkeypatch.setitem(
+        peers.PEERS,
+        "fake",
+        {"python": sys.executable, "version": "9.9", "revision": 1, "packages": []},
+    )
     cfg = peers.peer_config("peer:fake", {"epochs": 2}, 0)
 
     def stop_it():
@@ -262,8 +295,9 @@ def test_a_stop_reaches_the_peer_worker_which_ends_its_epoch(tmp_path, monkeypat
     thread.start()
     t0 = time.time()
     try:
-        info = peers.run_worker(cfg, Path(sys.executable), work,
-                                deadline=t0 + 1.0 if how == "deadline" else None)
+        info = peers.run_worker(
+            cfg, Path(sys.executable), work, deadline=t0 + 1.0 if how == "deadline" else None
+        )
     finally:
         thread.join()
         stop.clear()
@@ -286,7 +320,7 @@ def test_a_peer_worker_dies_with_the_process_that_started_it(tmp_path):
     shutil.copy(peers.worker_dir() / "peer_stop.py", wdir)
     work = tmp_path / "run"
     work.mkdir()
-    script = f'''
+    script = f"""
 import sys
 from pathlib import Path
 from seqrec_lab import peers
@@ -294,7 +328,7 @@ peers.worker_dir = lambda: Path({str(wdir)!r})
 peers.PEERS["fake"] = {{"python": sys.executable, "version": "9.9", "revision": 1, "packages": []}}
 cfg = peers.peer_config("peer:fake", {{"epochs": 2}}, 0)
 peers.run_worker(cfg, Path(sys.executable), Path({str(work)!r}), deadline=None)
-'''
+"""
     harness = subprocess.Popen([sys.executable, "-c", script])
     try:
         deadline = time.time() + 60
@@ -308,7 +342,9 @@ peers.run_worker(cfg, Path(sys.executable), Path({str(work)!r}), deadline=None)
         for _ in range(200):
             try:
                 os.kill(worker, 0)
-                if Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z":  # reaped soon by init
+                if (
+                    Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z"
+                ):  # reaped soon by init
                     break
             except (ProcessLookupError, FileNotFoundError):  # gone (reaped between the two calls)
                 break
@@ -333,15 +369,33 @@ def test_peer_venv_takes_cpu_torch_where_seqrec_runs_a_cpu_build(tmp_path, monke
         return subprocess.CompletedProcess(cmd, 0)
 
     monkeypatch.setattr(peers.subprocess, "run", fake_run)
-    monkeypatch.setitem(peers.PEERS, "fake", {"python": sys.executable, "version": "9.9", "revision": 1,
-                                              "packages": ["torch==2.13.0", "fakelib==1.0"]})
+    monkeypatch.setitem(
+        peers.PEERS,
+        "fake",
+        {
+            "python": sys.executable,
+            "version": "9.9",
+            "revision": 1,
+            "packages": ["torch==2.13.0", "fakelib==1.0"],
+        },
+    )
     monkeypatch.setenv("SEQREC_TORCH_INDEX", "https://example.invalid/cpu")
     python = peers.ensure_venv("fake", tmp_path / "peers")
     installs = [c for c in calls if "install" in c]
-    assert installs[0][-6:] == ["--index-url", "https://example.invalid/cpu", "--no-deps", "--timeout", "30",
-                                "torch==2.13.0"]
-    assert installs[1][-2:] == ["torch==2.13.0", "fakelib==1.0"] and "--index-url" not in installs[1]
-    assert peers.ensure_venv("fake", tmp_path / "peers") == python and len(calls) == 3  # installed once
+    assert installs[0][-6:] == [
+        "--index-url",
+        "https://example.invalid/cpu",
+        "--no-deps",
+        "--timeout",
+        "30",
+        "torch==2.13.0",
+    ]
+    assert (
+        installs[1][-2:] == ["torch==2.13.0", "fakelib==1.0"] and "--index-url" not in installs[1]
+    )
+    assert (
+        peers.ensure_venv("fake", tmp_path / "peers") == python and len(calls) == 3
+    )  # installed once
     monkeypatch.setenv("SEQREC_TORCH_INDEX", "default")
     assert peers.torch_index() is None
     monkeypatch.delenv("SEQREC_TORCH_INDEX")
@@ -351,8 +405,16 @@ def test_peer_venv_takes_cpu_torch_where_seqrec_runs_a_cpu_build(tmp_path, monke
 
 
 def test_peer_venv_errors_say_what_to_do(tmp_path, monkeypatch):
-    monkeypatch.setitem(peers.PEERS, "fake", {"python": "python-that-is-not-here3.99", "version": "9.9",
-                                              "revision": 1, "packages": ["fakelib==1.0"]})
+    monkeypatch.setitem(
+        peers.PEERS,
+        "fake",
+        {
+            "python": "python-that-is-not-here3.99",
+            "version": "9.9",
+            "revision": 1,
+            "packages": ["fakelib==1.0"],
+        },
+    )
     with pytest.raises(SeqRecError, match="python-that-is-not-here3.99, which is not on PATH"):
         peers.ensure_venv("fake", tmp_path / "peers")
 
@@ -364,8 +426,11 @@ def test_peer_venv_errors_say_what_to_do(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(cmd, 1)
 
     monkeypatch.setattr(peers.subprocess, "run", failing_pip)
-    monkeypatch.setitem(peers.PEERS, "fake", {"python": sys.executable, "version": "9.9", "revision": 1,
-                                              "packages": ["fakelib==1.0"]})
+    monkeypatch.setitem(
+        peers.PEERS,
+        "fake",
+        {"python": sys.executable, "version": "9.9", "revision": 1, "packages": ["fakelib==1.0"]},
+    )
     with pytest.raises(SeqRecError, match="needs a package index; rerun the same command"):
         peers.ensure_venv("fake", tmp_path / "peers")
     assert not (tmp_path / "peers" / "fake" / ".installed.json").exists()  # retried next time
@@ -375,15 +440,27 @@ def test_unfinished_peer_state_is_kept_and_restored(tmp_path):
     work = tmp_path / "runs" / "abc123"
     (work / "ckpt").mkdir(parents=True)
     last = bytes(range(256)) * 40 + b"tail"
-    for name, data in (("worker_state.json", b"{}"), ("ckpt/last.pth", last), ("ckpt/best.pth", b"B"),
-                       ("curve_scores.json", b"{}"), ("valid_topk_epoch001.npy", b"N"),
-                       ("train.csv", b"big export, not state")):
+    for name, data in (
+        ("worker_state.json", b"{}"),
+        ("ckpt/last.pth", last),
+        ("ckpt/best.pth", b"B"),
+        ("curve_scores.json", b"{}"),
+        ("valid_topk_epoch001.npy", b"N"),
+        ("train.csv", b"big export, not state"),
+    ):
         (work / name).write_bytes(data)
     state = tmp_path / "state"
     peers.save_state(work, state, finished=False)
-    kept = sorted(str(p.relative_to(state / "abc123")) for p in (state / "abc123").rglob("*") if p.is_file())
+    kept = sorted(
+        str(p.relative_to(state / "abc123")) for p in (state / "abc123").rglob("*") if p.is_file()
+    )
     # checkpoints packed; per-epoch lists and the export left behind (their scores are cached)
-    assert kept == ["ckpt/best.pth.xz", "ckpt/last.pth.xz", "curve_scores.json", "worker_state.json"]
+    assert kept == [
+        "ckpt/best.pth.xz",
+        "ckpt/last.pth.xz",
+        "curve_scores.json",
+        "worker_state.json",
+    ]
     assert (state / "abc123" / "ckpt" / "last.pth.xz").stat().st_size < len(last)
     fresh = tmp_path / "fresh" / "abc123"
     fresh.mkdir(parents=True)
@@ -391,8 +468,13 @@ def test_unfinished_peer_state_is_kept_and_restored(tmp_path):
     assert peers.resume_source(fresh, None) is None
     assert peers.resume_source(fresh, state)[0] == state / "abc123"
     assert peers.restore_state(fresh, state)
-    assert peers.resume_source(fresh, state) == (fresh / "ckpt" / "last.pth", len(last)) and (fresh / "ckpt" / "last.pth").read_bytes() == last
-    assert (fresh / "ckpt" / "best.pth").read_bytes() == b"B" and not (fresh / "ckpt" / "last.pth.xz").exists()
+    assert (
+        peers.resume_source(fresh, state) == (fresh / "ckpt" / "last.pth", len(last))
+        and (fresh / "ckpt" / "last.pth").read_bytes() == last
+    )
+    assert (fresh / "ckpt" / "best.pth").read_bytes() == b"B" and not (
+        fresh / "ckpt" / "last.pth.xz"
+    ).exists()
     assert not peers.restore_state(fresh, state)  # a run directory with a checkpoint keeps its own
     peers.save_state(work, state, finished=True)
     assert not (state / "abc123").exists()
@@ -407,7 +489,10 @@ def test_curve_scores_are_cached_for_lists_gone_after_a_resume(tmp_path):
         calls.append(int(lists[0, 0]))
         return type("R", (), {"metrics": {"NDCG@10": float(lists[0, 0]) / 10}})()
 
-    curve = [{"epoch": e, "seconds": 1.0 * e, "topk_file": f"valid_topk_epoch{e:03d}.npy"} for e in (1, 2)]
+    curve = [
+        {"epoch": e, "seconds": 1.0 * e, "topk_file": f"valid_topk_epoch{e:03d}.npy"}
+        for e in (1, 2)
+    ]
     first = peers.score_curve(tmp_path, curve, score)
     assert [h["metrics"]["NDCG@10"] for h in first] == [0.1, 0.3] and calls == [1, 3]
     (tmp_path / "valid_topk_epoch001.npy").unlink()  # a resumed run on a fresh checkout
@@ -427,15 +512,21 @@ def test_same_key_other_budget_keeps_both_records(tmp_path):
     b = {"identity": {"model_config": {"max_train_seconds": 0.0}}, "x": 2}
     pa = write_record(a, tmp_path, "k", False)
     pb = write_record(b, tmp_path, "k", False)
-    assert pa != pb and json.loads(pa.read_text())["x"] == 1 and json.loads(pb.read_text())["x"] == 2
+    assert (
+        pa != pb and json.loads(pa.read_text())["x"] == 1 and json.loads(pb.read_text())["x"] == 2
+    )
     assert write_record(a, tmp_path, "k", False) == pa  # the same identity rewrites its own file
 
 
 def test_time_to_reach_reads_the_validation_curve():
     from seqrec_lab.peers_report import best_point, seconds_to_reach
 
-    rec = {"validation_history": [{"epoch": e, "train_seconds": 10.0 * e, "metrics": {"NDCG@10": v}}
-                                  for e, v in ((1, 0.05), (2, 0.09), (3, 0.12), (4, 0.11))]}
+    rec = {
+        "validation_history": [
+            {"epoch": e, "train_seconds": 10.0 * e, "metrics": {"NDCG@10": v}}
+            for e, v in ((1, 0.05), (2, 0.09), (3, 0.12), (4, 0.11))
+        ]
+    }
     assert best_point(rec)["epoch"] == 3
     assert seconds_to_reach(rec, 0.09) == 20.0 and seconds_to_reach(rec, 0.10) == 30.0
     assert seconds_to_reach(rec, 0.2) is None

@@ -37,8 +37,13 @@ def test_there_are_benchmarks_to_check():
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(BENCH)))
 def test_help_is_cheap(script):
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(script)], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     *out, last = proc.stdout.rstrip("\n").split("\n")
     result = json.loads(last)

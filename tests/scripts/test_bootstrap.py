@@ -31,8 +31,12 @@ esac
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize(
     "gpu, reachable, cpu_fails, expect_cpu_index",
-    [(False, True, False, True), (False, False, False, False), (True, True, False, False),
-     (False, True, True, True)],
+    [
+        (False, True, False, True),
+        (False, False, False, False),
+        (True, True, False, False),
+        (False, True, True, True),
+    ],
 )
 def test_bootstrap_chooses_the_torch_index(tmp_path, gpu, reachable, cpu_fails, expect_cpu_index):
     (tmp_path / "scripts").mkdir()
@@ -46,12 +50,23 @@ def test_bootstrap_chooses_the_torch_index(tmp_path, gpu, reachable, cpu_fails, 
     (fake_bin / "nvidia-smi").write_text(f"#!/usr/bin/env bash\nexit {0 if gpu else 1}\n")
     (fake_bin / "nvidia-smi").chmod(0o755)
     log = tmp_path / "calls.log"
-    env = {**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}", "FAKE_LOG": str(log),
-           "FAKE_STATE": str(tmp_path), "FAKE_REACHABLE": "1" if reachable else "0",
-           "FAKE_CPU_INSTALL_FAILS": "1" if cpu_fails else "0"}
+    env = {
+        **os.environ,
+        "PATH": f"{fake_bin}:{os.environ['PATH']}",
+        "FAKE_LOG": str(log),
+        "FAKE_STATE": str(tmp_path),
+        "FAKE_REACHABLE": "1" if reachable else "0",
+        "FAKE_CPU_INSTALL_FAILS": "1" if cpu_fails else "0",
+    }
     env.pop("SEQREC_TORCH_INDEX", None)
-    res = subprocess.run(["bash", "scripts/bootstrap.sh"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["bash", "scripts/bootstrap.sh"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     installs = [ln for ln in log.read_text().splitlines() if ln.startswith("-m pip install")]
     torch_installs = [ln for ln in installs if "torch==2.13.0" in ln]
@@ -62,7 +77,7 @@ def test_bootstrap_chooses_the_torch_index(tmp_path, gpu, reachable, cpu_fails, 
     # torch always ends with a plain install from the default index (its dependencies, or the
     # fallback), then the project
     assert "--index-url" not in torch_installs[-1]
-    assert installs[-1].endswith('-e .[test,serve,plot,export,tune,excel]')
+    assert installs[-1].endswith("-e .[test,serve,plot,export,tune,excel]")
     out = res.stdout
     assert ("no NVIDIA GPU" in out) != gpu
     if not gpu and not reachable:
@@ -72,24 +87,37 @@ def test_bootstrap_chooses_the_torch_index(tmp_path, gpu, reachable, cpu_fails, 
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-@pytest.mark.parametrize("version_ok, venv_ok, expect", [
-    (False, True, "needs Python >= 3.10; '{py}' is Python 3.8.10: set PYTHON="),
-    (True, False, "sudo apt install python3-venv"),
-])
-def test_bootstrap_names_an_old_python_or_a_missing_venv_module(tmp_path, version_ok, venv_ok, expect):
+@pytest.mark.parametrize(
+    "version_ok, venv_ok, expect",
+    [
+        (False, True, "needs Python >= 3.10; '{py}' is Python 3.8.10: set PYTHON="),
+        (True, False, "sudo apt install python3-venv"),
+    ],
+)
+def test_bootstrap_names_an_old_python_or_a_missing_venv_module(
+    tmp_path, version_ok, venv_ok, expect
+):
     """The first two things that fail on a fresh machine, each in one line that says what to do."""
     (tmp_path / "scripts").mkdir()
     shutil.copy(ROOT / "scripts" / "bootstrap.sh", tmp_path / "scripts" / "bootstrap.sh")
     py = tmp_path / "python3"
-    py.write_text("#!/usr/bin/env bash\n"
-                  'case "$1" in --version) echo "Python 3.8.10" ;;\n'
-                  f'  -c) exit {0 if version_ok else 1} ;;\n'
-                  # Debian's python3 without python3-venv: "ensurepip is not available"
-                  f'  -m) mkdir -p .venv/bin; {"touch .venv/bin/python; chmod +x .venv/bin/python" if venv_ok else "exit 1"} ;;\n'
-                  "esac\n")
+    py.write_text(
+        "#!/usr/bin/env bash\n"
+        'case "$1" in --version) echo "Python 3.8.10" ;;\n'
+        f"  -c) exit {0 if version_ok else 1} ;;\n"
+        # Debian's python3 without python3-venv: "ensurepip is not available"
+        f"  -m) mkdir -p .venv/bin; {'touch .venv/bin/python; chmod +x .venv/bin/python' if venv_ok else 'exit 1'} ;;\n"
+        "esac\n"
+    )
     py.chmod(0o755)
-    res = subprocess.run(["bash", "scripts/bootstrap.sh"], cwd=tmp_path, env={**os.environ, "PYTHON": str(py)},
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["bash", "scripts/bootstrap.sh"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHON": str(py)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 1 and expect.format(py=py) in res.stdout, res.stdout + res.stderr
     assert not (tmp_path / ".venv").exists()  # nothing half-made for the next run to trust
 
@@ -97,6 +125,10 @@ def test_bootstrap_names_an_old_python_or_a_missing_venv_module(tmp_path, versio
 # torch's version is printed before NumPy is installed: without -W ignore its 'Failed to
 # initialize NumPy' warning landed in a fresh set-up's output
 def test_every_torch_version_print_silences_the_numpy_warning():
-    lines = [ln for ln in (ROOT / "scripts" / "bootstrap.sh").read_text().splitlines() if "import torch; print" in ln]
+    lines = [
+        ln
+        for ln in (ROOT / "scripts" / "bootstrap.sh").read_text().splitlines()
+        if "import torch; print" in ln
+    ]
     assert len(lines) >= 2
     assert all(re.search(r"python -W ignore -c 'import torch; print", ln) for ln in lines), lines

@@ -62,22 +62,52 @@ DAMAGE = {
     "empty model.json": (lambda a: (a / "model.json").write_text(""), "model.json", "empty"),
     "cut model.json": (lambda a: _truncate(a / "model.json"), "model.json", "not valid JSON"),
     "model.json a list": (lambda a: (a / "model.json").write_text("[1]"), "model.json", "object"),
-    "unknown key": (lambda a: _edit_meta(a, lambda m: m.update(extra=1)), "model.json", "unknown key(s) extra"),
-    "unknown config key": (lambda a: _edit_meta(a, lambda m: m["config"].update(nope=1)),
-                           "model.json", "unknown key(s) nope"),
-    "config of wrong type": (lambda a: _edit_meta(a, lambda m: m["config"].update(dim="big")),
-                             "model.json", "dim must be an integer"),
-    "config no longer matches weights": (lambda a: _edit_meta(a, lambda m: m["config"].update(dim=16)),
-                                         "model.json", "does not match the weights"),
-    "max_len edited": (lambda a: _edit_meta(a, lambda m: m["config"].update(max_len=20)),
-                       "model.json", "does not match the weights"),
-    "unknown model": (lambda a: _edit_meta(a, lambda m: m.update(model="nosuch")), "model.json", "unknown model"),
-    "n_items edited": (lambda a: _edit_meta(a, lambda m: m.update(n_items=5)), "state.npz", "n_items"),
+    "unknown key": (
+        lambda a: _edit_meta(a, lambda m: m.update(extra=1)),
+        "model.json",
+        "unknown key(s) extra",
+    ),
+    "unknown config key": (
+        lambda a: _edit_meta(a, lambda m: m["config"].update(nope=1)),
+        "model.json",
+        "unknown key(s) nope",
+    ),
+    "config of wrong type": (
+        lambda a: _edit_meta(a, lambda m: m["config"].update(dim="big")),
+        "model.json",
+        "dim must be an integer",
+    ),
+    "config no longer matches weights": (
+        lambda a: _edit_meta(a, lambda m: m["config"].update(dim=16)),
+        "model.json",
+        "does not match the weights",
+    ),
+    "max_len edited": (
+        lambda a: _edit_meta(a, lambda m: m["config"].update(max_len=20)),
+        "model.json",
+        "does not match the weights",
+    ),
+    "unknown model": (
+        lambda a: _edit_meta(a, lambda m: m.update(model="nosuch")),
+        "model.json",
+        "unknown model",
+    ),
+    "n_items edited": (
+        lambda a: _edit_meta(a, lambda m: m.update(n_items=5)),
+        "state.npz",
+        "n_items",
+    ),
     "format": (lambda a: _edit_meta(a, lambda m: m.update(format=99)), "model.json", "format 99"),
-    "checksum record": (lambda a: _edit_meta(a, lambda m: m["files"].update({"state.npz": "x"})),
-                        "model.json", "sha256"),
-    "path escape": (lambda a: _edit_meta(a, lambda m: m["files"].update({"../x": m["files"]["state.npz"]})),
-                    "model.json", "only files"),
+    "checksum record": (
+        lambda a: _edit_meta(a, lambda m: m["files"].update({"state.npz": "x"})),
+        "model.json",
+        "sha256",
+    ),
+    "path escape": (
+        lambda a: _edit_meta(a, lambda m: m["files"].update({"../x": m["files"]["state.npz"]})),
+        "model.json",
+        "only files",
+    ),
 }
 
 
@@ -112,13 +142,17 @@ def test_resave_keeps_a_valid_artifact(tmp_path):
     assert Recommender.load(tmp_path / "p").n_items == 3
 
 
-@pytest.mark.parametrize("case", ["random state", "cut model.json", "config no longer matches weights"])
+@pytest.mark.parametrize(
+    "case", ["random state", "cut model.json", "config no longer matches weights"]
+)
 @pytest.mark.parametrize("command", ["recommend", "evaluate", "serve"])
 def test_cli_commands_give_one_line(art, case, command, capsys):
     DAMAGE[case][0](art)
-    argv = {"recommend": ["recommend", str(art), "i1", "i2"],
-            "evaluate": ["evaluate", str(art)],
-            "serve": ["serve", str(art), "--port", "0"]}[command]
+    argv = {
+        "recommend": ["recommend", str(art), "i1", "i2"],
+        "evaluate": ["evaluate", str(art)],
+        "serve": ["serve", str(art), "--port", "0"],
+    }[command]
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err

@@ -91,15 +91,19 @@ def _rewrite_as_format_2(path):
     for key in ("raw", "titles", "categories", "removed"):
         if key + "__utf8" in arrays:
             data, offsets = arrays.pop(key + "__utf8").tobytes(), arrays.pop(key + "__offsets")
-            old[key] = np.array([data[a:b].decode() for a, b in zip(offsets[:-1], offsets[1:], strict=True)])
+            old[key] = np.array(
+                [data[a:b].decode() for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+            )
     buf = io.BytesIO()
     np.savez(buf, **old)
     (path / "vocab.npz").write_bytes(buf.getvalue())
     meta = json.loads((path / "model.json").read_text())
     meta["format"] = 2
     del meta["inputs"]  # format 3 on
-    meta["files"]["vocab.npz"] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(),
-                                  "bytes": len(buf.getvalue())}
+    meta["files"]["vocab.npz"] = {
+        "sha256": hashlib.sha256(buf.getvalue()).hexdigest(),
+        "bytes": len(buf.getvalue()),
+    }
     (path / "model.json").write_text(json.dumps(meta))
 
 
@@ -124,8 +128,10 @@ def test_damaged_packed_text_is_one_line(tmp_path):
     np.savez(buf, **arrays)
     (tmp_path / "m" / "vocab.npz").write_bytes(buf.getvalue())
     meta = json.loads((tmp_path / "m" / "model.json").read_text())
-    meta["files"]["vocab.npz"] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(),
-                                  "bytes": len(buf.getvalue())}
+    meta["files"]["vocab.npz"] = {
+        "sha256": hashlib.sha256(buf.getvalue()).hexdigest(),
+        "bytes": len(buf.getvalue()),
+    }
     (tmp_path / "m" / "model.json").write_text(json.dumps(meta))
     with pytest.raises(DataError, match="text column 'raw' is damaged"):
         Recommender.load(tmp_path / "m")

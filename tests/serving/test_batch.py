@@ -19,11 +19,32 @@ def run(tmp_path_factory):
     info = write_log_csv(tmp / "log.csv", n_users=30, n_items=20, time_unit="ms")
     with open(tmp / "log.csv", "a") as fh:  # a user with 2 events: the 5-core drops them
         fh.write("lonely,sku1,1609459200000\nlonely,sku2,1609459260000\n")
-    assert main(["train", "--set", f"data.name={tmp / 'log.csv'}",
-                 "--set", "data.columns=user=customer,item=sku,timestamp=event_ms",
-                 "--set", "data.time_unit=ms", "--set", "model.name=lrurec",
-                 "--set", "train.epochs=1", "--set", "model.dim=8", "--set", "model.max_len=10",
-                 "--set", "train.num_threads=1", "--out", str(tmp / "run")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--set",
+                f"data.name={tmp / 'log.csv'}",
+                "--set",
+                "data.columns=user=customer,item=sku,timestamp=event_ms",
+                "--set",
+                "data.time_unit=ms",
+                "--set",
+                "model.name=lrurec",
+                "--set",
+                "train.epochs=1",
+                "--set",
+                "model.dim=8",
+                "--set",
+                "model.max_len=10",
+                "--set",
+                "train.num_threads=1",
+                "--out",
+                str(tmp / "run"),
+            ]
+        )
+        == 0
+    )
     return tmp, tmp / "run" / "model", info
 
 
@@ -65,14 +86,21 @@ def test_the_run_directory_stands_for_its_artifact_and_a_user_id_as_history_is_n
     assert main(["recommend", str(artifact), "--user", "c5", "-k", "3"]) == 0
     assert capsys.readouterr().out == by_run and "user c5:" in by_run
     assert main(["recommend", str(artifact), "c5", "-k", "3"]) == 0  # the user typed as an item
-    assert "'c5' is a user id: for that user's stored history pass --user c5" in capsys.readouterr().out
+    assert (
+        "'c5' is a user id: for that user's stored history pass --user c5"
+        in capsys.readouterr().out
+    )
     assert main(["recommend", str(tmp), "--user", "c5"]) == 2  # no model here, nor in tmp/model
     assert "not a seqrec artifact" in capsys.readouterr().err
-    assert main(["recommend", str(artifact / "model.json"), "--user", "c5", "-k", "3"]) == 0  # a file of it
+    assert (
+        main(["recommend", str(artifact / "model.json"), "--user", "c5", "-k", "3"]) == 0
+    )  # a file of it
     assert capsys.readouterr().out == by_run
     model = Recommender.load(artifact.parent)  # the Python API takes the run directory too
-    assert model.recommend([["sku1"]], k=3)[0].items == Recommender.load(artifact).recommend(
-        [["sku1"]], k=3)[0].items
+    assert (
+        model.recommend([["sku1"]], k=3)[0].items
+        == Recommender.load(artifact).recommend([["sku1"]], k=3)[0].items
+    )
 
 
 def test_unknown_and_removed_users_are_named(run, capsys):
@@ -98,8 +126,21 @@ def test_batch_file_of_users_and_histories(run, ext, capsys):
     tmp, artifact, info = run
     (tmp / "users.csv").write_text("user\nc1\nc2\nc3\n")
     out = tmp / f"top.{ext}"
-    assert main(["recommend", str(artifact), "--input", str(tmp / "users.csv"),
-                 "--output", str(out), "-k", "4"]) == 0
+    assert (
+        main(
+            [
+                "recommend",
+                str(artifact),
+                "--input",
+                str(tmp / "users.csv"),
+                "--output",
+                str(out),
+                "-k",
+                "4",
+            ]
+        )
+        == 0
+    )
     table = pl.read_csv(out) if ext == "csv" else pl.read_parquet(out)
     assert table.height == 12 and table["rank"].to_list()[:4] == [1, 2, 3, 4]
     model = Recommender.load(artifact)
@@ -111,8 +152,25 @@ def test_batch_file_of_users_and_histories(run, ext, capsys):
     (tmp / "hist.csv").write_text("user,history\na,sku1 sku2\nb,sku3|sku4\n")
     (tmp / "deny.txt").write_text("# never these\n" + "\n".join(direct.items[:2]) + "\n")
     allow = ",".join(f"sku{i}" for i in range(1, 12))
-    assert main(["recommend", str(artifact), "--input", str(tmp / "hist.csv"), "--output",
-                 str(out), "-k", "5", "--deny", str(tmp / "deny.txt"), "--allow", allow]) == 0
+    assert (
+        main(
+            [
+                "recommend",
+                str(artifact),
+                "--input",
+                str(tmp / "hist.csv"),
+                "--output",
+                str(out),
+                "-k",
+                "5",
+                "--deny",
+                str(tmp / "deny.txt"),
+                "--allow",
+                allow,
+            ]
+        )
+        == 0
+    )
     table = pl.read_csv(out) if ext == "csv" else pl.read_parquet(out)
     items = set(table["item"].to_list())
     assert items <= {f"sku{i}" for i in range(1, 12)} and not items & set(direct.items[:2])
@@ -124,8 +182,21 @@ def test_batch_unknown_users_get_the_fallback_and_are_named(run, capsys):
     (and says whether preprocessing removed it); a single --user stays an error."""
     tmp, artifact, info = run
     (tmp / "u2.csv").write_text("user\nc1\nnobody\nlonely\n")
-    assert main(["recommend", str(artifact), "--input", str(tmp / "u2.csv"),
-                 "--output", str(tmp / "x.csv"), "-k", "3"]) == 0
+    assert (
+        main(
+            [
+                "recommend",
+                str(artifact),
+                "--input",
+                str(tmp / "u2.csv"),
+                "--output",
+                str(tmp / "x.csv"),
+                "-k",
+                "3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "2 user id(s) unknown to the artifact got the popularity ranking" in out
     assert "'nobody' (never seen)" in out and "'lonely' (removed by preprocessing)" in out
@@ -137,9 +208,27 @@ def test_batch_unknown_users_get_the_fallback_and_are_named(run, capsys):
     marked = dict(zip(table["user"].to_list(), table["fallback"].to_list(), strict=True))
     assert marked == {"c1": None, "nobody": "popularity", "lonely": "popularity"}
     (tmp / "u3.csv").write_text("user\nc1\nnobody\n")
-    assert main(["recommend", str(artifact), "--input", str(tmp / "u3.csv"),
-                 "--output", str(tmp / "x.parquet"), "-k", "2"]) == 0
-    assert pl.read_parquet(tmp / "x.parquet")["fallback"].to_list() == [None, None, "popularity", "popularity"]
+    assert (
+        main(
+            [
+                "recommend",
+                str(artifact),
+                "--input",
+                str(tmp / "u3.csv"),
+                "--output",
+                str(tmp / "x.parquet"),
+                "-k",
+                "2",
+            ]
+        )
+        == 0
+    )
+    assert pl.read_parquet(tmp / "x.parquet")["fallback"].to_list() == [
+        None,
+        None,
+        "popularity",
+        "popularity",
+    ]
     assert main(["recommend", str(artifact), "--user", "nobody"]) == 2
     assert "'nobody'" in capsys.readouterr().err
 
@@ -152,8 +241,12 @@ def test_long_format_requests_group_by_user_in_time_order(tmp_path):
 
 def test_bad_combinations_are_one_line_errors(run, capsys):
     tmp, artifact, info = run
-    for argv in (["sku1", "--user", "c1"], ["--input", str(tmp / "users.csv"), "--user", "c1"],
-                 ["--output", str(tmp / "o.csv")], ["sku1", "--allow", "sku1,never-heard"]):
+    for argv in (
+        ["sku1", "--user", "c1"],
+        ["--input", str(tmp / "users.csv"), "--user", "c1"],
+        ["--output", str(tmp / "o.csv")],
+        ["sku1", "--allow", "sku1,never-heard"],
+    ):
         assert main(["recommend", str(artifact), *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1
@@ -224,8 +317,21 @@ def test_batch_without_output_is_csv_on_stdout_and_reads_semicolons_and_xlsx(run
     streamed = pl.read_csv(io.StringIO(out))
     assert streamed.columns[:4] == ["user", "rank", "item", "score"] and streamed.height == 9
     assert "'nobody' (never seen)" in err and "note" not in out
-    assert main(["recommend", str(artifact), "--input", str(tmp / "eu.csv"), "-k", "3",
-                 "--output", str(tmp / "eu-top.csv")]) == 0
+    assert (
+        main(
+            [
+                "recommend",
+                str(artifact),
+                "--input",
+                str(tmp / "eu.csv"),
+                "-k",
+                "3",
+                "--output",
+                str(tmp / "eu-top.csv"),
+            ]
+        )
+        == 0
+    )
     assert pl.read_csv(tmp / "eu-top.csv").equals(streamed)
     openpyxl = pytest.importorskip("openpyxl")
     book = openpyxl.Workbook()

@@ -13,10 +13,13 @@ from seqrec.models.sasrec import SASRec
 from seqrec.serving.export import export_model, parity
 from seqrec.testing.conformance import _data, fitted
 
-HAS_ORT = importlib.util.find_spec("onnxruntime") is not None and \
-    importlib.util.find_spec("onnxscript") is not None
+HAS_ORT = (
+    importlib.util.find_spec("onnxruntime") is not None
+    and importlib.util.find_spec("onnxscript") is not None
+)
 needs_ort = pytest.mark.skipif(
-    not HAS_ORT, reason="onnxruntime/onnxscript not installed (pip install 'seqrec[export]')")
+    not HAS_ORT, reason="onnxruntime/onnxscript not installed (pip install 'seqrec[export]')"
+)
 
 MODELS = {
     "sasrec": (SASRec, {"dim": 16, "n_blocks": 2, "n_heads": 2}),
@@ -49,7 +52,10 @@ def test_onnx_scores_match_pytorch(name, tmp_path):
     import onnx  # the file names its item map (score column -> raw id) and what it reads
 
     meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
-    assert meta["seqrec.items"] == f"{name}.onnx.items.csv" and (tmp_path / meta["seqrec.items"]).is_file()
+    assert (
+        meta["seqrec.items"] == f"{name}.onnx.items.csv"
+        and (tmp_path / meta["seqrec.items"]).is_file()
+    )
     assert meta["seqrec.inputs"].split(",")[0] == "items" and meta["seqrec.model"] == name
 
 
@@ -57,8 +63,11 @@ def _other_neural_models() -> list[str]:
     from seqrec.models.torch_recommender import TorchRecommender
     from seqrec.registry import get_model, model_names
 
-    return [n for n in model_names()
-            if n not in MODELS and issubclass(get_model(n)[1], TorchRecommender)]
+    return [
+        n
+        for n in model_names()
+        if n not in MODELS and issubclass(get_model(n)[1], TorchRecommender)
+    ]
 
 
 # torch.export cannot trace their packed-sequence GRUs: TorchScript is their export format
@@ -72,8 +81,11 @@ def _tiny(name):
 
     config_cls, cls = get_model(name)
     fields = {f.name for f in dataclasses.fields(config_cls)}
-    kwargs = {k: v for k, v in (("dim", 16), ("hidden", 16), ("n_blocks", 1), ("n_heads", 1))
-              if k in fields}
+    kwargs = {
+        k: v
+        for k, v in (("dim", 16), ("hidden", 16), ("n_blocks", 1), ("n_heads", 1))
+        if k in fields
+    }
     return fitted(cls, kwargs)
 
 
@@ -81,7 +93,7 @@ def _tiny(name):
 @needs_ort
 @pytest.mark.parametrize("name", _other_neural_models())
 def test_every_other_registered_neural_model_exports_with_parity(name, tmp_path):
-    """"Any neural model": BERT4Rec (mask token appended in the graph), LSAN (reads time),
+    """ "Any neural model": BERT4Rec (mask token appended in the graph), LSAN (reads time),
     MF / FPMC / Caser (read the user id), ... and whatever is registered later; models ONNX
     cannot express are exported to TorchScript, with the same parity."""
     model = _tiny(name)
@@ -134,13 +146,18 @@ def test_cli_export_reports_parity(tmp_path, capsys):
 
     model = fitted(*MODELS["sasrec"])
     seqs = _data()[0]
-    model.user_histories = UserHistories(np.array([f"u{i}" for i in range(len(seqs))]),
-                                         seqs.offsets, seqs.items.astype(np.int32),
-                                         np.array([], dtype=str))
+    model.user_histories = UserHistories(
+        np.array([f"u{i}" for i in range(len(seqs))]),
+        seqs.offsets,
+        seqs.items.astype(np.int32),
+        np.array([], dtype=str),
+    )
     model.save(tmp_path / "art")
     # TorchScript here (fast); the ONNX path of the same command is timed in the tests above
     out = tmp_path / "m.pt"
-    assert main(["export", str(tmp_path / "art"), "--format", "torchscript", "--out", str(out)]) == 0
+    assert (
+        main(["export", str(tmp_path / "art"), "--format", "torchscript", "--out", str(out)]) == 0
+    )
     text = capsys.readouterr().out
     assert out.stat().st_size > 1000 and "wrote torchscript graph of sasrec" in text
     diff = float(re.search(r"max \|score difference\| = (\S+)", text).group(1))

@@ -40,8 +40,12 @@ def test_concurrent_clients_against_the_real_server(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     raw = [str(r) for r in model.vocab.raw]
     payloads = [("/recommend", {"history": list(rng.choice(raw, 8)), "k": 10}) for _ in range(20)]
-    payloads.append(("/recommend/batch", {"requests": [{"history": raw[:3]}, {"history": []}],
-                                          "k": 5, "deny": raw[:2]}))
+    payloads.append(
+        (
+            "/recommend/batch",
+            {"requests": [{"history": raw[:3]}, {"history": []}], "k": 5, "deny": raw[:2]},
+        )
+    )
     payloads.append(("/recommend", {"history": raw[:4], "allow": raw[5:15], "k": 3}))
     listening: list[set[str]] = []
     real_server = loadtest.running_server
@@ -53,8 +57,9 @@ def test_concurrent_clients_against_the_real_server(tmp_path, monkeypatch):
             yield url, proc
 
     monkeypatch.setattr(loadtest, "running_server", watched_server)
-    res = loadtest.load_test(tmp_path / "art", payloads, n_requests=300, clients=6, max_seconds=90,
-                             warmup=30)
+    res = loadtest.load_test(
+        tmp_path / "art", payloads, n_requests=300, clients=6, max_seconds=90, warmup=30
+    )
     print({k: v for k, v in res.items() if not isinstance(v, list)})
     # loopback only: the load never leaves this machine (0100007F is 127.0.0.1 in /proc's hex)
     if Path("/proc/net/tcp").exists():

@@ -31,7 +31,9 @@ def test_recommend_endpoint(artifact):
     for endpoint in index["endpoints"]:  # every endpoint it lists exists
         method, path = endpoint.split()
         body = {"requests": [{"history": [101]}]} if path.endswith("batch") else {"history": [101]}
-        assert client.request(method, path, json=body if method == "POST" else None).status_code == 200
+        assert (
+            client.request(method, path, json=body if method == "POST" else None).status_code == 200
+        )
     assert client.get("/info").json()["n_items"] == 4
     resp = client.post("/recommend", json={"history": [102, 999], "k": 2})
     body = resp.json()
@@ -57,7 +59,11 @@ def test_get_with_query_parameters_and_a_body_without_json_content_type(artifact
     client = TestClient(create_app(artifact))
     post = client.post("/recommend", json={"history": [102, 999], "k": 2, "deny": [104]}).json()
     got = client.get("/recommend", params={"history": "102,999", "k": "2", "deny": "104"}).json()
-    assert (got["items"], got["scores"], got["skipped_unknown"]) == (post["items"], post["scores"], 1)
+    assert (got["items"], got["scores"], got["skipped_unknown"]) == (
+        post["items"],
+        post["scores"],
+        1,
+    )
     assert got["items"] and got["skipped_ids"] == [{"id": "999", "reason": "never_seen"}]  # as sent
     app = create_app(artifact)  # the example `seqrec serve` prints works on this artifact
     assert app.state.example_query == "history=102&k=5"  # no stored users: the most popular item
@@ -67,9 +73,15 @@ def test_get_with_query_parameters_and_a_body_without_json_content_type(artifact
     assert client.get("/recommend", params={"k": "x"}).status_code == 422
     for content_type in ("application/x-www-form-urlencoded", "text/plain", None):
         headers = {"content-type": content_type} if content_type else {}
-        resp = client.post("/recommend", content=b'{"history": [102, 999], "k": 2, "deny": [104]}', headers=headers)
+        resp = client.post(
+            "/recommend", content=b'{"history": [102, 999], "k": 2, "deny": [104]}', headers=headers
+        )
         assert resp.status_code == 200 and resp.json() == post, content_type
-    bad = client.post("/recommend", content=b"user=7", headers={"content-type": "application/x-www-form-urlencoded"})
+    bad = client.post(
+        "/recommend",
+        content=b"user=7",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert bad.status_code == 422 and bad.json()["detail"][0]["type"] == "json_invalid"
 
 
@@ -81,9 +93,14 @@ def test_unknown_fields_are_refused_with_the_valid_ones(artifact):
     (err,) = resp.json()["detail"]
     assert err["loc"] == ["body", "items"] and "unknown field 'items'" in err["msg"]
     assert "history" in err["msg"] and "user" in err["msg"]
-    errs = client.post("/recommend/batch", json={"requests": [{"history": [101], "k": 1}], "kk": 1}).json()["detail"]
+    errs = client.post(
+        "/recommend/batch", json={"requests": [{"history": [101], "k": 1}], "kk": 1}
+    ).json()["detail"]
     msgs = {tuple(e["loc"]): e["msg"] for e in errs}
-    assert msgs[("body", "requests", "0", "k")] == "unknown field 'k'; valid fields: history, times, user"
+    assert (
+        msgs[("body", "requests", "0", "k")]
+        == "unknown field 'k'; valid fields: history, times, user"
+    )
     assert "requests" in msgs[("body", "kk")] and "unknown field 'kk'" in msgs[("body", "kk")]
 
 
@@ -92,9 +109,14 @@ def test_unknown_users_are_a_422_or_get_the_fallback_when_asked(trained):
     body = {"requests": [{"user": "nobody"}], "k": 2}
     resp = client.post("/recommend/batch", json=body)
     assert resp.status_code == 422 and "nobody" in resp.json()["detail"]
-    (result,) = client.post("/recommend/batch", json=body | {"unknown_users": "empty"}).json()["results"]
+    (result,) = client.post("/recommend/batch", json=body | {"unknown_users": "empty"}).json()[
+        "results"
+    ]
     assert result["fallback"] == "popularity" and len(result["items"]) == 2
-    assert client.post("/recommend", json={"user": "nobody", "unknown_users": "maybe"}).status_code == 422
+    assert (
+        client.post("/recommend", json={"user": "nobody", "unknown_users": "maybe"}).status_code
+        == 422
+    )
 
 
 def test_non_json_numbers_are_a_422_not_a_500(artifact):
@@ -115,11 +137,30 @@ def trained(tmp_path):
 
     info = write_log_csv(tmp_path / "log.csv", n_users=30, n_items=20, time_unit="s")
     out = tmp_path / "run"
-    assert main(["train", "--set", f"data.name={tmp_path / 'log.csv'}",
-                 "--set", "data.columns=user=customer,item=sku,timestamp=event_ms",
-                 "--set", "model.name=sasrec", "--set", "train.epochs=1", "--set", "model.dim=8",
-                 "--set", "model.max_len=10", "--set", "train.num_threads=1",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--set",
+                f"data.name={tmp_path / 'log.csv'}",
+                "--set",
+                "data.columns=user=customer,item=sku,timestamp=event_ms",
+                "--set",
+                "model.name=sasrec",
+                "--set",
+                "train.epochs=1",
+                "--set",
+                "model.dim=8",
+                "--set",
+                "model.max_len=10",
+                "--set",
+                "train.num_threads=1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out / "model", info
 
 
@@ -154,8 +195,10 @@ def test_allow_deny_and_unknown_ids_over_http(trained):
     resp = client.post("/recommend", json={"user": "ghost"})
     assert resp.status_code == 422 and "ghost" in resp.json()["detail"]
     skipped = client.post("/recommend", json={"history": ["sku1", info["rare"][0], "zzz"]}).json()
-    assert skipped["skipped_ids"] == [{"id": info["rare"][0], "reason": "removed"},
-                                      {"id": "zzz", "reason": "never_seen"}]
+    assert skipped["skipped_ids"] == [
+        {"id": info["rare"][0], "reason": "removed"},
+        {"id": "zzz", "reason": "never_seen"},
+    ]
     assert client.post("/recommend/batch", json={"requests": []}).status_code == 422
     both = client.post("/recommend", json={"user": "c1", "history": ["sku1"]})
     assert both.status_code == 422
@@ -164,8 +207,14 @@ def test_allow_deny_and_unknown_ids_over_http(trained):
 def test_cors_lets_a_named_origin_call_from_a_browser(artifact):
     shop = "https://shop.example"
     client = TestClient(create_app(artifact, [shop]))
-    pre = client.options("/recommend", headers={"Origin": shop, "Access-Control-Request-Method": "POST",
-                                                "Access-Control-Request-Headers": "content-type"})
+    pre = client.options(
+        "/recommend",
+        headers={
+            "Origin": shop,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type",
+        },
+    )
     assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == shop
     got = client.get("/recommend?history=102", headers={"Origin": shop})
     assert got.headers["access-control-allow-origin"] == shop
@@ -191,8 +240,12 @@ def test_an_api_key_guards_every_endpoint_but_health(artifact):
 def test_json_booleans_are_not_numbers(artifact):
     """pydantic's lax mode read {"k": true} as k = 1 and a history [true] as item 1."""
     client = TestClient(create_app(artifact))
-    for body in ({"history": [102], "k": True}, {"history": [True]}, {"history": [102], "allow": [False]},
-                 {"requests": [{"history": [102]}], "k": False}):
+    for body in (
+        {"history": [102], "k": True},
+        {"history": [True]},
+        {"history": [102], "allow": [False]},
+        {"requests": [{"history": [102]}], "k": False},
+    ):
         path = "/recommend/batch" if "requests" in body else "/recommend"
         resp = client.post(path, json=body)
         assert resp.status_code == 422, (body, resp.text)
@@ -209,8 +262,11 @@ def test_serve_on_port_zero_prints_the_port_it_got(artifact):
     import time
     import urllib.request
 
-    proc = subprocess.Popen([sys.executable, "-m", "seqrec.cli.main", "serve", str(artifact), "--port", "0"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seqrec.cli.main", "serve", str(artifact), "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         banner = proc.stderr.readline()
         port = int(re.search(r"http://localhost:(\d+) ", banner).group(1))

@@ -30,7 +30,9 @@ class _LeftPositions(SASRecEncoder):
     def forward(self, batch):
         valid = batch.mask
         length = batch.items.shape[1]
-        x = (self.item_emb(batch.items) + self.pos_emb(torch.arange(length))[None]) * valid[..., None]
+        x = (self.item_emb(batch.items) + self.pos_emb(torch.arange(length))[None]) * valid[
+            ..., None
+        ]
         mask = causal_padding_mask(valid)
         for block in self.blocks:
             x = block(x, mask, valid)

@@ -40,17 +40,30 @@ def main() -> None:
 
     train, valid, test = leave_last_out_small(markov_sequences(**DATA))
     model = Killable(config_cls(**kwargs))
-    model.fit(train, valid, checkpoint_dir=None if ckdir == "-" else ckdir, checkpoint_every=1,
-              progress=False)
+    model.fit(
+        train,
+        valid,
+        checkpoint_dir=None if ckdir == "-" else ckdir,
+        checkpoint_every=1,
+        progress=False,
+    )
     if int(os.environ["RANK"]) == 0:
         lg = model.training_log
         scores = model.score(test.histories())[:, 1:]  # column 0 (PAD) is -inf
         with open(os.path.join(out, "result.json"), "w") as f:
-            json.dump({"history": [{k: h[k] for k in ("epoch", "step", "metrics", "train_loss")}
-                                   for h in lg.history],
-                       "scores": np.asarray(scores, np.float64).tolist(),
-                       "resumed_from_step": lg.resumed_from_step, "world_size": lg.world_size,
-                       "global_step": lg.global_step}, f)
+            json.dump(
+                {
+                    "history": [
+                        {k: h[k] for k in ("epoch", "step", "metrics", "train_loss")}
+                        for h in lg.history
+                    ],
+                    "scores": np.asarray(scores, np.float64).tolist(),
+                    "resumed_from_step": lg.resumed_from_step,
+                    "world_size": lg.world_size,
+                    "global_step": lg.global_step,
+                },
+                f,
+            )
     from seqrec.training import distributed
 
     distributed.shutdown()  # every rank leaves the group together

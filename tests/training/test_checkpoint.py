@@ -13,7 +13,9 @@ def test_roundtrip_and_no_temp_files(tmp_path):
     path = save_checkpoint(tmp_path / "last.pt", payload)
     save_checkpoint(path, {**payload, "n": 4})  # overwrite atomically
     out = load_checkpoint(path)
-    assert out["n"] == 4 and torch.equal(out["w"], payload["w"]) and out["nested"] == payload["nested"]
+    assert (
+        out["n"] == 4 and torch.equal(out["w"], payload["w"]) and out["nested"] == payload["nested"]
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]
 
 

@@ -25,30 +25,67 @@ from seqrec.training.trainer import effective_lr
 DRIVER = Path(__file__).with_name("ddp_driver.py")
 SRC = Path(seqrec.__file__).resolve().parents[1]
 # batch 9 over 50 rows: the last global batch has 5 rows, so ranks get unequal shards (3 / 2)
-TINY = dict(max_len=10, dim=16, n_blocks=1, batch_size=9, lr=3e-3, num_threads=1, seed=3,
-            epochs=3, patience=0, dropout=0.0, train_windows="last")
+TINY = dict(
+    max_len=10,
+    dim=16,
+    n_blocks=1,
+    batch_size=9,
+    lr=3e-3,
+    num_threads=1,
+    seed=3,
+    epochs=3,
+    patience=0,
+    dropout=0.0,
+    train_windows="last",
+)
 
 
 def _env(**extra: str) -> dict:
-    return {**os.environ, "OMP_NUM_THREADS": "1", **extra,
-            "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        **extra,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
 
 
-def torchrun(nproc: int, *args: str, check: bool = True, env: dict | None = None
-             ) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={nproc}", *args]
+def torchrun(
+    nproc: int, *args: str, check: bool = True, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        *args,
+    ]
     proc = subprocess.run(cmd, env=env or _env(), capture_output=True, text=True, timeout=120)
     if check and proc.returncode != 0:
         raise AssertionError(f"torchrun failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
 
 
-def _drive(out: Path, kwargs: dict, ckdir: Path | None, kill_at: int = 0, check: bool = True,
-           env: dict | None = None):
+def _drive(
+    out: Path,
+    kwargs: dict,
+    ckdir: Path | None,
+    kill_at: int = 0,
+    check: bool = True,
+    env: dict | None = None,
+):
     out.mkdir(parents=True, exist_ok=True)
-    return torchrun(2, str(DRIVER), str(out), "sasrec", repr(kwargs),
-                    "-" if ckdir is None else str(ckdir), str(kill_at), check=check, env=env)
+    return torchrun(
+        2,
+        str(DRIVER),
+        str(out),
+        "sasrec",
+        repr(kwargs),
+        "-" if ckdir is None else str(ckdir),
+        str(kill_at),
+        check=check,
+        env=env,
+    )
 
 
 def test_shards_are_contiguous_and_cover_the_global_batch():
@@ -106,9 +143,19 @@ def test_torchrun_seqrec_train_writes_one_result_on_rank_0(tmp_path):
     csv = tmp_path / "log.csv"
     write_csv(markov_sequences(n_users=40, n_items=15, seed=1), csv)
     out = tmp_path / "run"
-    sets = [f"data.name={csv}", "data.filter=none", "model.name=sasrec", "model.max_len=8",
-            "model.dim=16", "model.n_blocks=1", "train.epochs=2", "train.batch_size=16",
-            "train.lr=1e-3", "train.lr_rule='linear'", "train.lr_base_batch=8"]
+    sets = [
+        f"data.name={csv}",
+        "data.filter=none",
+        "model.name=sasrec",
+        "model.max_len=8",
+        "model.dim=16",
+        "model.n_blocks=1",
+        "train.epochs=2",
+        "train.batch_size=16",
+        "train.lr=1e-3",
+        "train.lr_rule='linear'",
+        "train.lr_base_batch=8",
+    ]
     argv = ["-m", "seqrec", "train", "--out", str(out)]
     for s in sets:
         argv += ["--set", s]
@@ -116,8 +163,13 @@ def test_torchrun_seqrec_train_writes_one_result_on_rank_0(tmp_path):
     records = list(out.glob("result*.json"))
     assert len(records) == 1, proc.stdout + proc.stderr
     rec = json.loads(records[0].read_text())
-    assert rec["training"] == {"world_size": 2, "global_batch": 16, "per_rank_batch": 8,
-                               "lr_rule": "linear", "lr": pytest.approx(2e-3)}
+    assert rec["training"] == {
+        "world_size": 2,
+        "global_batch": 16,
+        "per_rank_batch": 8,
+        "lr_rule": "linear",
+        "lr": pytest.approx(2e-3),
+    }
     assert rec["epochs"] == 2 and 0.0 <= rec["metrics"]["test"]["NDCG@10"] <= 1.0
     assert proc.stdout.count("artifact:") == 1  # one rank reported
 

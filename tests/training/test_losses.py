@@ -18,7 +18,11 @@ def _inputs(seed, b=3, length=6, d=5, n_items=13, bias=True):
     g = torch.Generator().manual_seed(seed)
     h = torch.randn(b, length, d, generator=g, dtype=torch.float64, requires_grad=True)
     w = torch.randn(n_items + 1, d, generator=g, dtype=torch.float64, requires_grad=True)
-    bb = torch.randn(n_items + 1, generator=g, dtype=torch.float64, requires_grad=True) if bias else None
+    bb = (
+        torch.randn(n_items + 1, generator=g, dtype=torch.float64, requires_grad=True)
+        if bias
+        else None
+    )
     t = torch.randint(1, n_items + 1, (b, length), generator=g)
     t[0, :3] = 0  # left padding
     return h, w, bb, t
@@ -110,8 +114,7 @@ def test_full_ce_chunk_is_capped_by_catalogue_size(monkeypatch):
 
     seen = []
     real = losses._ChunkedSoftmaxCE.apply
-    monkeypatch.setattr(losses._ChunkedSoftmaxCE, "apply",
-                        lambda *a: seen.append(a[4]) or real(*a))
+    monkeypatch.setattr(losses._ChunkedSoftmaxCE, "apply", lambda *a: seen.append(a[4]) or real(*a))
     h, w, b, t = _inputs(7)  # 14 rows in the prediction layer
     ref = full_ce_loss(h, t, w, b, chunk_size=1000)
     capped = full_ce_loss(h, t, w, b, chunk_size=1000, max_chunk_logits=14 * 3)

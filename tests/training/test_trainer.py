@@ -36,8 +36,10 @@ CHILD = textwrap.dedent(
 
 
 def _history(model):
-    return [{k: h[k] for k in ("epoch", "step", "metrics", "train_loss")}
-            for h in model.training_log.history]
+    return [
+        {k: h[k] for k in ("epoch", "step", "metrics", "train_loss")}
+        for h in model.training_log.history
+    ]
 
 
 @pytest.mark.slow
@@ -50,8 +52,9 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path, loss):
     script.write_text(CHILD)
     done = tmp_path / "done"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "run"), str(done),
-                             repr(kwargs)], env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "run"), str(done), repr(kwargs)], env=env
+    )
     try:
         train, valid, test = leave_last_out_small(markov_sequences(n_users=48, n_items=20, seed=5))
         reference = SASRec(SASRecConfig(**kwargs)).fit(train, valid, progress=False)
@@ -67,8 +70,9 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path, loss):
         proc.kill()
         proc.wait()
     assert not done.exists()
-    resumed = SASRec(SASRecConfig(**kwargs)).fit(train, valid, checkpoint_dir=tmp_path / "run",
-                                                 progress=False)
+    resumed = SASRec(SASRecConfig(**kwargs)).fit(
+        train, valid, checkpoint_dir=tmp_path / "run", progress=False
+    )
     assert resumed.training_log.resumed_from_step  # it really continued a partial run
     assert resumed.training_log.resumed_from_step < resumed.training_log.global_step
     assert _history(resumed) == _history(reference)  # every validation metric identical
@@ -85,7 +89,9 @@ def data():
 
 def test_early_stopping_restores_best_and_logs_every_validation(tmp_path, data):
     train, valid, _ = data
-    cfg = SASRecConfig(**{**TINY, "lr": 5e-2}, epochs=30, patience=2)  # big lr: overfits, stops early
+    cfg = SASRecConfig(
+        **{**TINY, "lr": 5e-2}, epochs=30, patience=2
+    )  # big lr: overfits, stops early
     model = SASRec(cfg).fit(train, valid, log_path=tmp_path / "val.jsonl", progress=False)
     lg = model.training_log
     lines = [json.loads(x) for x in (tmp_path / "val.jsonl").read_text().splitlines()]
@@ -117,15 +123,18 @@ def test_checkpoint_dir_refuses_another_config(tmp_path, data):
     SASRec(SASRecConfig(**TINY, epochs=1)).fit(train, None, checkpoint_dir=tmp_path, progress=False)
     with pytest.raises(ConfigError, match="lr"):
         SASRec(SASRecConfig(**{**TINY, "lr": 1e-2}, epochs=1)).fit(
-            train, None, checkpoint_dir=tmp_path, progress=False)
+            train, None, checkpoint_dir=tmp_path, progress=False
+        )
 
 
 def test_more_epochs_or_budget_continue_a_finished_run(tmp_path, data):
     train, valid, _ = data
     one = SASRec(SASRecConfig(**TINY, epochs=1, patience=0)).fit(
-        train, valid, checkpoint_dir=tmp_path, progress=False)
+        train, valid, checkpoint_dir=tmp_path, progress=False
+    )
     two = SASRec(SASRecConfig(**TINY, epochs=2, patience=0)).fit(
-        train, valid, checkpoint_dir=tmp_path, progress=False)
+        train, valid, checkpoint_dir=tmp_path, progress=False
+    )
     straight = SASRec(SASRecConfig(**TINY, epochs=2, patience=0)).fit(train, valid, progress=False)
     assert two.training_log.global_step == 2 * one.training_log.global_step
     # continuing after epoch 1 is exact: identical to running 2 epochs straight
@@ -146,7 +155,9 @@ def test_tensorboard_is_optional(tmp_path, data, caplog):
         has_tb = True
     except ImportError:
         has_tb = False
-    m = SASRec(SASRecConfig(**TINY, epochs=1)).fit(train, tensorboard_dir=tmp_path / "tb", progress=False)
+    m = SASRec(SASRecConfig(**TINY, epochs=1)).fit(
+        train, tensorboard_dir=tmp_path / "tb", progress=False
+    )
     assert m.training_log.epochs_run == 1
     if not has_tb:
         assert "tensorboard is not installed" in caplog.text
@@ -157,7 +168,9 @@ def test_sliding_windows_train_on_more_rows_and_sample_negatives_per_user(data, 
     train, valid, _ = data
     short = dict(TINY, max_len=4, epochs=1, patience=0, loss=loss)
     last = SASRec(SASRecConfig(**short, train_windows="last")).fit(train, valid, progress=False)
-    sliding = SASRec(SASRecConfig(**short, train_windows="sliding")).fit(train, valid, progress=False)
+    sliding = SASRec(SASRecConfig(**short, train_windows="sliding")).fit(
+        train, valid, progress=False
+    )
     n_windows = int(sum(max(1, -(-(n - 1) // 4)) for n in train.lengths if n >= 2))
     assert sliding.training_log.global_step == -(-n_windows // TINY["batch_size"])
     assert sliding.training_log.global_step > last.training_log.global_step
@@ -193,8 +206,9 @@ def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
 
     train, _, _ = data
     for max_len in (3, 8):
-        cfg = SASRecConfig(**dict(TINY, max_len=max_len, epochs=1, patience=0, batch_size=0),
-                           batch_targets=40)
+        cfg = SASRecConfig(
+            **dict(TINY, max_len=max_len, epochs=1, patience=0, batch_size=0), batch_targets=40
+        )
         model = SASRec(cfg)
         windows, _, rows = model.training_rows(train)
         mean = targets_per_row(windows, rows, cfg).mean()
@@ -203,7 +217,10 @@ def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
         assert model.train_batch_size == max(1, round(40 / mean))
         assert model.training_log.global_step == -(-len(rows) // model.train_batch_size)
     # a given batch_size wins; SASRec's default (0) sizes by batch_targets
-    assert resolved_batch(SASRecConfig(**TINY, batch_targets=40), windows, rows).batch_size == TINY["batch_size"]
+    assert (
+        resolved_batch(SASRecConfig(**TINY, batch_targets=40), windows, rows).batch_size
+        == TINY["batch_size"]
+    )
     assert SASRecConfig().batch_size == 0 and SASRecConfig().batch_targets == 1024
     with pytest.raises(ConfigError, match="batch_targets"):
         SASRecConfig(**TINY, batch_targets=-1)
@@ -224,18 +241,29 @@ def test_min_epoch_steps_raises_an_automatic_batch_where_the_data_allow(data):
     from seqrec.training.rows import resolved_batch, targets_per_row
 
     train, _, _ = data
-    cfg = SASRecConfig(**dict(TINY, batch_size=0, epochs=1, patience=0), batch_targets=9,
-                       min_epoch_steps=3, auto_batch_max=64)
+    cfg = SASRecConfig(
+        **dict(TINY, batch_size=0, epochs=1, patience=0),
+        batch_targets=9,
+        min_epoch_steps=3,
+        auto_batch_max=64,
+    )
     model = SASRec(cfg)
     windows, _, rows = model.training_rows(train)
     by_targets = max(1, round(9 / targets_per_row(windows, rows, cfg).mean()))
     by_steps = len(rows) // 3
     assert by_steps > by_targets  # the case under test: the data allow a larger batch
     assert resolved_batch(cfg, windows, rows).batch_size == min(64, by_steps)
-    capped = SASRecConfig(**dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=3, auto_batch_max=by_targets + 1)
+    capped = SASRecConfig(
+        **dict(TINY, batch_size=0),
+        batch_targets=9,
+        min_epoch_steps=3,
+        auto_batch_max=by_targets + 1,
+    )
     assert resolved_batch(capped, windows, rows).batch_size == by_targets + 1
     few_rows = SASRecConfig(**dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=len(rows))
-    assert resolved_batch(few_rows, windows, rows).batch_size == by_targets  # one-row batches never win
+    assert (
+        resolved_batch(few_rows, windows, rows).batch_size == by_targets
+    )  # one-row batches never win
     off = SASRecConfig(**dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=0)
     assert resolved_batch(off, windows, rows).batch_size == by_targets
     given = SASRecConfig(**TINY, min_epoch_steps=3)
@@ -255,8 +283,9 @@ def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
     train, valid, _ = data
     seen = []
     cfg = SASRecConfig(**{**TINY, "epochs": 2, "patience": 0})
-    model = SASRec(cfg).fit(train, valid, checkpoint_dir=tmp_path / "ck", progress=False,
-                            on_epoch=seen.append)
+    model = SASRec(cfg).fit(
+        train, valid, checkpoint_dir=tmp_path / "ck", progress=False, on_epoch=seen.append
+    )
     assert [r["epoch"] for r in seen] == [1, 2] and all(r["epochs"] == 2 for r in seen)
     assert all(np.isfinite(r["train_loss"]) and r["metric"] == "NDCG@10" for r in seen)
     assert seen[-1]["seconds"] >= seen[0]["seconds"] > 0
@@ -293,8 +322,12 @@ def test_bf16_precision_trains_in_bfloat16_and_keeps_float32_weights(data):
     train, valid, _ = data
     with pytest.raises(ConfigError, match="precision"):
         SASRecConfig(precision="fp16")
-    runs = {p: SASRec(SASRecConfig(**TINY, epochs=8, patience=0, dropout=0.0, precision=p)).fit(
-                train, valid, progress=False) for p in ("fp32", "bf16")}
+    runs = {
+        p: SASRec(SASRecConfig(**TINY, epochs=8, patience=0, dropout=0.0, precision=p)).fit(
+            train, valid, progress=False
+        )
+        for p in ("fp32", "bf16")
+    }
     assert all(p.dtype == torch.float32 for p in runs["bf16"].encoder.parameters())
     losses = {p: [h["train_loss"] for h in m.training_log.history] for p, m in runs.items()}
     assert losses["bf16"][-1] < losses["bf16"][0]  # it learns

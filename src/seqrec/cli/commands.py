@@ -84,10 +84,22 @@ def cmd_data(args: argparse.Namespace) -> int:
             apply_override(tree, assignment)
         section = experiment_from_tree(tree).data
         inter = sources.load(section.name, root=section.root, **section.read_options())
-        read = next((_columns_read(n) for n in inter.notes
-                     if n.startswith("read ") and n.endswith(")") and "(" in n), None)
-        unit = next((n.removeprefix("timestamps read as ").split(", stored")[0]
-                     for n in inter.notes if n.startswith("timestamps read as ")), None)
+        read = next(
+            (
+                _columns_read(n)
+                for n in inter.notes
+                if n.startswith("read ") and n.endswith(")") and "(" in n
+            ),
+            None,
+        )
+        unit = next(
+            (
+                n.removeprefix("timestamps read as ").split(", stored")[0]
+                for n in inter.notes
+                if n.startswith("timestamps read as ")
+            ),
+            None,
+        )
         if read is not None and unit is not None:
             read += f"; times in {unit}"
         if args.filter != "none":
@@ -96,19 +108,30 @@ def cmd_data(args: argparse.Namespace) -> int:
         stats = describe(inter)
         if read is not None:  # shown right after the name, with the lists exploded, the item file
             first, *rest = stats.items()
-            also = [("read", "; ".join(_reading_notes(inter.notes)))] if _reading_notes(inter.notes) else []
+            also = (
+                [("read", "; ".join(_reading_notes(inter.notes)))]
+                if _reading_notes(inter.notes)
+                else []
+            )
             stats = dict([first, ("columns", read), *also, *rest])
         if args.filter == "none":  # what `seqrec train` will keep of it with this data config
-            cut = section.filter if section.filter == "none" else (
-                f"{section.filter} {section.min_user}/{section.min_item}")
+            cut = (
+                section.filter
+                if section.filter == "none"
+                else (f"{section.filter} {section.min_user}/{section.min_item}")
+            )
             try:
                 kept = preprocess(inter, section.preprocess_config()).interactions
-                stats["train_keeps"] = (f"{len(np.unique(kept.user)):,} users, {kept.n_items:,} "
-                                        f"items, {len(kept):,} interactions (filter {cut}; "
-                                        "data.filter=none keeps all)")
+                stats["train_keeps"] = (
+                    f"{len(np.unique(kept.user)):,} users, {kept.n_items:,} "
+                    f"items, {len(kept):,} interactions (filter {cut}; "
+                    "data.filter=none keeps all)"
+                )
             except DataError:
-                stats["train_keeps"] = (f"nothing (filter {cut}): lower data.min_user / "
-                                        "data.min_item or set data.filter=none")
+                stats["train_keeps"] = (
+                    f"nothing (filter {cut}): lower data.min_user / "
+                    "data.min_item or set data.filter=none"
+                )
         print(format_mapping(stats))
         return 0
     if args.data_command == "download":
@@ -123,13 +146,23 @@ def cmd_data(args: argparse.Namespace) -> int:
     split = data.split
     np.savez(
         out / "split.npz",
-        train_offsets=split.train.offsets, train_items=split.train.items,
-        valid_rows=split.valid.rows, valid_cutoffs=split.valid.cutoffs, valid_items=split.valid.items,
-        test_rows=split.test.rows, test_cutoffs=split.test.cutoffs, test_items=split.test.items,
+        train_offsets=split.train.offsets,
+        train_items=split.train.items,
+        valid_rows=split.valid.rows,
+        valid_cutoffs=split.valid.cutoffs,
+        valid_items=split.valid.items,
+        test_rows=split.test.rows,
+        test_cutoffs=split.test.cutoffs,
+        test_items=split.test.items,
     )
-    info = {"fingerprint": data.prepared.fingerprint(), "n_items": data.prepared.n_items,
-            "n_users": data.prepared.n_users, "split": split.info,
-            "preprocessing": list(data.prepared.interactions.notes), "seconds": data.seconds}
+    info = {
+        "fingerprint": data.prepared.fingerprint(),
+        "n_items": data.prepared.n_items,
+        "n_users": data.prepared.n_users,
+        "split": split.info,
+        "preprocessing": list(data.prepared.interactions.notes),
+        "seconds": data.seconds,
+    }
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
     print(format_mapping({"written": str(out), **{k: v for k, v in info.items() if k != "split"}}))
     return 0
@@ -164,8 +197,10 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     for name in model_names():
         print(f"{name:10s} {SUMMARIES[name]}")
-    print("\nseqrec config NAME: a model's settings, each with its default and meaning (the "
-          "model's module docstring lists the paper's variants and every deviation)")
+    print(
+        "\nseqrec config NAME: a model's settings, each with its default and meaning (the "
+        "model's module docstring lists the paper's variants and every deviation)"
+    )
     return 0
 
 
@@ -192,31 +227,54 @@ def cmd_train(args: argparse.Namespace) -> int:
     # under torchrun every rank runs this command: rank 0 alone owns the run directory
     rank0 = int(os.environ.get("RANK", "0")) == 0
     if rank0 and not _model_named(args.config, args.overrides):
-        print(f"note: no model named, so this trains {exp.model!r}, the baseline; pass -m NAME "
-              "(seqrec models lists them; -m sasrec is the usual first neural model)",
-              file=sys.stderr, flush=True)
+        print(
+            f"note: no model named, so this trains {exp.model!r}, the baseline; pass -m NAME "
+            "(seqrec models lists them; -m sasrec is the usual first neural model)",
+            file=sys.stderr,
+            flush=True,
+        )
     resumable = False
     if rank0:
         resumable, _lock = runs.prepare_run_dir(out, exp, args.fresh)  # held until we return
-    options = {"checkpoint_dir": checkpoint, "checkpoint_every": runs.CHECKPOINT_EVERY,
-               "on_epoch": runs.EpochPrinter(exp.model) if rank0 else None, "progress": True}
+    options = {
+        "checkpoint_dir": checkpoint,
+        "checkpoint_every": runs.CHECKPOINT_EVERY,
+        "on_epoch": runs.EpochPrinter(exp.model) if rank0 else None,
+        "progress": True,
+    }
     try:
         data = prepare_data(exp)
         if rank0 and Path(exp.data.name).exists():  # your own file: say how it was read, first
             for line in data_lines(data):
                 print(line, file=sys.stderr, flush=True)
         if rank0:
-            runs.check_same_data(out, exp.data.name, data.prepared.fingerprint(), data.prepared.n_users,
-                                 data.prepared.n_items, resumable)
+            runs.check_same_data(
+                out,
+                exp.data.name,
+                data.prepared.fingerprint(),
+                data.prepared.n_users,
+                data.prepared.n_items,
+                resumable,
+            )
         if resumable:
-            print(f"resuming the run in {out} from {checkpoint / 'last.pt'} (--fresh starts over)",
-                  file=sys.stderr, flush=True)
-        model, record = run_experiment(exp, data=data, progress=sys.stderr.isatty(),
-                                       save_dir=out / "model", fit_options=options)
+            print(
+                f"resuming the run in {out} from {checkpoint / 'last.pt'} (--fresh starts over)",
+                file=sys.stderr,
+                flush=True,
+            )
+        model, record = run_experiment(
+            exp,
+            data=data,
+            progress=sys.stderr.isatty(),
+            save_dir=out / "model",
+            fit_options=options,
+        )
     except KeyboardInterrupt:
         where = f"checkpoint in {checkpoint}; " if (checkpoint / "last.pt").exists() else ""
-        print(f"interrupted: {where}rerun the same command to resume, or add --fresh to start over",
-              file=sys.stderr)
+        print(
+            f"interrupted: {where}rerun the same command to resume, or add --fresh to start over",
+            file=sys.stderr,
+        )
         return 130
     finally:  # under torchrun: leave the process group (imported only if a model used it)
         dist = sys.modules.get("seqrec.training.distributed")
@@ -226,20 +284,29 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 0
     runs.write_train_log(out, model)
     training_log = getattr(model, "training_log", None)
-    curve = runs.write_train_curve(out, training_log.epoch_log if training_log else [],
-                                   f"{exp.model} on {Path(exp.data.name).name}")
+    curve = runs.write_train_curve(
+        out,
+        training_log.epoch_log if training_log else [],
+        f"{exp.model} on {Path(exp.data.name).name}",
+    )
     write_result(record, out, "result")
     print(results_header(record))
     print(results_table([record]))
     if record.get("stopped"):
-        print(f"\ntraining stopped by {runs.STOP_TEXT.get(record['stopped'], record['stopped'])} "
-              f"after {record.get('epochs')} epoch(s); per-epoch log: {out / runs.TRAIN_LOG}")
-    print(f"\nartifact: {out / 'model'}   results: {out}"
-          + (f"   training curve: {curve}" if curve else ""))
+        print(
+            f"\ntraining stopped by {runs.STOP_TEXT.get(record['stopped'], record['stopped'])} "
+            f"after {record.get('epochs')} epoch(s); per-epoch log: {out / runs.TRAIN_LOG}"
+        )
+    print(
+        f"\nartifact: {out / 'model'}   results: {out}"
+        + (f"   training curve: {curve}" if curve else "")
+    )
     users = getattr(model, "user_histories", None)  # a real user id, pasteable into a shell
     user = shlex.quote(str(users.raw[0])) if users is not None and len(users) else "USER_ID"
-    print(f"next: seqrec recommend {out} --user {user}   |   seqrec serve {out}   |   "
-          f"seqrec evaluate {out}")
+    print(
+        f"next: seqrec recommend {out} --user {user}   |   seqrec serve {out}   |   "
+        f"seqrec evaluate {out}"
+    )
     return 0
 
 
@@ -251,13 +318,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     trained_on = _training_identity(Path(args.artifact))
     if trained_on is not None and not args.config:
         # the run's own data and split, so that `seqrec evaluate RUN/model` needs no config
-        tree: dict[str, Any] = {"data": dict(trained_on["data"]), "split": dict(trained_on["split"]),
-                                "seed": trained_on["seed"]}
+        tree: dict[str, Any] = {
+            "data": dict(trained_on["data"]),
+            "split": dict(trained_on["split"]),
+            "seed": trained_on["seed"],
+        }
         try:
             experiment_from_tree(tree)
         except ConfigError as exc:  # a run recorded by another seqrec version: its keys differ
-            raise ConfigError(f"cannot rebuild the data and split of the run that saved "
-                              f"{args.artifact} ({exc}); pass them with --config") from None
+            raise ConfigError(
+                f"cannot rebuild the data and split of the run that saved "
+                f"{args.artifact} ({exc}); pass them with --config"
+            ) from None
         for assignment in args.overrides or []:
             apply_override(tree, assignment)
         exp = experiment_from_tree(tree)
@@ -265,27 +337,38 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         exp = load_experiment(args.config, args.overrides)
     same = _same_data_and_split(trained_on, exp)
     if same is False:
-        print("note: this is not the data and split the model was trained on "
-              f"({_data_split_text(trained_on['data'], trained_on['split'])}): its training "
-              "interactions may be among these targets, so the numbers are not a held-out "
-              "estimate", file=sys.stderr)
+        print(
+            "note: this is not the data and split the model was trained on "
+            f"({_data_split_text(trained_on['data'], trained_on['split'])}): its training "
+            "interactions may be among these targets, so the numbers are not a held-out "
+            "estimate",
+            file=sys.stderr,
+        )
     data = prepare_data(exp)
     if data.prepared.n_items != model.n_items:
         raise DataError(
             f"the artifact knows {model.n_items} items but the configured data has "
             f"{data.prepared.n_items}: evaluate with the data config it was trained on"
-            + ("" if trained_on is None else
-               f" ({_data_split_text(trained_on['data'], trained_on['split'])}; leave out "
-               "--config and the data/split keys to use it)")
+            + (
+                ""
+                if trained_on is None
+                else f" ({_data_split_text(trained_on['data'], trained_on['split'])}; leave out "
+                "--config and the data/split keys to use it)"
+            )
         )
     rows = []
     for name, targets in (("valid", data.split.valid), ("test", data.split.test)):
         res = evaluate_model(model, exp, targets, progress=sys.stderr.isatty())  # no bar in logs
         rows.append([name] + [res.metrics.get(m) for m in table_metrics(exp.eval.ks)])
-    print(f"{model.name} on {exp.data.name}, {data.split.protocol}, full ranking, "
-          f"seen filter {exp.eval.seen_filter}"
-          + {True: " (the data and split it was trained on)", False: " (NOT the training split)",
-             None: ""}[same])
+    print(
+        f"{model.name} on {exp.data.name}, {data.split.protocol}, full ranking, "
+        f"seen filter {exp.eval.seen_filter}"
+        + {
+            True: " (the data and split it was trained on)",
+            False: " (NOT the training split)",
+            None: "",
+        }[same]
+    )
     print(format_table(["split", *table_metrics(exp.eval.ks)], rows))
     return 0
 
@@ -345,9 +428,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
     exp = load_experiment(args.config, args.overrides)
     if not args.config and not any(o.startswith("model.name=") for o in args.overrides):
-        raise ConfigError("name the model to tune: seqrec tune DATA -m sasrec (or a config "
-                          "whose [model] names it); seqrec models lists them")
-    study = args.study or (Path(args.config).stem if args.config else f"{slug(exp.data.name)}-{exp.model}")
+        raise ConfigError(
+            "name the model to tune: seqrec tune DATA -m sasrec (or a config "
+            "whose [model] names it); seqrec models lists them"
+        )
+    study = args.study or (
+        Path(args.config).stem if args.config else f"{slug(exp.data.name)}-{exp.model}"
+    )
     storage = args.storage or f"sqlite:///{Path(exp.output) / 'tune.db'}"
     out = Path(args.out) if args.out else Path(exp.output) / f"tune-{study}" / "best.toml"
     space = args.space
@@ -355,16 +442,31 @@ def cmd_tune(args: argparse.Namespace) -> int:
         space = default_space(exp.model)
         out.parent.mkdir(parents=True, exist_ok=True)
         (out.parent / "space.toml").write_text(space_toml(space))
-        print(f"search space: {exp.model}'s built-in one ({', '.join(space)}), written to "
-              f"{out.parent / 'space.toml'} (edit it and pass --space to change it)", flush=True)
-    result = tune(args.config, args.overrides, space, args.trials, storage, study,
-                  metric=args.metric, seed=args.seed)
+        print(
+            f"search space: {exp.model}'s built-in one ({', '.join(space)}), written to "
+            f"{out.parent / 'space.toml'} (edit it and pass --space to change it)",
+            flush=True,
+        )
+    result = tune(
+        args.config,
+        args.overrides,
+        space,
+        args.trials,
+        storage,
+        study,
+        metric=args.metric,
+        seed=args.seed,
+    )
     write_best(result, args.config, args.overrides, out)
-    rows = [[t.number, t.state.name, t.value, *(t.params.get(k) for k in sorted(result.best_params))]
-            for t in result.trials]
+    rows = [
+        [t.number, t.state.name, t.value, *(t.params.get(k) for k in sorted(result.best_params))]
+        for t in result.trials
+    ]
     print(format_table(["trial", "state", args.metric, *sorted(result.best_params)], rows))
-    print(f"\nstudy {study!r} in {storage}: best trial {result.best_trial.number} "
-          f"({args.metric} {result.best_value:.4f}); best config: {out}")
+    print(
+        f"\nstudy {study!r} in {storage}: best trial {result.best_trial.number} "
+        f"({args.metric} {result.best_value:.4f}); best config: {out}"
+    )
     return 0
 
 
@@ -379,17 +481,30 @@ def data_lines(data: Any) -> list[str]:
     lines = [f"data: {read[0]}" if read else "data:"]
     lines += [f"  {n}" for n in said]
     kept = next((n for n in inter.notes if n.startswith("kept ")), None)  # "kept X of Y ..."
-    lines.append(f"  preprocessing {kept}" if kept else
-                 f"  kept {prepared.n_users:,} users, {prepared.n_items:,} items, {len(inter):,} "
-                 f"interactions after preprocessing")
+    lines.append(
+        f"  preprocessing {kept}"
+        if kept
+        else f"  kept {prepared.n_users:,} users, {prepared.n_items:,} items, {len(inter):,} "
+        f"interactions after preprocessing"
+    )
     return lines
 
 
 def _reading_notes(notes: tuple[str, ...] | list[str]) -> list[str]:
     """The notes of a reader that change what a file means beyond its columns: a table of lists
     exploded into interactions, an item file attached, columns it did not use."""
-    return [n for n in notes if n.startswith(("one row per user with lists", "item metadata from", "ignored column",
-                                              "kept the rows whose"))]
+    return [
+        n
+        for n in notes
+        if n.startswith(
+            (
+                "one row per user with lists",
+                "item metadata from",
+                "ignored column",
+                "kept the rows whose",
+            )
+        )
+    ]
 
 
 def _columns_read(note: str) -> str:
@@ -397,7 +512,9 @@ def _columns_read(note: str) -> str:
     [semicolon-separated] (user=customer, item=sku, ...)`` or ``read 2 part files of export/
     (a.csv .. b.csv) (user=...)``: the columns a file was read with, named or guessed, then what
     was guessed of its layout, then the parts read."""
-    line = note[note.rindex("(") + 1 : -1] + "".join(f"; {g}" for g in re.findall(r"\[([^\]]+)\]", note))
+    line = note[note.rindex("(") + 1 : -1] + "".join(
+        f"; {g}" for g in re.findall(r"\[([^\]]+)\]", note)
+    )
     return line + ("; " + note.split(" (")[0] if " part files " in note else "")
 
 
@@ -409,7 +526,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sock = _listen(args.host, args.port)  # bound before the banner, so --port 0 shows its port
     key = getattr(args, "api_key", None) or os.environ.get("SEQREC_API_KEY") or None
     try:
-        app = create_app(args.artifact, getattr(args, "cors", None), key)  # a damaged artifact fails here
+        app = create_app(
+            args.artifact, getattr(args, "cors", None), key
+        )  # a damaged artifact fails here
     except BaseException:
         sock.close()
         raise
@@ -417,11 +536,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     shown = "localhost" if args.host in ("0.0.0.0", "::", "127.0.0.1") else args.host
     url = f"http://{shown}:{port}"
     auth = ' -H "Authorization: Bearer $KEY"' if key else ""
-    print(f"serving {args.artifact} on {url} (API docs: {url}/docs){'; API key required' if key else ''}; "
-          f"try:\n  curl{auth} '{url}/recommend?{app.state.example_query}'", file=sys.stderr, flush=True)
+    print(
+        f"serving {args.artifact} on {url} (API docs: {url}/docs){'; API key required' if key else ''}; "
+        f"try:\n  curl{auth} '{url}/recommend?{app.state.example_query}'",
+        file=sys.stderr,
+        flush=True,
+    )
     if not key and args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"note: listening on {args.host} without --api-key: anyone who can reach this port "
-              "can query the model", file=sys.stderr, flush=True)
+        print(
+            f"note: listening on {args.host} without --api-key: anyone who can reach this port "
+            "can query the model",
+            file=sys.stderr,
+            flush=True,
+        )
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=port))
     server.run(sockets=[sock])
     return 0

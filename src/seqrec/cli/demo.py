@@ -51,29 +51,46 @@ def run(args: argparse.Namespace) -> int:
     max_seconds = getattr(args, "max_seconds", 0.0) or 0.0
     if max_seconds < 0:
         raise ConfigError(f"--max-seconds must be >= 0 (0 = no time cap), got {max_seconds!r}")
-    wanted = [canonical_model_name(m.strip()) for m in args.models.split(",")] if args.models else \
-        [m for m in DEMO_MODELS if m in MODELS]
+    wanted = (
+        [canonical_model_name(m.strip()) for m in args.models.split(",")]
+        if args.models
+        else [m for m in DEMO_MODELS if m in MODELS]
+    )
     for name in wanted:
         get_model(name)  # an unknown name fails before any training, naming the closest
     overrides = list(getattr(args, "overrides", []) or [])
     models_set = [o for o in overrides if _override_section(o) in ("model", "train")]
     if models_set:
-        raise ConfigError(f"the demo trains each model with its own recipe: {models_set[0]!r} is "
-                          "not a demo setting (--models picks the models; seqrec train sets them)")
+        raise ConfigError(
+            f"the demo trains each model with its own recipe: {models_set[0]!r} is "
+            "not a demo setting (--models picks the models; seqrec train sets them)"
+        )
     data_name = getattr(args, "data_shortcut", None) or "ml-latest-small"
-    out = Path(args.out or ("runs/demo" if data_name == "ml-latest-small" else f"runs/demo-{slug(data_name)}"))
+    out = Path(
+        args.out
+        or ("runs/demo" if data_name == "ml-latest-small" else f"runs/demo-{slug(data_name)}")
+    )
     base = load_experiment(None, [f"data.name={data_name}", *overrides])
     t0 = time.perf_counter()
     data = prepare_data(base)
-    print(f"{Path(data_name).name}: {data.prepared.n_users} users, {data.prepared.n_items} items, "
-          f"{len(data.prepared.interactions):,} interactions; {base.split.protocol}, full ranking, "
-          f"seen items filtered ({time.perf_counter() - t0:.1f}s to load)")
+    print(
+        f"{Path(data_name).name}: {data.prepared.n_users} users, {data.prepared.n_items} items, "
+        f"{len(data.prepared.interactions):,} interactions; {base.split.protocol}, full ranking, "
+        f"seen items filtered ({time.perf_counter() - t0:.1f}s to load)"
+    )
     own_data = data_name != "ml-latest-small"
     records = []
     for name in wanted:
         params = demo_params(name, quick=args.quick, max_seconds=max_seconds)
-        exp = Experiment(data=base.data, split=base.split, model=name, model_params=params,
-                         eval=base.eval, seed=base.seed, output=str(out))
+        exp = Experiment(
+            data=base.data,
+            split=base.split,
+            model=name,
+            model_params=params,
+            eval=base.eval,
+            seed=base.seed,
+            output=str(out),
+        )
         cfg = exp.model_config()
         print(f"training {name} ...{_budget_text(cfg)}", flush=True)
         # staged: a model folder appears only complete, with its result inside (an interrupted
@@ -81,8 +98,13 @@ def run(args: argparse.Namespace) -> int:
         staging = out / f".{name}.partial"
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            _, record = run_experiment(exp, data=data, progress=sys.stderr.isatty(), save_dir=staging,
-                                       fit_options={"on_epoch": runs.EpochPrinter(name)})
+            _, record = run_experiment(
+                exp,
+                data=data,
+                progress=sys.stderr.isatty(),
+                save_dir=staging,
+                fit_options={"on_epoch": runs.EpochPrinter(name)},
+            )
         except SeqRecError as exc:  # your data may not suit a model (too short histories...)
             if not own_data:
                 raise
@@ -98,13 +120,22 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(results_header(records[0]))
     print(results_table(records))
-    data_args = "" if not own_data else shlex.join(
-        [data_name, *[a for o in overrides for a in ("--set", o)]])
+    data_args = (
+        ""
+        if not own_data
+        else shlex.join([data_name, *[a for o in overrides for a in ("--set", o)]])
+    )
     for line in demo_verdicts(records, data_args=data_args):
         print(line)
     last = records[-1]["model"]
     users = data.prepared.user_raw
-    query = "1 2 3" if not own_data else f"--user {shlex.quote(str(users[0]))}" if len(users) else "ITEM_ID"
+    query = (
+        "1 2 3"
+        if not own_data
+        else f"--user {shlex.quote(str(users[0]))}"
+        if len(users)
+        else "ITEM_ID"
+    )
     print(f"\nartifacts and results in {out}/; try: seqrec recommend {out}/{last} {query}")
     return 0
 
@@ -137,13 +168,15 @@ def demo_params(name: str, quick: bool = False, max_seconds: float = 0.0) -> dic
 _TRAIN = "seqrec train {data}-m {model} --set train.max_len=50"
 _REMEDY = {
     "time_budget": "Rerun the demo without --max-seconds (its epoch budget alone does not "
-                   "depend on the machine's load)",
+    "depend on the machine's load)",
     "epochs": "Give it more epochs: " + _TRAIN + " --set train.epochs=400",
     "patience": "Give it more patience: " + _TRAIN + " --set train.patience=60",
 }
 
 
-def demo_verdicts(records: list[dict[str, Any]], metric: str = "NDCG@10", data_args: str = "") -> list[str]:
+def demo_verdicts(
+    records: list[dict[str, Any]], metric: str = "NDCG@10", data_args: str = ""
+) -> list[str]:
     """One line per neural model of the demo that does NOT beat the best baseline (Pop,
     PureSVD) on test ``metric``, saying why as far as the record tells (its training budget,
     whether validation was still improving) and how to give it more (``data_args``: the DATA
@@ -152,7 +185,9 @@ def demo_verdicts(records: list[dict[str, Any]], metric: str = "NDCG@10", data_a
     from seqrec.cli import runs
 
     base = [r for r in records if r["model"] in ("pop", "puresvd")]
-    neural = [r for r in records if r.get("epochs") is not None and r["model"] not in ("pop", "puresvd")]
+    neural = [
+        r for r in records if r.get("epochs") is not None and r["model"] not in ("pop", "puresvd")
+    ]
     if not base or not neural:
         return []
     best = max(base, key=lambda r: r["metrics"]["test"].get(metric, 0.0))
@@ -166,12 +201,18 @@ def demo_verdicts(records: list[dict[str, Any]], metric: str = "NDCG@10", data_a
         stopped = r.get("stopped") or "-"
         why = f"stopped by {runs.STOP_TEXT.get(stopped, stopped)} after {r.get('epochs')} epoch(s)"
         if stopped == "time_budget":
-            why += ("; the --max-seconds cap is too short for this model to get past the popularity "
-                    "ranking on this machine")
-        lines.append(f"note: {r['model']} ({value:.4f}) does not beat {best['model']} ({bar:.4f}) on test "
-                     f"{metric}: {why}. {_REMEDY.get(stopped, _REMEDY['patience']).format(model=r['model'], data=data_args + ' ' if data_args else '')}")
+            why += (
+                "; the --max-seconds cap is too short for this model to get past the popularity "
+                "ranking on this machine"
+            )
+        lines.append(
+            f"note: {r['model']} ({value:.4f}) does not beat {best['model']} ({bar:.4f}) on test "
+            f"{metric}: {why}. {_REMEDY.get(stopped, _REMEDY['patience']).format(model=r['model'], data=data_args + ' ' if data_args else '')}"
+        )
     if not losers:
-        lines.append(f"every neural model beats the best baseline ({best['model']}, {bar:.4f}) on test {metric}")
+        lines.append(
+            f"every neural model beats the best baseline ({best['model']}, {bar:.4f}) on test {metric}"
+        )
     return ["", *lines]
 
 
@@ -181,7 +222,9 @@ def _budget_text(cfg: Any) -> str:
         return ""
     text = f" (at most {cfg.epochs} epochs, " + (
         f"early stop after {cfg.patience} validations without a better {cfg.val_metric}"
-        if cfg.patience else "no early stopping")
+        if cfg.patience
+        else "no early stopping"
+    )
     if getattr(cfg, "max_train_seconds", 0):
         text += f", at most {cfg.max_train_seconds:g} s of training"
     return text + ")"

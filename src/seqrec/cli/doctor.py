@@ -32,26 +32,40 @@ def _version(dist: str) -> str | None:
 
 def report() -> list[tuple[str, str]]:
     """(label, finding) rows; nothing here raises for a missing piece: it is a finding."""
-    rows = [("seqrec", f"{__version__} ({os.path.dirname(os.path.dirname(__file__))})"),
-            ("python", f"{platform.python_version()} ({sys.executable})"),
-            ("platform", f"{platform.platform()}, {os.cpu_count()} CPUs")]
+    rows = [
+        ("seqrec", f"{__version__} ({os.path.dirname(os.path.dirname(__file__))})"),
+        ("python", f"{platform.python_version()} ({sys.executable})"),
+        ("platform", f"{platform.platform()}, {os.cpu_count()} CPUs"),
+    ]
     try:
         import torch
 
         build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU build"
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         devices = f"{gpus} GPU(s): {torch.cuda.get_device_name(0)}" if gpus else "no GPU in use"
-        rows += [("torch", f"{torch.__version__} ({build}; {devices})"),
-                 ("threads", f"torch uses {torch.get_num_threads()} (OMP_NUM_THREADS="
-                             f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; train.num_threads sets it)")]
+        rows += [
+            ("torch", f"{torch.__version__} ({build}; {devices})"),
+            (
+                "threads",
+                f"torch uses {torch.get_num_threads()} (OMP_NUM_THREADS="
+                f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; train.num_threads sets it)",
+            ),
+        ]
     except ImportError:
-        rows.append(("torch", "MISSING: neural models cannot train (./scripts/bootstrap.sh installs it)"))
+        rows.append(
+            ("torch", "MISSING: neural models cannot train (./scripts/bootstrap.sh installs it)")
+        )
     for lib in ("numpy", "polars", "scipy"):
         rows.append((lib, _version(lib) or "MISSING"))
     for extra, (module, enables) in EXTRAS.items():
         try:
             importlib.import_module(module)
-            rows.append((f"extra {extra}", f"yes ({module} {_version(module) or ''}".rstrip() + f"): {enables}"))
+            rows.append(
+                (
+                    f"extra {extra}",
+                    f"yes ({module} {_version(module) or ''}".rstrip() + f"): {enables}",
+                )
+            )
         except ImportError:
             rows.append((f"extra {extra}", f"no: pip install 'seqrec[{extra}]' for {enables}"))
     from seqrec.data.sources import data_dir, dataset_names
@@ -59,9 +73,15 @@ def report() -> list[tuple[str, str]]:
 
     shared = data_dir()
     found = sorted(p.name for p in shared.iterdir()) if shared.is_dir() else []
-    rows.append(("data dir", f"{shared} ({len(found)} files)" if found else
-                 f"{shared} (absent: named datasets other than the shipped one need "
-                 "SEQREC_DATA_DIR or seqrec data download NAME)"))
+    rows.append(
+        (
+            "data dir",
+            f"{shared} ({len(found)} files)"
+            if found
+            else f"{shared} (absent: named datasets other than the shipped one need "
+            "SEQREC_DATA_DIR or seqrec data download NAME)",
+        )
+    )
     rows.append(("download cache", str(cache_dir())))
     rows.append(("datasets known", f"{len(dataset_names())} (seqrec data list)"))
     try:

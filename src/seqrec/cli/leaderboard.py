@@ -31,13 +31,20 @@ def find_results(root: Path) -> list[Path]:
 def find_unfinished(root: Path) -> list[Path]:
     """Run directories with a checkpoint and no result: stopped before the end."""
     candidates = [root] + sorted(p for p in root.glob("*") if p.is_dir())
-    return [p for p in candidates
-            if (p / "checkpoint" / "last.pt").is_file() and not (p / RESULT).is_file()]
+    return [
+        p
+        for p in candidates
+        if (p / "checkpoint" / "last.pt").is_file() and not (p / RESULT).is_file()
+    ]
 
 
 def _group(record: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (str(record.get("dataset")), str(record.get("dataset_fingerprint")),
-            str(record.get("protocol")), str(record.get("seen_filter")))
+    return (
+        str(record.get("dataset")),
+        str(record.get("dataset_fingerprint")),
+        str(record.get("protocol")),
+        str(record.get("seen_filter")),
+    )
 
 
 def _row(run: Path, record: dict[str, Any], metric: str) -> list[Any]:
@@ -45,16 +52,26 @@ def _row(run: Path, record: dict[str, Any], metric: str) -> list[Any]:
     variant = record.get("variant")
     model = f"{record.get('model')} ({variant})" if variant else str(record.get("model"))
     stopped = (record.get("stopped") or "-").replace("_", " ")
-    return [str(run), model, metrics.get("valid", {}).get(metric), metrics.get("test", {}).get(metric),
-            metrics.get("test", {}).get("HR@10"), record.get("epochs"), stopped,
-            record.get("train_seconds")]
+    return [
+        str(run),
+        model,
+        metrics.get("valid", {}).get(metric),
+        metrics.get("test", {}).get(metric),
+        metrics.get("test", {}).get("HR@10"),
+        record.get("epochs"),
+        stopped,
+        record.get("train_seconds"),
+    ]
 
 
 def _rank_key(record: dict[str, Any], metric: str) -> tuple[float, float]:
     """Validation first (test breaks ties; a run without validation goes after those with)."""
     metrics = record["metrics"]
     valid, test = metrics.get("valid", {}).get(metric), metrics.get("test", {}).get(metric)
-    return (-valid if valid is not None else float("inf"), -test if test is not None else float("inf"))
+    return (
+        -valid if valid is not None else float("inf"),
+        -test if test is not None else float("inf"),
+    )
 
 
 def _resume_command(run: Path) -> str:
@@ -70,8 +87,10 @@ def leaderboard(roots: list[Path], metric: str = "NDCG@10") -> tuple[str, int]:
     unreadable, unfinished = [], []
     for root in roots:
         if not root.is_dir():
-            raise ConfigError(f"{root} is not a folder (seqrec train writes runs under ./runs; pass "
-                              "the folder you gave as output or --out)")
+            raise ConfigError(
+                f"{root} is not a folder (seqrec train writes runs under ./runs; pass "
+                "the folder you gave as output or --out)"
+            )
         for path in find_results(root):
             try:
                 record = json.loads(path.read_text())
@@ -85,11 +104,21 @@ def leaderboard(roots: list[Path], metric: str = "NDCG@10") -> tuple[str, int]:
     known = {m for runs in groups.values() for _, r in runs for m in r["metrics"].get("test", {})}
     metric = next((m for m in known if m.lower() == metric.lower()), metric)  # ndcg@10 = NDCG@10
     if groups and metric not in known:
-        raise ConfigError(f"no run reports {metric!r}{did_you_mean(metric, known)}; the results "
-                          f"hold {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"no run reports {metric!r}{did_you_mean(metric, known)}; the results "
+            f"hold {', '.join(sorted(known))}"
+        )
     parts = []
-    headers = ["run", "model", f"valid {metric}", f"test {metric}", "test HR@10", "epochs",
-               "stopped by", "train s"]
+    headers = [
+        "run",
+        "model",
+        f"valid {metric}",
+        f"test {metric}",
+        "test HR@10",
+        "epochs",
+        "stopped by",
+        "train s",
+    ]
     for (dataset, fingerprint, protocol, seen), runs in sorted(groups.items()):
         runs.sort(key=lambda rr: _rank_key(rr[1], metric))
         parts.append(f"{dataset} | {protocol} | seen filter: {seen} | data {fingerprint}")
@@ -98,12 +127,16 @@ def leaderboard(roots: list[Path], metric: str = "NDCG@10") -> tuple[str, int]:
     for path in unreadable:
         parts.append(f"note: {path} is not a readable result file (skipped)")
     for run in unfinished:
-        parts.append(f"unfinished: {run} (a checkpoint, no result yet); to resume, rerun: "
-                     f"{_resume_command(run)}")
+        parts.append(
+            f"unfinished: {run} (a checkpoint, no result yet); to resume, rerun: "
+            f"{_resume_command(run)}"
+        )
     n = sum(len(runs) for runs in groups.values())
     if not n and not unfinished:
-        parts.append(f"no trained runs under {', '.join(map(str, roots))} (seqrec train writes "
-                     "RUN/result.json)")
+        parts.append(
+            f"no trained runs under {', '.join(map(str, roots))} (seqrec train writes "
+            "RUN/result.json)"
+        )
     return "\n".join(parts).rstrip(), n
 
 

@@ -15,17 +15,32 @@ from seqrec.errors import SeqRecError
 
 def _add_experiment_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", help="experiment config (.toml / .yaml)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set model.name=sasrec (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set model.name=sasrec (repeatable)",
+    )
 
 
 def _add_shortcut_args(p: argparse.ArgumentParser) -> None:
     """``seqrec train shop.csv -m sasrec``: what a newcomer types first, as --set shortcuts."""
-    p.add_argument("data_shortcut", nargs="?", metavar="DATA",
-                   help="a dataset name (seqrec data list) or your own file / directory: the same "
-                        "as --set data.name=DATA (a .toml / .yaml file here is read as --config)")
-    p.add_argument("--model", "-m", dest="model_shortcut", action="append",
-                   help="a model name (seqrec models): the same as --set model.name=...")
+    p.add_argument(
+        "data_shortcut",
+        nargs="?",
+        metavar="DATA",
+        help="a dataset name (seqrec data list) or your own file / directory: the same "
+        "as --set data.name=DATA (a .toml / .yaml file here is read as --config)",
+    )
+    p.add_argument(
+        "--model",
+        "-m",
+        dest="model_shortcut",
+        action="append",
+        help="a model name (seqrec models): the same as --set model.name=...",
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,17 +51,29 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments:"):
             message += _unrecognized_hint(message.split(":", 1)[1].split())
         elif "invalid choice: 'reproduce'" in message:
-            message += (" (seqrec reproduce is the research layer's command, registered by the "
-                        "entry point group seqrec.commands: reinstall seqrec, e.g. pip install -e "
-                        "., so that its entry points are installed)")
+            message += (
+                " (seqrec reproduce is the research layer's command, registered by the "
+                "entry point group seqrec.commands: reinstall seqrec, e.g. pip install -e "
+                "., so that its entry points are installed)"
+            )
         super().error(message)
 
 
 # flags a newcomer guesses that name a section or a synonym rather than a key
-_FLAG_KEYS = {"data": "data.name", "dataset": "data.name", "data_path": "data.name", "input": "data.name",
-              "file": "data.name", "path": "data.name", "split": "split.protocol",
-              "protocol": "split.protocol", "k": "eval.ks", "topk": "eval.ks", "metrics_k": "eval.ks",
-              "model_name": "model.name"}
+_FLAG_KEYS = {
+    "data": "data.name",
+    "dataset": "data.name",
+    "data_path": "data.name",
+    "input": "data.name",
+    "file": "data.name",
+    "path": "data.name",
+    "split": "split.protocol",
+    "protocol": "split.protocol",
+    "k": "eval.ks",
+    "topk": "eval.ks",
+    "metrics_k": "eval.ks",
+    "model_name": "model.name",
+}
 
 
 def _unrecognized_hint(tokens: list[str]) -> str:
@@ -57,9 +84,15 @@ def _unrecognized_hint(tokens: list[str]) -> str:
         key, eq, value = tokens[at][2:].partition("=")
         key = key.replace("-", "_")
         if not eq:
-            value = tokens[at + 1] if at + 1 < len(tokens) and not tokens[at + 1].startswith("-") else "VALUE"
+            value = (
+                tokens[at + 1]
+                if at + 1 < len(tokens) and not tokens[at + 1].startswith("-")
+                else "VALUE"
+            )
         dotted = _FLAG_KEYS.get(key, f"{section_of(key)}.{key}")
-        return f" (settings go through --set: --set {dotted}={value}; seqrec config MODEL lists them)"
+        return (
+            f" (settings go through --set: --set {dotted}={value}; seqrec config MODEL lists them)"
+        )
     from seqrec.registry import model_names
 
     model = next((t for t in tokens if t in model_names()), None)
@@ -68,8 +101,10 @@ def _unrecognized_hint(tokens: list[str]) -> str:
     return ""
 
 
-_DESCRIPTION = ("Sequential (next-item) recommendation: train SASRec, LRURec, HSTU, LSAN and more "
-                "on a log of interactions, evaluate them under recorded protocols, and serve them.")
+_DESCRIPTION = (
+    "Sequential (next-item) recommendation: train SASRec, LRURec, HSTU, LSAN and more "
+    "on a log of interactions, evaluate them under recorded protocols, and serve them."
+)
 _EXAMPLES = """first steps:
   seqrec demo                                  the models on the shipped MovieLens sample, one table
   seqrec demo shop.csv                         the same on your own log (.csv/.tsv/.parquet/.xlsx/.jsonl)
@@ -81,8 +116,12 @@ seqrec doctor says what this installation can do (versions, GPU, extras, data fo
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="seqrec", description=_DESCRIPTION, epilog=_EXAMPLES,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="seqrec",
+        description=_DESCRIPTION,
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"seqrec {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -95,9 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--root", help="directory of the dataset files")
     d.add_argument("--filter", default="none", choices=["none", "min_count", "k_core"])
     d.add_argument("--k", type=int, default=5, help="threshold of --filter")
-    d.add_argument("--set", dest="overrides", action="append", default=[], metavar="data.KEY=VALUE",
-                   help="how to read your own file, as for train (e.g. data.columns=user=customer,"
-                        "item=sku,timestamp=ts, data.time_unit=ms, data.sep=tab); repeatable")
+    d.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="data.KEY=VALUE",
+        help="how to read your own file, as for train (e.g. data.columns=user=customer,"
+        "item=sku,timestamp=ts, data.time_unit=ms, data.sep=tab); repeatable",
+    )
     d = dsub.add_parser("download", help="download an original dataset into the cache")
     d.add_argument("name")
     d.add_argument("--force", action="store_true", help="download again even if cached")
@@ -114,15 +159,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_experiment_args(t)
     _add_shortcut_args(t)
     t.add_argument("--out", help="run directory (default: <output>/<dataset>-<model>)")
-    t.add_argument("--fresh", action="store_true",
-                   help="start over instead of resuming the run in the directory")
+    t.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over instead of resuming the run in the directory",
+    )
 
-    tu = sub.add_parser("tune", help="hyperparameter search with Optuna (TPE, pruning, shared storage)")
+    tu = sub.add_parser(
+        "tune", help="hyperparameter search with Optuna (TPE, pruning, shared storage)"
+    )
     _add_experiment_args(tu)
     _add_shortcut_args(tu)
-    tu.add_argument("--space", help="search space TOML (dotted key -> distribution); default: the "
-                    "model's built-in space (learning rate, dropout, width, depth or ranks), "
-                    "written beside the best config")
+    tu.add_argument(
+        "--space",
+        help="search space TOML (dotted key -> distribution); default: the "
+        "model's built-in space (learning rate, dropout, width, depth or ranks), "
+        "written beside the best config",
+    )
     tu.add_argument("--trials", type=int, default=20, help="trials the study should hold in total")
     tu.add_argument("--storage", help="Optuna database URL (default sqlite:///<output>/tune.db)")
     tu.add_argument("--study", help="study name (default: the config file's stem)")
@@ -130,54 +183,101 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--seed", type=int, default=None, help="sampler seed (default: random)")
     tu.add_argument("--out", help="best config TOML (default <output>/tune-<study>/best.toml)")
 
-    rs = sub.add_parser("runs", help="the trained runs under a folder in one table, best first "
-                        "(grouped by data and protocol)")
+    rs = sub.add_parser(
+        "runs",
+        help="the trained runs under a folder in one table, best first "
+        "(grouped by data and protocol)",
+    )
     rs.add_argument("dirs", nargs="*", metavar="DIR", help="folders of runs (default: runs)")
     rs.add_argument("--metric", default="NDCG@10", help="the metric to rank by (default NDCG@10)")
 
     e = sub.add_parser("evaluate", help="evaluate a saved artifact on the configured split")
-    e.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
+    e.add_argument(
+        "artifact",
+        help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder",
+    )
     _add_experiment_args(e)
 
     from seqrec.cli.recommend import add_export_args, add_recommend_args
 
-    add_recommend_args(sub.add_parser(
-        "recommend", help="top-k for a history, a known user (--user) or a batch file (--input)"))
+    add_recommend_args(
+        sub.add_parser(
+            "recommend", help="top-k for a history, a known user (--user) or a batch file (--input)"
+        )
+    )
     add_export_args(sub.add_parser("export", help="export a neural model to ONNX / TorchScript"))
 
     s = sub.add_parser("serve", help="HTTP service over a saved artifact (FastAPI + uvicorn)")
-    s.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
+    s.add_argument(
+        "artifact",
+        help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder",
+    )
+    s.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
+    )
     s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
-                   help="let a web page from ORIGIN (https://shop.example) call the service from a "
-                        "browser; '*' allows any; repeatable (default: none, same-origin only)")
-    s.add_argument("--api-key", default=None, metavar="KEY",
-                   help="require 'Authorization: Bearer KEY' (or 'X-API-Key: KEY') on the "
-                        "endpoints that answer from the model (not /health, /, /docs); default: "
-                        "$SEQREC_API_KEY, else open")
+    s.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let a web page from ORIGIN (https://shop.example) call the service from a "
+        "browser; '*' allows any; repeatable (default: none, same-origin only)",
+    )
+    s.add_argument(
+        "--api-key",
+        default=None,
+        metavar="KEY",
+        help="require 'Authorization: Bearer KEY' (or 'X-API-Key: KEY') on the "
+        "endpoints that answer from the model (not /health, /, /docs); default: "
+        "$SEQREC_API_KEY, else open",
+    )
 
-    sub.add_parser("doctor", help="what this installation can do: versions, PyTorch build and "
-                                  "devices, extras, data folders (paste it into a bug report)")
-    demo = sub.add_parser("demo", help="the quickstart: several models on the shipped dataset "
-                                       "(or on your own file) in one table")
-    demo.add_argument("data_shortcut", nargs="?", metavar="DATA",
-                      help="a dataset name or your own file / folder (default: ml-latest-small, "
-                           "shipped with seqrec): which of the models suits your data")
-    demo.add_argument("--set", dest="overrides", action="append", default=[],
-                      metavar="data.KEY=VALUE",
-                      help="how to read the data and split it, as for train (data.*, split.*, "
-                           "eval.*; e.g. data.columns=user=customer,item=sku); repeatable")
+    sub.add_parser(
+        "doctor",
+        help="what this installation can do: versions, PyTorch build and "
+        "devices, extras, data folders (paste it into a bug report)",
+    )
+    demo = sub.add_parser(
+        "demo",
+        help="the quickstart: several models on the shipped dataset "
+        "(or on your own file) in one table",
+    )
+    demo.add_argument(
+        "data_shortcut",
+        nargs="?",
+        metavar="DATA",
+        help="a dataset name or your own file / folder (default: ml-latest-small, "
+        "shipped with seqrec): which of the models suits your data",
+    )
+    demo.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="data.KEY=VALUE",
+        help="how to read the data and split it, as for train (data.*, split.*, "
+        "eval.*; e.g. data.columns=user=customer,item=sku); repeatable",
+    )
     demo.add_argument("--models", default=None, help="comma-separated model names")
-    demo.add_argument("--out", default=None,
-                      help="where artifacts and results go (default: runs/demo, or "
-                           "runs/demo-<data> for other data)")
+    demo.add_argument(
+        "--out",
+        default=None,
+        help="where artifacts and results go (default: runs/demo, or "
+        "runs/demo-<data> for other data)",
+    )
     demo.add_argument("--quick", action="store_true", help="tiny training budgets (for tests)")
-    demo.add_argument("--max-seconds", type=float, default=0.0, metavar="N",
-                      help="escape hatch for slow machines: also stop each neural model after N "
-                      "seconds of training steps (the table then depends on the machine's speed "
-                      "and load; default 0: the epoch budget alone)")
+    demo.add_argument(
+        "--max-seconds",
+        type=float,
+        default=0.0,
+        metavar="N",
+        help="escape hatch for slow machines: also stop each neural model after N "
+        "seconds of training steps (the table then depends on the machine's speed "
+        "and load; default 0: the epoch budget alone)",
+    )
     from seqrec.cli.plugins import add_commands
 
     add_commands(sub)  # commands of other packages (seqrec reproduce: the research layer)

@@ -34,12 +34,20 @@ def discover() -> dict[str, Any]:
         try:
             command = ep.load()
         except Exception as exc:  # noqa: BLE001 - any failure of a third-party import
-            log.warning("seqrec command %r (%s) could not be loaded: %s: %s", ep.name, ep.value,
-                        type(exc).__name__, exc)
+            log.warning(
+                "seqrec command %r (%s) could not be loaded: %s: %s",
+                ep.name,
+                ep.value,
+                type(exc).__name__,
+                exc,
+            )
             continue
         if not all(hasattr(command, a) for a in ("help", "add_arguments", "run")):
-            log.warning("seqrec command %r (%s) lacks help / add_arguments / run: left out",
-                        ep.name, ep.value)
+            log.warning(
+                "seqrec command %r (%s) lacks help / add_arguments / run: left out",
+                ep.name,
+                ep.value,
+            )
             continue
         found[ep.name] = command
     return found
@@ -50,7 +58,9 @@ def add_commands(sub: Any) -> None:
     command already has is left to the built-in."""
     for name, command in sorted(discover().items()):
         if name in sub.choices:
-            log.warning("seqrec command %r from an entry point shadows a built-in one: left out", name)
+            log.warning(
+                "seqrec command %r from an entry point shadows a built-in one: left out", name
+            )
             continue
         parser = sub.add_parser(name, help=command.help)
         command.add_arguments(parser)

@@ -11,16 +11,28 @@ from seqrec.errors import ConfigError
 
 
 def add_recommend_args(r: argparse.ArgumentParser) -> None:
-    r.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
+    r.add_argument(
+        "artifact",
+        help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder",
+    )
     r.add_argument("history", nargs="*", help="raw item ids, oldest first (or --history)")
     r.add_argument("--history", dest="history_csv", help="comma-separated raw item ids")
-    r.add_argument("--times", help="the history's times, comma-separated (Unix seconds or ISO dates, "
-                                   "one per item): a model trained with time needs them")
-    r.add_argument("--user", action="append",
-                   help="a known user id: recommend from their stored history (repeatable, or a "
-                        "comma list: one table each)")
+    r.add_argument(
+        "--times",
+        help="the history's times, comma-separated (Unix seconds or ISO dates, "
+        "one per item): a model trained with time needs them",
+    )
+    r.add_argument(
+        "--user",
+        action="append",
+        help="a known user id: recommend from their stored history (repeatable, or a "
+        "comma list: one table each)",
+    )
     r.add_argument("--input", help="batch: .csv/.tsv/.parquet/.xlsx of user ids or histories")
-    r.add_argument("--output", help="batch: where the top-k lists go (.csv/.tsv/.parquet; default: CSV on standard output)")
+    r.add_argument(
+        "--output",
+        help="batch: where the top-k lists go (.csv/.tsv/.parquet; default: CSV on standard output)",
+    )
     r.add_argument("--allow", help="only these item ids: a comma list or a file (one per line)")
     r.add_argument("--deny", help="never these item ids: a comma list or a file")
     r.add_argument("-k", type=int, default=10, help="how many items to recommend (default 10)")
@@ -28,12 +40,21 @@ def add_recommend_args(r: argparse.ArgumentParser) -> None:
 
 
 def add_export_args(x: argparse.ArgumentParser) -> None:
-    x.add_argument("artifact", help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder")
+    x.add_argument(
+        "artifact",
+        help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder",
+    )
     x.add_argument("--format", default="onnx", choices=["onnx", "torchscript"])
-    x.add_argument("--out", help="file to write (default: beside the artifact, in its run "
-                                 "directory: MODEL.onnx, or MODEL.pt for torchscript)")
-    x.add_argument("--no-check", action="store_true",
-                   help="skip the parity check of the exported scores against PyTorch")
+    x.add_argument(
+        "--out",
+        help="file to write (default: beside the artifact, in its run "
+        "directory: MODEL.onnx, or MODEL.pt for torchscript)",
+    )
+    x.add_argument(
+        "--no-check",
+        action="store_true",
+        help="skip the parity check of the exported scores against PyTorch",
+    )
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
@@ -55,11 +76,15 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if args.input:
         requests = batch.read_requests(args.input)
         # one new user must not stop a nightly batch: it gets the fallback ranking, and a note
-        recs = batch.recommend_requests(model, requests, args.k, not args.include_seen, allow, deny,
-                                        unknown_users="empty")
+        recs = batch.recommend_requests(
+            model, requests, args.k, not args.include_seen, allow, deny, unknown_users="empty"
+        )
         # without --output the table is CSV on stdout: notes go to stderr, so a pipe gets data only
         notes_to = sys.stdout if args.output else sys.stderr
-        for note in (batch.unknown_user_summary(model, requests), batch.skipped_summary(model, recs)):
+        for note in (
+            batch.unknown_user_summary(model, requests),
+            batch.skipped_summary(model, recs),
+        ):
             if note:
                 print(f"note: {note}", file=notes_to)
         table = batch.to_frame(model, requests, recs)
@@ -67,9 +92,15 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             sys.stdout.write(table.write_csv())
             return 0
         batch.write_table(table, args.output)
-        print(f"wrote {table.height} rows ({len(requests)} requests, top-{args.k}) to {args.output}")
+        print(
+            f"wrote {table.height} rows ({len(requests)} requests, top-{args.k}) to {args.output}"
+        )
         return 0
-    times = [t.strip() for t in args.times.split(",") if t.strip()] if getattr(args, "times", None) else None
+    times = (
+        [t.strip() for t in args.times.split(",") if t.strip()]
+        if getattr(args, "times", None)
+        else None
+    )
     if times is not None and not history:
         raise ConfigError("--times goes with a history (a stored user's times are stored)")
     requests = [batch.Request(u) for u in users] or [batch.Request("-", history, times)]
@@ -88,24 +119,37 @@ def _print_one(model, request, rec, stored: bool) -> None:
     if stored:
         print(f"user {request.key}: {len(batch.histories_of(model, [request])[0])} stored items")
     if rec.skipped_ids:
-        print(f"note: skipped {len(rec.skipped_ids)} unknown item id(s): "
-              f"{batch.describe_skipped(model.vocab, rec.skipped_ids)}")
+        print(
+            f"note: skipped {len(rec.skipped_ids)} unknown item id(s): "
+            f"{batch.describe_skipped(model.vocab, rec.skipped_ids)}"
+        )
         users = getattr(model, "user_histories", None)
         known = [u for u in rec.skipped_ids if users is not None and u in users]
         if known:  # `seqrec recommend RUN u1`: a user id typed where item ids go
-            print(f"note: {known[0]!r} is a user id: for that user's stored history pass "
-                  f"--user {known[0]}")
+            print(
+                f"note: {known[0]!r} is a user id: for that user's stored history pass "
+                f"--user {known[0]}"
+            )
     if rec.fallback:
         print(f"note: empty history, showing the {rec.fallback} ranking")
     rows = []
     cats = getattr(model.vocab, "categories", None) is not None
     for rank, (item, score) in enumerate(zip(rec.items, rec.scores, strict=False), 1):
         internal = int(model.vocab.encode([item])[0])
-        row = [rank, str(item), score, model.vocab.title(internal) or ""]  # ids exactly as read: 34686, not 34,686
+        row = [
+            rank,
+            str(item),
+            score,
+            model.vocab.title(internal) or "",
+        ]  # ids exactly as read: 34686, not 34,686
         rows.append(row + ([model.vocab.category(internal) or ""] if cats else []))
     headers = ["rank", "item", "score", "title"] + (["categories"] if cats else [])
     # a log without an item file has no titles: no empty column
-    keep = [i for i, h in enumerate(headers) if h not in ("title", "categories") or any(r[i] for r in rows)]
+    keep = [
+        i
+        for i, h in enumerate(headers)
+        if h not in ("title", "categories") or any(r[i] for r in rows)
+    ]
     print(format_table([headers[i] for i in keep], [[r[i] for i in keep] for r in rows]))
 
 
@@ -116,10 +160,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     model = Recommender.load(args.artifact)
     target = args.out or Path(args.artifact).resolve().parent / (
-        f"{model.name}.{'onnx' if args.format == 'onnx' else 'pt'}")
+        f"{model.name}.{'onnx' if args.format == 'onnx' else 'pt'}"
+    )
     out = export_model(model, target, args.format)
-    print(f"wrote {args.format} graph of {model.name} to {out} "
-          f"({out.stat().st_size / 1e6:.1f} MB; inputs: items [B, {model.config.max_len}])")
+    print(
+        f"wrote {args.format} graph of {model.name} to {out} "
+        f"({out.stat().st_size / 1e6:.1f} MB; inputs: items [B, {model.config.max_len}])"
+    )
     print(f"wrote its item map to {item_map_path(out)} (score column / input id -> raw item id)")
     if args.no_check:
         return 0
@@ -128,10 +175,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         print("parity check skipped: the artifact stores no user histories")
         return 0
     n = min(len(users), 64)
-    rows = [users.items[users.offsets[i]: users.offsets[i + 1]] for i in range(n)]
+    rows = [users.items[users.offsets[i] : users.offsets[i + 1]] for i in range(n)]
     # users.npz keeps no times: a model that reads them is checked on evenly spaced ones
-    seqs = Sequences.from_lists([r.astype("int64") for r in rows], n_items=model.n_items,
-                                timestamps=[[60 * t for t in range(len(r))] for r in rows])
+    seqs = Sequences.from_lists(
+        [r.astype("int64") for r in rows],
+        n_items=model.n_items,
+        timestamps=[[60 * t for t in range(len(r))] for r in rows],
+    )
     diff = parity(model, out, seqs, args.format)
     print(f"parity on {n} stored histories: max |score difference| = {diff:.3g}")
     return 0

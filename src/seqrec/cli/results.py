@@ -28,8 +28,11 @@ def results_table(records: list[dict[str, Any]], split: str = "test") -> str:
     for rec in records:
         metrics = rec["metrics"][split]
         stopped = (rec.get("stopped") or "-").replace("_", " ")
-        rows.append([rec["model"] + (f" ({rec['variant']})" if rec.get("variant") else "")]
-                    + [metrics.get(m) for m in columns] + [rec.get("train_seconds"), stopped])
+        rows.append(
+            [rec["model"] + (f" ({rec['variant']})" if rec.get("variant") else "")]
+            + [metrics.get(m) for m in columns]
+            + [rec.get("train_seconds"), stopped]
+        )
     return format_table(["model", *columns, "fit s", "stopped by"], rows)
 
 
@@ -41,8 +44,10 @@ def write_records(records: list[dict[str, Any]], out_dir: Path, stem: str) -> No
 
 
 def results_header(record: dict[str, Any]) -> str:
-    return (f"{record['dataset']} | {record['protocol']} | {record.get('ranking', 'full')} ranking"
-            f" | seen filter: {record.get('seen_filter')} | test metrics")
+    return (
+        f"{record['dataset']} | {record['protocol']} | {record.get('ranking', 'full')} ranking"
+        f" | seen filter: {record.get('seen_filter')} | test metrics"
+    )
 
 
 def slug(name: str) -> str:

@@ -36,7 +36,16 @@ LOCK = ".lock"  # flock of the process training the run (seqrec.locks)
 TRAIN_LOG = "train-log.jsonl"
 #: files and folders ``--fresh`` removes (nothing else in the directory is touched)
 DATA = "data.json"  # the fingerprint of the data the run trains on (a changed file is a new run)
-RUN_FILES = (EXPERIMENT, CHECKPOINT, "model", TRAIN_LOG, TRAIN_CURVE, "result.json", "result.md", DATA)
+RUN_FILES = (
+    EXPERIMENT,
+    CHECKPOINT,
+    "model",
+    TRAIN_LOG,
+    TRAIN_CURVE,
+    "result.json",
+    "result.md",
+    DATA,
+)
 #: steps between mid-epoch checkpoints (also saved at every epoch end and validation)
 CHECKPOINT_EVERY = 200
 
@@ -57,8 +66,12 @@ def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> tuple[bool, IO[s
     if not fresh and out.is_dir() and any(p.name != LOCK for p in out.iterdir()):
         _check_same_run(out, identity, type(exp.model_config()))
     out.mkdir(parents=True, exist_ok=True)
-    lock = lock_dir(out, LOCK, f"{out} is in use by another seqrec train (started "
-                               "earlier and still running); wait for it, or pass --out DIR")
+    lock = lock_dir(
+        out,
+        LOCK,
+        f"{out} is in use by another seqrec train (started "
+        "earlier and still running); wait for it, or pass --out DIR",
+    )
     if fresh:
         for name in RUN_FILES:
             target = out / name
@@ -71,8 +84,9 @@ def prepare_run_dir(out: Path, exp: Experiment, fresh: bool) -> tuple[bool, IO[s
     return (out / CHECKPOINT / "last.pt").exists(), lock
 
 
-def check_same_data(out: Path, name: str, fingerprint: str, n_users: int, n_items: int,
-                    resumable: bool) -> None:
+def check_same_data(
+    out: Path, name: str, fingerprint: str, n_users: int, n_items: int, resumable: bool
+) -> None:
     """Record the data a run trains on; on a resume, refuse data that changed since (a log
     that grew: its checkpoint has another item count), naming the ways out."""
     path = out / DATA
@@ -85,7 +99,8 @@ def check_same_data(out: Path, name: str, fingerprint: str, n_users: int, n_item
             raise ConfigError(
                 f"{name} changed since the run in {out} started ({old.get('n_users')} users and "
                 f"{old.get('n_items')} items then, {n_users} and {n_items} now): --fresh retrains "
-                "this run on it, --out DIR keeps the old run beside a new one")
+                "this run on it, --out DIR keeps the old run beside a new one"
+            )
     record = {"name": name, "fingerprint": fingerprint, "n_users": n_users, "n_items": n_items}
     atomic_write(path, lambda fh: fh.write(json.dumps(record, indent=2).encode()))
 
@@ -94,8 +109,9 @@ def _check_same_run(out: Path, identity: dict[str, Any], config_cls: type) -> No
     hint = "pass --out DIR for a new run, or --fresh to start this one over"
     path = out / EXPERIMENT
     if not path.exists():
-        raise ConfigError(f"{out} already exists and does not hold a seqrec train run "
-                          f"(no {EXPERIMENT}); {hint}")
+        raise ConfigError(
+            f"{out} already exists and does not hold a seqrec train run (no {EXPERIMENT}); {hint}"
+        )
     try:
         old = json.loads(path.read_text())["identity"]
         changed = differences(old, identity, config_cls, training_only=True)
@@ -121,17 +137,23 @@ class EpochPrinter:
 
     def __call__(self, rec: dict[str, Any]) -> None:
         width = len(str(rec["epochs"]))
-        parts = [f"{self.name} epoch {rec['epoch']:>{width}}/{rec['epochs']}",
-                 f"loss {rec['train_loss']:.4f}"]
+        parts = [
+            f"{self.name} epoch {rec['epoch']:>{width}}/{rec['epochs']}",
+            f"loss {rec['train_loss']:.4f}",
+        ]
         if "value" in rec:
             parts.append(f"{rec['metric']} {rec['value']:.4f} (best {rec['best']:.4f})")
         parts.append(f"{rec['seconds']:.1f}s")
         print("  ".join(parts), file=self.stream or sys.stderr, flush=True)
 
 
-STOP_TEXT = {"epochs": "the epoch limit", "patience": "patience (no better validation)",
-             "time_budget": "the time budget", "deadline": "the deadline (unfinished: rerun to resume)",
-             "interrupted": "a signal (unfinished: rerun to resume)"}
+STOP_TEXT = {
+    "epochs": "the epoch limit",
+    "patience": "patience (no better validation)",
+    "time_budget": "the time budget",
+    "deadline": "the deadline (unfinished: rerun to resume)",
+    "interrupted": "a signal (unfinished: rerun to resume)",
+}
 
 
 def write_train_log(out: Path, model: Any) -> Path | None:
@@ -165,8 +187,15 @@ def write_train_curve(out: Path, epoch_log: list[dict[str, Any]], title: str) ->
         metric = valid[0].get("metric", "validation metric")
         ax2.plot([r["epoch"] for r in valid], [r["value"] for r in valid], marker=".")
         best = max(valid, key=lambda r: r["value"])
-        ax2.scatter([best["epoch"]], [best["value"]], s=80, facecolors="none", edgecolors="C3",
-                    zorder=3, label=f"kept: epoch {best['epoch']} ({best['value']:.4f})")
+        ax2.scatter(
+            [best["epoch"]],
+            [best["value"]],
+            s=80,
+            facecolors="none",
+            edgecolors="C3",
+            zorder=3,
+            label=f"kept: epoch {best['epoch']} ({best['value']:.4f})",
+        )
         ax2.legend(loc="best")
         ax2.set(xlabel="epoch", ylabel=f"validation {metric}", title=f"validation {metric}")
     for ax in (ax1, ax2):

@@ -24,12 +24,15 @@ def fold_shortcuts(args: argparse.Namespace) -> None:
     data, models = getattr(args, "data_shortcut", None), getattr(args, "model_shortcut", None)
     models = [m for given in (models or []) for m in given.split(",") if m.strip()]
     if len(models) > 1:  # -m sasrec -m lrurec, or -m sasrec,lrurec: a comparison
-        raise ConfigError(f"{args.command} takes one model, got {', '.join(models)}; to compare "
-                          f"several on the same data: seqrec demo {data or 'DATA'} --models {','.join(models)}")
+        raise ConfigError(
+            f"{args.command} takes one model, got {', '.join(models)}; to compare "
+            f"several on the same data: seqrec demo {data or 'DATA'} --models {','.join(models)}"
+        )
     model = models[0] if models else None
     if data is not None and not data.strip():  # `seqrec train "$FILE"` with FILE unset
-        raise ConfigError("DATA is empty: pass a dataset name (seqrec data list) or the path of "
-                          "your log")
+        raise ConfigError(
+            "DATA is empty: pass a dataset name (seqrec data list) or the path of your log"
+        )
     if data is None and model is None:
         return
     from seqrec.registry import MODELS, canonical_model_name, get_model
@@ -41,8 +44,10 @@ def fold_shortcuts(args: argparse.Namespace) -> None:
     if model is not None:
         model = canonical_model_name(model)  # -m SASRec, as the papers spell it
     if data is not None and canonical_model_name(data) in MODELS and not Path(data).exists():
-        raise ConfigError(f"{data!r} is a model, not a dataset: pass it as --model {canonical_model_name(data)} "
-                          "(and DATA as a dataset name, e.g. ml-latest-small, or your own file)")
+        raise ConfigError(
+            f"{data!r} is a model, not a dataset: pass it as --model {canonical_model_name(data)} "
+            "(and DATA as a dataset name, e.g. ml-latest-small, or your own file)"
+        )
     shortcuts = {"data.name": data, "model.name": model}
     if model is not None and model not in MODELS:
         get_model(model)  # raises, naming the closest known model
@@ -50,4 +55,6 @@ def fold_shortcuts(args: argparse.Namespace) -> None:
     for key, value in shortcuts.items():
         if value is not None and key in given:
             raise ConfigError(f"{key} given twice (as a shortcut and as --set {key}=...); keep one")
-    args.overrides = [f"{k}={v}" for k, v in shortcuts.items() if v is not None] + list(args.overrides)
+    args.overrides = [f"{k}={v}" for k, v in shortcuts.items() if v is not None] + list(
+        args.overrides
+    )

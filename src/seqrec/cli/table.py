@@ -17,13 +17,19 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Numbers right-aligned (digits line up), text left-aligned (a long title or status reads
     from its start); the first column, the row's label, left-aligned whatever it holds."""
     cells = [[_fmt(v) for v in row] for row in rows]
-    numeric = [[isinstance(v, (int, float)) and not isinstance(v, bool) for v in row] for row in rows]
+    numeric = [
+        [isinstance(v, (int, float)) and not isinstance(v, bool) for v in row] for row in rows
+    ]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False))
     sep = "  ".join("-" * w for w in widths)
-    body = ["  ".join((c.rjust(w) if num and i else c.ljust(w))  # the first column labels the row
-                      for i, (c, w, num) in enumerate(zip(r, widths, nums, strict=False))).rstrip()
-            for r, nums in zip(cells, numeric, strict=True)]
+    body = [
+        "  ".join(
+            (c.rjust(w) if num and i else c.ljust(w))  # the first column labels the row
+            for i, (c, w, num) in enumerate(zip(r, widths, nums, strict=False))
+        ).rstrip()
+        for r, nums in zip(cells, numeric, strict=True)
+    ]
     return "\n".join([line.rstrip(), sep, *body])
 
 

@@ -45,13 +45,16 @@ class ItemAttributes:
         n = len(self.item)
         for name in ("attribute", "kind", "position"):
             if len(getattr(self, name)) != n:
-                raise DataError(f"item attributes: column '{name}' has {len(getattr(self, name))} "
-                                f"rows, 'item' has {n}")
+                raise DataError(
+                    f"item attributes: column '{name}' has {len(getattr(self, name))} "
+                    f"rows, 'item' has {n}"
+                )
         for name in ("item", "attribute", "position"):
             arr = np.asarray(getattr(self, name))
             if arr.dtype.kind not in "iu":
-                raise DataError(f"item attributes: column '{name}' must hold integers, "
-                                f"got {arr.dtype}")
+                raise DataError(
+                    f"item attributes: column '{name}' must hold integers, got {arr.dtype}"
+                )
             object.__setattr__(self, name, arr.astype(np.int64, copy=False))
         object.__setattr__(self, "kind", np.asarray(self.kind, dtype=str))
 
@@ -72,8 +75,9 @@ class ItemAttributes:
         else:
             pos = np.clip(np.searchsorted(raw_ids, self.item), 0, len(raw_ids) - 1)
             keep = raw_ids[pos] == self.item
-        return ItemAttributes(pos[keep] + 1, self.attribute[keep], self.kind[keep],
-                              self.position[keep])
+        return ItemAttributes(
+            pos[keep] + 1, self.attribute[keep], self.kind[keep], self.position[keep]
+        )
 
     def primary_category(
         self, n_items: int, kind: str = "category", max_share: float = 0.5, max_classes: int = 0
@@ -120,7 +124,9 @@ class ItemAttributes:
         rank = np.lexsort((cats, -n_per))  # most items first, ties by id
         if max_classes > 0:
             rank = rank[: max(0, max_classes - 1)]  # one class is OTHER
-        class_of = dict(zip(cats[rank].tolist(), range(OTHER + 1, OTHER + 1 + len(rank)), strict=True))
+        class_of = dict(
+            zip(cats[rank].tolist(), range(OTHER + 1, OTHER + 1 + len(rank)), strict=True)
+        )
         classes[chosen_item] = [class_of.get(a, OTHER) for a in chosen_attr.tolist()]
         return classes, len(rank) + 1
 
@@ -146,5 +152,9 @@ def from_genres(items: dict | None) -> ItemAttributes | None:
     position = np.zeros(len(item), np.int64)
     for i in range(1, len(item)):  # order within the item's own list
         position[i] = position[i - 1] + 1 if item[i] == item[i - 1] else 0
-    return ItemAttributes(item, np.asarray([vocab[g] for g in names], np.int64),
-                          np.full(len(item), "category"), position)
+    return ItemAttributes(
+        item,
+        np.asarray([vocab[g] for g in names], np.int64),
+        np.full(len(item), "category"),
+        position,
+    )

@@ -71,7 +71,9 @@ class Interactions:
         cols = {"user": self.user, "item": self.item, "timestamp": self.timestamp}
         for key, val in cols.items():
             if val is None:
-                raise DataError(f"missing required column '{key}' (required: {', '.join(REQUIRED)})")
+                raise DataError(
+                    f"missing required column '{key}' (required: {', '.join(REQUIRED)})"
+                )
         object.__setattr__(self, "user", _as_int64("user", self.user))
         object.__setattr__(self, "item", _as_int64("item", self.item))
         object.__setattr__(self, "timestamp", _as_int64("timestamp", self.timestamp))

@@ -42,7 +42,11 @@ class Prepared:
         cached = self.__dict__.get("_fingerprint")
         if cached is None:
             h = hashlib.sha256()
-            for arr in (self.interactions.user, self.interactions.item, self.interactions.timestamp):
+            for arr in (
+                self.interactions.user,
+                self.interactions.item,
+                self.interactions.timestamp,
+            ):
                 h.update(np.ascontiguousarray(arr).tobytes())
             cached = h.hexdigest()[:16]
             object.__setattr__(self, "_fingerprint", cached)
@@ -63,7 +67,9 @@ def deduplicate(inter: Interactions) -> Interactions:
     first = np.ones(len(order), bool)
     first[1:] = (u[1:] != u[:-1]) | (i[1:] != i[:-1])
     keep = np.sort(order[first])
-    return inter.take(keep, f"deduplicated (user, item) keeping the first: {len(inter) - len(keep)} removed")
+    return inter.take(
+        keep, f"deduplicated (user, item) keeping the first: {len(inter) - len(keep)} removed"
+    )
 
 
 def implicit(inter: Interactions, min_rating: float | None) -> Interactions:
@@ -89,18 +95,24 @@ def min_count_filter(inter: Interactions, min_item: int = 5, min_user: int = 5) 
     (as in the LRURec paper; some users/items may end below the threshold)."""
     out = inter
     if min_item > 1:
-        out = out.take(_counts(out.item) >= min_item, f"dropped items with < {min_item} interactions")
+        out = out.take(
+            _counts(out.item) >= min_item, f"dropped items with < {min_item} interactions"
+        )
     if min_user > 1 and len(out):
-        out = out.take(_counts(out.user) >= min_user, f"dropped users with < {min_user} interactions")
+        out = out.take(
+            _counts(out.user) >= min_user, f"dropped users with < {min_user} interactions"
+        )
     return out
 
 
 def empty_core_error(k: int, name: str) -> DataError:
     """The k-core filter left nothing: say so, and how to train on a small file anyway."""
-    return DataError(f"{k}-core filtering removed every interaction of '{name}' (every user and item "
-                     f"must keep >= {k} interactions); for a small file lower the cut "
-                     f"(--set data.min_user=2 --set data.min_item=2) or switch the filter off "
-                     f"(--set data.filter=none)")
+    return DataError(
+        f"{k}-core filtering removed every interaction of '{name}' (every user and item "
+        f"must keep >= {k} interactions); for a small file lower the cut "
+        f"(--set data.min_user=2 --set data.min_item=2) or switch the filter off "
+        f"(--set data.filter=none)"
+    )
 
 
 def k_core(inter: Interactions, k: int = 5) -> Interactions:
@@ -113,9 +125,15 @@ def k_core(inter: Interactions, k: int = 5) -> Interactions:
         if not keep.any():
             raise empty_core_error(k, inter.name)
         out = Interactions(
-            out.user[keep], out.item[keep], out.timestamp[keep],
+            out.user[keep],
+            out.item[keep],
+            out.timestamp[keep],
             None if out.rating is None else out.rating[keep],
-            out.items, out.has_time, out.name, out.notes, out.item_attributes,
+            out.items,
+            out.has_time,
+            out.name,
+            out.notes,
+            out.item_attributes,
             user_raw=out.user_raw,
         )
         rounds += 1
@@ -140,11 +158,20 @@ def remap(inter: Interactions) -> Prepared:
     attributes = None
     if inter.item_attributes is not None:  # re-keyed to 1..n; rows of dropped items go
         attributes = inter.item_attributes.remap(item_raw)
-        notes += (f"item attributes re-keyed to internal ids: {len(attributes)} of "
-                  f"{len(inter.item_attributes)} rows kept",)
+        notes += (
+            f"item attributes re-keyed to internal ids: {len(attributes)} of "
+            f"{len(inter.item_attributes)} rows kept",
+        )
     remapped = Interactions(
-        users.astype(np.int64), items.astype(np.int64) + 1, inter.timestamp, inter.rating,
-        inter.items, inter.has_time, inter.name, notes, attributes,
+        users.astype(np.int64),
+        items.astype(np.int64) + 1,
+        inter.timestamp,
+        inter.rating,
+        inter.items,
+        inter.has_time,
+        inter.name,
+        notes,
+        attributes,
     )
     return Prepared(remapped, ItemVocab(raw, titles, attributes, categories), user_raw)
 
@@ -176,8 +203,9 @@ def to_sequences(inter: Interactions, n_items: int, vocab: ItemVocab | None = No
     n_users = int(inter.user.max()) + 1
     counts = np.bincount(inter.user, minlength=n_users)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return Sequences(offsets, inter.item, n_items, inter.timestamp, np.arange(n_users), vocab,
-                     inter.has_time)
+    return Sequences(
+        offsets, inter.item, n_items, inter.timestamp, np.arange(n_users), vocab, inter.has_time
+    )
 
 
 @dataclass(frozen=True)
@@ -205,20 +233,30 @@ class PreprocessConfig:
 
 
 def kept_note(before: Interactions, after: Interactions, config: PreprocessConfig) -> str:
-    """"kept X of Y users, items and interactions", and where the filter dropped most users,
+    """ "kept X of Y users, items and interactions", and where the filter dropped most users,
     the setting that suits logs of short sessions."""
+
     def part(what: str, a: int, b: int) -> str:
         return f"{a:,} of {b:,} {what}" + (f" ({100 * a / b:.0f}%)" if a < b else "")
 
     users_before, users_after = len(np.unique(before.user)), len(np.unique(after.user))
-    note = "kept " + ", ".join([part("users", users_after, users_before),
-                                part("items", len(np.unique(after.item)), len(np.unique(before.item))),
-                                part("interactions", len(after), len(before))])
+    note = "kept " + ", ".join(
+        [
+            part("users", users_after, users_before),
+            part("items", len(np.unique(after.item)), len(np.unique(before.item))),
+            part("interactions", len(after), len(before)),
+        ]
+    )
     if config.filter != "none" and 2 * users_after < users_before:
-        name = (f"{config.min_item}-core" if config.filter == "k_core" else
-                f"min_count (items >= {config.min_item}, users >= {config.min_user})")
-        note += (f"; the {name} filter dropped most users: for a log of short sessions "
-                 "set data.filter=min_count with data.min_user=2 and data.min_item=2, or data.filter=none")
+        name = (
+            f"{config.min_item}-core"
+            if config.filter == "k_core"
+            else f"min_count (items >= {config.min_item}, users >= {config.min_user})"
+        )
+        note += (
+            f"; the {name} filter dropped most users: for a log of short sessions "
+            "set data.filter=min_count with data.min_user=2 and data.min_item=2, or data.filter=none"
+        )
     return note
 
 

@@ -21,11 +21,17 @@ def aligned_times(history: list[Any], times: Sequence[Any], vocab: Any, row: int
         if isinstance(t, bool):
             raise DataError(f"times: history {row} has a boolean time {t!r}")
         try:
-            seconds.append(int(t) if isinstance(t, (int, np.integer)) else
-                           int(float(t)) if _is_number(t) else
-                           int(np.datetime64(str(t).rstrip("Z"), "s").astype(np.int64)))
+            seconds.append(
+                int(t)
+                if isinstance(t, (int, np.integer))
+                else int(float(t))
+                if _is_number(t)
+                else int(np.datetime64(str(t).rstrip("Z"), "s").astype(np.int64))
+            )
         except (ValueError, TypeError, OverflowError):
-            raise DataError(f"times: {t!r} in history {row} is neither Unix seconds nor an ISO date") from None
+            raise DataError(
+                f"times: {t!r} in history {row} is neither Unix seconds nor an ISO date"
+            ) from None
     return np.asarray([s for s, k in zip(seconds, keep, strict=True) if k], dtype=np.int64)
 
 

@@ -149,9 +149,7 @@ class Sequences:
         import scipy.sparse as sp
 
         data = np.ones(len(self.items), np.float32) if weights is None else weights
-        mat = sp.csr_matrix(
-            (data, (self.row_ids, self.items)), shape=(len(self), self.n_items + 1)
-        )
+        mat = sp.csr_matrix((data, (self.row_ids, self.items)), shape=(len(self), self.n_items + 1))
         mat.sum_duplicates()
         if weights is None:
             mat.data[:] = 1.0

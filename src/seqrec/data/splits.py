@@ -106,7 +106,7 @@ def _window_parts(times: np.ndarray, valid: str | int, test: str | int) -> tuple
         order = np.argsort(times, kind="stable")
         if size_t + size_v >= len(times):
             raise ConfigError(f"windows of {size_v}+{size_t} interactions leave no training data")
-        parts[order[-(size_t + size_v):]] = 1
+        parts[order[-(size_t + size_v) :]] = 1
         parts[order[-size_t:]] = 2
         info = {"valid_count": size_v, "test_count": size_t}
     return parts, info
@@ -137,8 +137,15 @@ def temporal_split(seqs: Sequences, valid: str | int = "3W", test: str | int = "
         keep = np.flatnonzero(mask)
         counts = np.bincount(row_ids[keep], minlength=len(seqs))
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return Sequences(offsets, seqs.items[keep], seqs.n_items, seqs.timestamps[keep],
-                         seqs.users, seqs.vocab, seqs.has_time)
+        return Sequences(
+            offsets,
+            seqs.items[keep],
+            seqs.n_items,
+            seqs.timestamps[keep],
+            seqs.users,
+            seqs.vocab,
+            seqs.has_time,
+        )
 
     def targets(mask: np.ndarray, part: int) -> tuple[Targets, int]:
         sub = subset(mask)

@@ -26,7 +26,9 @@ def describe(inter: Interactions) -> dict[str, Any]:
         "timestamps": "yes" if inter.has_time else "order only",
     }
     pairs = np.unique(inter.user.astype(np.int64) * (int(inter.item.max()) + 1) + inter.item)
-    out["repeated_pairs"] = len(inter) - len(pairs)  # (user, item) seen again: data.dedup=true drops
+    out["repeated_pairs"] = len(inter) - len(
+        pairs
+    )  # (user, item) seen again: data.dedup=true drops
     if inter.has_time:
         out["first_time"] = _when(int(inter.timestamp.min()))
         out["last_time"] = _when(int(inter.timestamp.max()))

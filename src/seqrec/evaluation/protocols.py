@@ -215,7 +215,9 @@ def evaluate(
         ties=ties,
         window=int(window) if seen_filter == "window" else None,
         topk=topk if keep_topk else None,
-        coverage_denominator="catalogue" if not coverage_items else f"fit_items:{int(coverage_items)}",
+        coverage_denominator="catalogue"
+        if not coverage_items
+        else f"fit_items:{int(coverage_items)}",
     )
     log.info("%s in %.2fs", result.summary(), seconds)
     return result

@@ -109,8 +109,9 @@ def topk_items(scores: np.ndarray, k: int) -> np.ndarray:
     k = min(int(k), n_cols - 1)
     torch = sys.modules.get("torch")  # used when already loaded; never imported for this
     if torch is not None:  # torch.topk is much faster than np.argpartition on wide blocks
-        vals_t, part_t = torch.topk(torch.from_numpy(np.ascontiguousarray(scores)), k, dim=1,
-                                    sorted=False)
+        vals_t, part_t = torch.topk(
+            torch.from_numpy(np.ascontiguousarray(scores)), k, dim=1, sorted=False
+        )
         vals, part = vals_t.numpy(), part_t.numpy()
     else:  # the k largest sit in the last k columns after partitioning
         part = np.argpartition(scores, n_cols - k, axis=1)[:, n_cols - k :]

@@ -110,7 +110,9 @@ def draw_candidates(
         ConfigError: a bad option. DataError: a target with fewer than ``N`` eligible items.
     """
     if strategy not in STRATEGIES:
-        raise ConfigError(f"unknown sampling strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
+        raise ConfigError(
+            f"unknown sampling strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}"
+        )
     if int(n_negatives) != n_negatives or n_negatives < 1:
         raise ConfigError(f"n_negatives must be >= 1, got {n_negatives!r}")
     if len(targets) == 0:
@@ -121,7 +123,11 @@ def draw_candidates(
         if popularity is None:
             raise ConfigError("strategy='popularity' needs popularity (training item counts)")
         weights = np.asarray(popularity, dtype=np.float64)
-        if weights.shape != (n_items + 1,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+        if (
+            weights.shape != (n_items + 1,)
+            or np.any(weights < 0)
+            or not np.all(np.isfinite(weights))
+        ):
             raise ConfigError(
                 f"popularity must be {n_items + 1} finite non-negative counts, got shape {weights.shape}"
             )

@@ -87,7 +87,9 @@ class Recommender(ABC):
     def _remember_catalogue(self, train: Sequences) -> None:
         self.n_items = train.n_items
         self.vocab = train.vocab
-        self.reads_time = bool(self._config_reads_time() and train.timestamps is not None and train.has_time)
+        self.reads_time = bool(
+            self._config_reads_time() and train.timestamps is not None and train.has_time
+        )
         self.popularity = train.item_counts().astype(np.float32)
 
     def _check_fitted(self) -> None:
@@ -107,9 +109,10 @@ class Recommender(ABC):
         if self.reads_time and histories.timestamps is None and len(histories.items):
             raise DataError(
                 f"{self.name} was trained with timestamps and reads them when it scores: give each "
-                "history's times (Sequences with timestamps; recommend(..., times=...); \"times\" "
+                'history\'s times (Sequences with timestamps; recommend(..., times=...); "times" '
                 "over HTTP; --times on the command line); without them it would score by "
-                "positions alone, and worse")
+                "positions alone, and worse"
+            )
         lengths = histories.lengths
         nonempty = np.flatnonzero(lengths > 0)
         if len(nonempty) == len(histories):  # no copy of a [B, I] block that may be large
@@ -176,8 +179,10 @@ class Recommender(ABC):
         histories = [histories] if isinstance(histories, (str, bytes)) else list(histories)
         if any(isinstance(h, (str, bytes)) or not hasattr(h, "__iter__") for h in histories):
             # recommend(["sku1", "sku2"]) read each id as a history of its characters, or failed
-            raise DataError("recommend takes a list of histories, each a list of item ids: "
-                            "recommend([[\"sku1\", \"sku2\"]]) for one history")
+            raise DataError(
+                "recommend takes a list of histories, each a list of item ids: "
+                'recommend([["sku1", "sku2"]]) for one history'
+            )
         if times is not None and len(times) != len(histories):
             raise DataError(f"times: {len(times)} lists for {len(histories)} histories")
         rows, skipped, row_times = [], [], []
@@ -192,8 +197,9 @@ class Recommender(ABC):
                 row_times.append(aligned_times(hist, times[r], self.vocab, r))
             elif times is not None and hist:
                 raise DataError(f"times: history {r} has no times")
-        seqs = Sequences.from_lists(rows, n_items=self.n_items,
-                                    timestamps=row_times if times is not None else None)
+        seqs = Sequences.from_lists(
+            rows, n_items=self.n_items, timestamps=row_times if times is not None else None
+        )
         scores = self.score(seqs)
         if exclude_seen:
             scores[seqs.row_ids, seqs.items] = -np.inf
@@ -224,8 +230,9 @@ class Recommender(ABC):
         """Internal ids of an allow/deny list; never-seen ids raise naming them."""
         raw_ids = list(raw_ids)
         ids, _ = self.vocab.encode_known(raw_ids)
-        unseen = [r for r in raw_ids
-                  if self.vocab.encode_known([r])[1] and not self.vocab.is_removed(r)]
+        unseen = [
+            r for r in raw_ids if self.vocab.encode_known([r])[1] and not self.vocab.is_removed(r)
+        ]
         if unseen:
             shown = ", ".join(repr(r) for r in unseen[:10]) + (" ..." if len(unseen) > 10 else "")
             raise DataError(f"{what} list: {len(unseen)} item id(s) the model never saw: {shown}")
@@ -245,4 +252,3 @@ class Recommender(ABC):
         from seqrec.serving.artifact import load_recommender
 
         return load_recommender(Path(path))
-

@@ -159,18 +159,25 @@ class BERT4RecConfig(NeuralConfig):
         if not 0.0 < self.mask_prob <= 1.0:
             raise ConfigError(f"mask_prob must be in (0, 1], got {self.mask_prob!r}")
         if self.max_len < 2:
-            raise ConfigError(f"max_len must be >= 2 (a history item and the mask), got {self.max_len}")
+            raise ConfigError(
+                f"max_len must be >= 2 (a history item and the mask), got {self.max_len}"
+            )
         if self.window_stride or not self.batch_size:
-            raise ConfigError("window_stride and batch_size = 0 (batch_targets) are not supported by "
-                              "bert4rec: its Cloze targets are masked items, not next items")
+            raise ConfigError(
+                "window_stride and batch_size = 0 (batch_targets) are not supported by "
+                "bert4rec: its Cloze targets are masked items, not next items"
+            )
         if self.dim % self.n_heads:
-            raise ConfigError(f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}")
+            raise ConfigError(
+                f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}"
+            )
         if self.ffn_dim < 0:
             raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
 
 
-def cloze_mask(items: np.ndarray, rng: np.random.Generator, cfg: BERT4RecConfig,
-               n_items: int) -> tuple[np.ndarray, np.ndarray]:
+def cloze_mask(
+    items: np.ndarray, rng: np.random.Generator, cfg: BERT4RecConfig, n_items: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Masked inputs and labels ``[B, L]`` (label 0 = not predicted) of left-padded ``items``.
 
     The mask token is ``n_items + 1``; every row with a real item gets at least one label.
@@ -274,8 +281,9 @@ class BERT4RecEncoder(SequenceEncoder):
         if self.config.positions == "from_start":
             pos = self.pos_emb((valid.cumsum(1) - 1).clamp_(min=0))  # [B, L, D]
         else:
-            pos = self.pos_emb(torch.arange(self.config.max_len - length, self.config.max_len,
-                                            device=items.device))[None]
+            pos = self.pos_emb(
+                torch.arange(self.config.max_len - length, self.config.max_len, device=items.device)
+            )[None]
         x = self.emb_dropout(self.emb_norm(self.item_emb(items) + pos)) * valid[..., None]
         # every query sees every real key; a PAD query sees itself (no all-masked softmax row)
         eye = torch.eye(length, dtype=torch.bool, device=items.device)
@@ -305,16 +313,22 @@ class BERT4Rec(TorchRecommender):
         items, _ = left_pad(train, rows, self.config.max_len)
         inputs, labels = cloze_mask(items, rng, self.config, train.n_items)
         users = None if train.users is None else torch.from_numpy(train.users[rows])
-        batch = SequenceBatch(items=torch.from_numpy(inputs), mask=torch.from_numpy(items != 0),
-                              targets=torch.from_numpy(labels), users=users)
+        batch = SequenceBatch(
+            items=torch.from_numpy(inputs),
+            mask=torch.from_numpy(items != 0),
+            targets=torch.from_numpy(labels),
+            users=users,
+        )
         return {"batch": batch, **self.negatives(rows, rng)}
 
-    def scoring_batch(self, histories: Sequences, width: int,
-                      query_times: np.ndarray | None) -> SequenceBatch:
+    def scoring_batch(
+        self, histories: Sequences, width: int, query_times: np.ndarray | None
+    ) -> SequenceBatch:
         """The history's most recent ``max_len - 1`` items followed by the mask token."""
         keep = max(1, min(width, self.config.max_len - 1))
         items, _ = left_pad(histories, np.arange(len(histories)), keep)
         items = np.concatenate([items, np.full((len(items), 1), self.n_items + 1, np.int64)], 1)
         users = None if histories.users is None else torch.from_numpy(histories.users)
-        return SequenceBatch(items=torch.from_numpy(items), mask=torch.from_numpy(items != 0),
-                             users=users)
+        return SequenceBatch(
+            items=torch.from_numpy(items), mask=torch.from_numpy(items != 0), users=users
+        )

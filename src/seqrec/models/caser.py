@@ -51,8 +51,12 @@ from seqrec.models.layers import Dropout
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
-ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
-               "identity": lambda x: x}
+ACTIVATIONS = {
+    "relu": torch.relu,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "identity": lambda x: x,
+}
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class CaserConfig(NeuralConfig):
 
     train_defaults = {
         "train_windows": "sliding",  # every transition once per epoch; validated above 'last'
-    }                                # (docs/reproduce/defaults.md)
+    }  # (docs/reproduce/defaults.md)
 
     dim: int = 64
     """Embedding size d of users and items (the code's default: 50)."""
@@ -101,8 +105,11 @@ class CaserEncoder(SequenceEncoder):
         self.user_emb = UserEmbedding(n_users, d)
         self.item_emb = nn.Embedding(n_items + 1, d)  # row 0 = PAD, learned (as the code)
         self.conv_v = nn.Conv2d(1, config.n_v, (win, 1)) if config.n_v else None
-        self.conv_h = nn.ModuleList(nn.Conv2d(1, config.n_h, (h, d)) for h in range(1, win + 1)
-                                    ) if config.n_h else nn.ModuleList()
+        self.conv_h = (
+            nn.ModuleList(nn.Conv2d(1, config.n_h, (h, d)) for h in range(1, win + 1))
+            if config.n_h
+            else nn.ModuleList()
+        )
         self.dropout = Dropout(config.dropout)
         self.fc1 = nn.Linear(config.n_v * d + config.n_h * win, d)
         self.out_emb = nn.Embedding(n_items + 1, 2 * d)  # W'
@@ -133,7 +140,9 @@ class CaserEncoder(SequenceEncoder):
             parts.append((torch.matmul(w, windows) + self.conv_v.bias[:, None]).flatten(1))
         for h, conv in enumerate(self.conv_h, start=1):  # [n_h, 1, h, d] over h consecutive rows
             rows = windows.unfold(1, h, 1).transpose(2, 3).reshape(n, win - h + 1, h * d)
-            out = self.ac_conv(F.linear(rows, conv.weight.view(conv.out_channels, h * d), conv.bias))
+            out = self.ac_conv(
+                F.linear(rows, conv.weight.view(conv.out_channels, h * d), conv.bias)
+            )
             parts.append(out.amax(dim=1))  # max-pool over the positions
         return self.ac_fc(self.fc1(self.dropout(torch.cat(parts, dim=1))))
 
@@ -155,7 +164,7 @@ class CaserEncoder(SequenceEncoder):
             raise ConfigError(f"input length {length} exceeds max_len {self.config.max_len}")
         valid = batch.mask if batch.mask is not None else items.ne(0)
         if last_only:
-            items, valid = items[:, -self.config.window:], valid[:, -1:]
+            items, valid = items[:, -self.config.window :], valid[:, -1:]
         windows = self._windows(items)
         if last_only:
             windows = windows[:, -1:]

@@ -85,7 +85,9 @@ class FISMEncoder(SequenceEncoder):
     def forward(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, D]
         items = batch.items
         if items.shape[1] > self.config.max_len:
-            raise ConfigError(f"input length {items.shape[1]} exceeds max_len {self.config.max_len}")
+            raise ConfigError(
+                f"input length {items.shape[1]} exceeds max_len {self.config.max_len}"
+            )
         valid = (batch.mask if batch.mask is not None else items.ne(0)).to(torch.float32)
         p = self.history_emb(items) * valid[..., None]  # PAD rows are zero already
         total = p.cumsum(dim=1)

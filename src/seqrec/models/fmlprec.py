@@ -92,11 +92,15 @@ class FMLPRecConfig(NeuralConfig):
         if self.ffn_dim < 0:
             raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
         if self.train_windows != "last":
-            raise ConfigError("FMLP-Rec trains on every prefix of the last max_len items; "
-                              f"train_windows must be 'last', got {self.train_windows!r}")
+            raise ConfigError(
+                "FMLP-Rec trains on every prefix of the last max_len items; "
+                f"train_windows must be 'last', got {self.train_windows!r}"
+            )
         if not self.batch_size:
-            raise ConfigError("batch_size = 0 (batch_targets) is not supported by fmlprec: each "
-                              "prefix sample has one target, so batch_size already counts targets")
+            raise ConfigError(
+                "batch_size = 0 (batch_targets) is not supported by fmlprec: each "
+                "prefix sample has one target, so batch_size already counts targets"
+            )
 
 
 class FilterLayer(nn.Module):
@@ -170,7 +174,7 @@ class FMLPRecEncoder(SequenceEncoder):
         x = self.emb_dropout(self.emb_norm(self.item_emb(items) + pos))
         for i, block in enumerate(self.blocks):
             x = block(x, last_only and i == len(self.blocks) - 1)
-        return x if last_only else x[:, max_len - length:]
+        return x if last_only else x[:, max_len - length :]
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
         """Output of the last position ``[B, D]``; the last FFN runs only there."""
@@ -220,8 +224,11 @@ class FMLPRec(TorchRecommender):
             inputs[b, max_len - np.repeat(n, n) + j] = train.items[np.repeat(at - n, n) + j]
         targets = np.zeros_like(inputs)
         targets[:, -1] = train.items[at]
-        batch = SequenceBatch(items=torch.from_numpy(inputs), mask=torch.from_numpy(inputs != 0),
-                              targets=torch.from_numpy(targets))
+        batch = SequenceBatch(
+            items=torch.from_numpy(inputs),
+            mask=torch.from_numpy(inputs != 0),
+            targets=torch.from_numpy(targets),
+        )
         return {"batch": batch, **self.negatives(rows, rng)}
 
     def compute_loss(self, data: dict) -> torch.Tensor:

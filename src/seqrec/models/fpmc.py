@@ -84,8 +84,12 @@ class FPMCEncoder(SequenceEncoder):
         self.item_user_emb = nn.Embedding(n_items + 1, d, padding_idx=0)  # V^{I,U}
         self.item_last_emb = nn.Embedding(n_items + 1, d, padding_idx=0)  # V^{I,L} (next item)
         self.last_item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)  # V^{L,I} (previous)
-        for w in (self.user_emb.weight, self.item_user_emb.weight, self.item_last_emb.weight,
-                  self.last_item_emb.weight):
+        for w in (
+            self.user_emb.weight,
+            self.item_user_emb.weight,
+            self.item_last_emb.weight,
+            self.last_item_emb.weight,
+        ):
             nn.init.normal_(w, 0.0, config.init_std)
         with torch.no_grad():
             for emb in (self.item_user_emb, self.item_last_emb, self.last_item_emb):
@@ -94,7 +98,9 @@ class FPMCEncoder(SequenceEncoder):
     def forward(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, 2D]
         items = batch.items
         if items.shape[1] > self.config.max_len:
-            raise ConfigError(f"input length {items.shape[1]} exceeds max_len {self.config.max_len}")
+            raise ConfigError(
+                f"input length {items.shape[1]} exceeds max_len {self.config.max_len}"
+            )
         valid = (batch.mask if batch.mask is not None else items.ne(0)).to(torch.float32)
         user = self.user_emb(batch.users, items.shape[0])  # [B, D]
         user = user[:, None, :].expand(-1, items.shape[1], -1)

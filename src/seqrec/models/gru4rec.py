@@ -75,8 +75,9 @@ def run_left_padded(rnn: nn.Module, x: torch.Tensor, valid: torch.Tensor) -> tor
     pos = torch.arange(length, device=x.device)
     to_left = (pos[None, :] + shift[:, None]) % length  # left-aligned j <- right-aligned j+shift
     x_left = x.gather(1, to_left[..., None].expand(-1, -1, x.shape[2]))
-    packed = pack_padded_sequence(x_left, lengths.clamp(min=1).cpu(), batch_first=True,
-                                  enforce_sorted=False)
+    packed = pack_padded_sequence(
+        x_left, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False
+    )
     out, _ = rnn(packed)
     out, _ = pad_packed_sequence(out, batch_first=True, total_length=length)  # [B, L, H]
     back = (pos[None, :] - shift[:, None]) % length
@@ -127,8 +128,9 @@ class GRU4RecEncoder(SequenceEncoder):
         d = config.dim
         self.out_emb = nn.Embedding(n_items + 1, d, padding_idx=0)  # W_y
         self.out_bias = nn.Parameter(torch.zeros(n_items + 1))  # b_y
-        self.in_emb = (nn.Embedding(n_items + 1, d, padding_idx=0)
-                       if config.embedding == "separate" else None)
+        self.in_emb = (
+            nn.Embedding(n_items + 1, d, padding_idx=0) if config.embedding == "separate" else None
+        )
         self.embed_dropout = Dropout(config.dropout_embed)
         # one single-layer GRU per layer: the official code drops out after every layer,
         # the last one included (nn.GRU's inter-layer dropout skips the last)
@@ -143,8 +145,8 @@ class GRU4RecEncoder(SequenceEncoder):
             uniform_glorot_(self.in_emb.weight, self.n_items, d)
         for gru in self.grus:
             for gate in range(3):  # each gate's matrix on its own, as the official code
-                uniform_glorot_(gru.weight_ih_l0[gate * d:(gate + 1) * d], d, d)
-                uniform_glorot_(gru.weight_hh_l0[gate * d:(gate + 1) * d], d, d)
+                uniform_glorot_(gru.weight_ih_l0[gate * d : (gate + 1) * d], d, d)
+                uniform_glorot_(gru.weight_hh_l0[gate * d : (gate + 1) * d], d, d)
             nn.init.zeros_(gru.bias_ih_l0)
             nn.init.zeros_(gru.bias_hh_l0)
         with torch.no_grad():
@@ -155,7 +157,9 @@ class GRU4RecEncoder(SequenceEncoder):
     def forward(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, D]
         items = batch.items
         if items.shape[1] > self.config.max_len:
-            raise ConfigError(f"input length {items.shape[1]} exceeds max_len {self.config.max_len}")
+            raise ConfigError(
+                f"input length {items.shape[1]} exceeds max_len {self.config.max_len}"
+            )
         valid = batch.mask if batch.mask is not None else items.ne(0)
         table = self.in_emb if self.in_emb is not None else self.out_emb
         x = self.embed_dropout(table(items))

@@ -125,14 +125,28 @@ class HSTUConfig(NeuralConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "dim", "n_blocks", "n_heads", "num_time_buckets",
-                       "time_bucket_divisor", "temperature")
+        check_positive(
+            self,
+            "dim",
+            "n_blocks",
+            "n_heads",
+            "num_time_buckets",
+            "time_bucket_divisor",
+            "temperature",
+        )
         check_range(self, "dropout", 0.0, 0.99)
         check_choice(self, "rab_time_query", TIME_QUERIES)
-        if self.rab and self.rab_time and self.rab_time_query == "next" and not self.allow_target_time:
-            raise ConfigError("rab_time_query='next' feeds each target's own timestamp into its "
-                              "score, which leaks the answer under offline evaluation; use 'self', "
-                              "or set allow_target_time=true to run it anyway (recorded with the run)")
+        if (
+            self.rab
+            and self.rab_time
+            and self.rab_time_query == "next"
+            and not self.allow_target_time
+        ):
+            raise ConfigError(
+                "rab_time_query='next' feeds each target's own timestamp into its "
+                "score, which leaks the answer under offline evaluation; use 'self', "
+                "or set allow_target_time=true to run it anyway (recorded with the run)"
+            )
         check_choice(self, "time_bucket_fn", TIME_BUCKET_FNS)
         for name in ("d_qk", "d_v"):
             if getattr(self, name) < 0:
@@ -142,6 +156,7 @@ class HSTUConfig(NeuralConfig):
                 f"dim must be >= n_heads when d_qk or d_v is 0, got dim={self.dim}, "
                 f"n_heads={self.n_heads}"
             )
+
 
 class HSTULayer(nn.Module):
     """One sequential transduction unit (Eqs. 2-4) without the residual."""
@@ -198,9 +213,7 @@ class HSTUEncoder(SequenceEncoder):
         self.pos_emb = nn.Embedding(c.max_len, d) if c.position_embedding else None
         if self.pos_emb is not None:
             nn.init.uniform_(self.pos_emb.weight, -math.sqrt(1.0 / d), math.sqrt(1.0 / d))
-        self.time_emb = (
-            nn.Embedding(c.num_time_buckets + 1, d) if c.time_embedding else None
-        )
+        self.time_emb = nn.Embedding(c.num_time_buckets + 1, d) if c.time_embedding else None
         if self.time_emb is not None:
             nn.init.normal_(self.time_emb.weight, 0.0, 0.02)
         self.emb_dropout = Dropout(c.dropout)
@@ -278,7 +291,6 @@ class HSTUEncoder(SequenceEncoder):
         return w, self.out_bias
 
 
-
 class HSTU(TorchRecommender):
     """HSTU next-item recommender (Zhai et al., ICML 2024); see the module docstring."""
 
@@ -296,7 +308,12 @@ class HSTU(TorchRecommender):
         reference."""
         out = super().make_batch(train, rows, rng)
         cfg = self.config
-        if cfg.rab and cfg.rab_time and cfg.rab_time_query == "next" and train.timestamps is not None:
+        if (
+            cfg.rab
+            and cfg.rab_time
+            and cfg.rab_time_query == "next"
+            and train.timestamps is not None
+        ):
             _, target_times = left_pad(_shift_view(train), rows, cfg.max_len)
             out["batch"].query_times = torch.from_numpy(target_times[:, -1].copy())
         return out

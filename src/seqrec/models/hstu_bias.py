@@ -141,7 +141,9 @@ class RelativeBucketedTimeAndPositionBias(nn.Module):
         assert self.ts_w is not None
         if torch.jit.is_tracing():  # TorchScript export cannot trace a Python autograd.Function
             b, n, _ = buckets.shape
-            return self.ts_w.index_select(0, buckets.reshape(-1)).view(b, n, n, -1).permute(0, 3, 1, 2)
+            return (
+                self.ts_w.index_select(0, buckets.reshape(-1)).view(b, n, n, -1).permute(0, 3, 1, 2)
+            )
         return _BucketGather.apply(self.ts_w, buckets)
 
     def forward(

@@ -45,7 +45,9 @@ class PointWiseFFN(nn.Module):
         activation: 'relu' (SASRec) or 'gelu' (BERT4Rec, LSAN).
     """
 
-    def __init__(self, dim: int, hidden: int, dropout: float = 0.0, activation: str = "relu") -> None:
+    def __init__(
+        self, dim: int, hidden: int, dropout: float = 0.0, activation: str = "relu"
+    ) -> None:
         super().__init__()
         self.fc1 = nn.Linear(dim, hidden)
         self.fc2 = nn.Linear(hidden, dim)

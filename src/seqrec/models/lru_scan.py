@@ -172,9 +172,7 @@ def lru_sequential_scan(
     """Reference: the same recurrence as a Python loop over time (slow, obviously correct)."""
     _check(u, lam, h0)
     lam = lam.to(u.dtype)
-    state = (
-        u.new_zeros(*u.shape[:-2], u.shape[-1]) if h0 is None else h0.to(u.dtype)
-    )
+    state = u.new_zeros(*u.shape[:-2], u.shape[-1]) if h0 is None else h0.to(u.dtype)
     out = []
     # unbind (not u[..., t, :]): its backward is one stack, not L full-size zero fills
     for u_t in u.unbind(-2):

@@ -249,8 +249,7 @@ class LRUEncoder(SequenceEncoder):
         self.embed_dropout = Dropout(config.dropout)
         self.dropout_before_norm = config.embed_dropout_at == "before_norm"
         self.blocks = nn.ModuleList(
-            LRUBlock(d, config.r_min, config.r_max, config.dropout)
-            for _ in range(config.n_blocks)
+            LRUBlock(d, config.r_min, config.r_max, config.dropout) for _ in range(config.n_blocks)
         )
 
     # --- full (parallel) encoding ------------------------------------------------------
@@ -289,8 +288,11 @@ class LRUEncoder(SequenceEncoder):
 
     def no_decay_names(self) -> set[str]:
         # the LRU biases are stored as b_re/b_im/c (the complex Linear biases of the code)
-        extra = {n for n, _ in self.named_parameters()
-                 if n == "out_bias" or n.rsplit(".", 1)[-1] in ("b_re", "b_im", "c")}
+        extra = {
+            n
+            for n, _ in self.named_parameters()
+            if n == "out_bias" or n.rsplit(".", 1)[-1] in ("b_re", "b_im", "c")
+        }
         return super().no_decay_names() | extra
 
     # --- recurrent (incremental) mode --------------------------------------------------
@@ -298,10 +300,7 @@ class LRUEncoder(SequenceEncoder):
         """The state of ``batch_size`` empty histories (all zeros)."""
         p = self.embedding.weight
         cdtype = torch.complex128 if p.dtype == torch.float64 else torch.complex64
-        h = [
-            torch.zeros(batch_size, b.lru.n, dtype=cdtype, device=p.device)
-            for b in self.blocks
-        ]
+        h = [torch.zeros(batch_size, b.lru.n, dtype=cdtype, device=p.device) for b in self.blocks]
         last = torch.zeros(batch_size, p.shape[1], dtype=p.dtype, device=p.device)
         return LRUState(h, last, torch.zeros(batch_size, dtype=torch.long, device=p.device))
 
@@ -406,9 +405,7 @@ class LRURec(TorchRecommender):
         session.skipped_unknown += unknown
         with _Threads(self.config.num_threads), torch.inference_mode():
             for item in ids.tolist():
-                session.state, _ = enc.step(
-                    session.state, torch.tensor([item], device=self.device)
-                )
+                session.state, _ = enc.step(session.state, torch.tensor([item], device=self.device))
             session.seen.update(ids.tolist())
             session.n_events += len(ids)
             if session.n_events == 0:

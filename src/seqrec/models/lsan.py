@@ -111,7 +111,7 @@ class LSANConfig(NeuralConfig):
 
     train_defaults = {
         "train_windows": "sliding",  # every transition once per epoch; validated above the
-                                     # paper's 'last' (docs/reproduce/defaults.md)
+        # paper's 'last' (docs/reproduce/defaults.md)
         "batch_size": 256,  # the paper's
         "betas": (0.9, 0.999),  # the paper gives none: PyTorch's defaults
     }
@@ -178,20 +178,24 @@ class LSANConfig(NeuralConfig):
         check_choice(self, "candidates", ("mean", "input"))
         check_choice(self, "composition", ("sum", "product"))
         if self.composition == "product" and self.dynamic:
-            raise ConfigError("composition='product' has no weights to make dynamic: set "
-                              "dynamic=False")
+            raise ConfigError(
+                "composition='product' has no weights to make dynamic: set dynamic=False"
+            )
         for name in ("ffn_dim", "max_categories", "l2"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.max_categories == 1:
-            raise ConfigError("max_categories must be 0 (all) or >= 2 ('other' is one class), "
-                              "got 1")
+            raise ConfigError(
+                "max_categories must be 0 (all) or >= 2 ('other' is one class), got 1"
+            )
         branch = self.dim // 2 if (self.twin and self.twin_combine == "split") else self.dim
         if self.twin and self.twin_combine == "split" and self.dim % 2:
             raise ConfigError(f"twin_combine='split' needs an even dim, got dim={self.dim}")
         if branch % self.n_heads:
-            raise ConfigError(f"the branch width {branch} (dim={self.dim}) must be divisible by "
-                              f"n_heads, got n_heads={self.n_heads}")
+            raise ConfigError(
+                f"the branch width {branch} (dim={self.dim}) must be divisible by "
+                f"n_heads, got n_heads={self.n_heads}"
+            )
 
 
 def qr_sizes(n_items: int, m1: int, n_tables: int) -> list[int]:
@@ -215,8 +219,9 @@ class LSANEncoder(SequenceEncoder):
     ``[n_items + 1]`` of category classes (``1..C``, 0 = PAD). Built without ``categories``
     (or with ``config.categories='none'``) every item is in class 1; ``LSAN.fit`` supplies them."""
 
-    def __init__(self, config: LSANConfig, n_items: int,
-                 categories: np.ndarray | None = None) -> None:
+    def __init__(
+        self, config: LSANConfig, n_items: int, categories: np.ndarray | None = None
+    ) -> None:
         super().__init__()
         self.config, self.n_items = config, n_items
         d = config.dim
@@ -224,8 +229,10 @@ class LSANEncoder(SequenceEncoder):
         if categories is not None and config.categories == "category":
             cats = np.asarray(categories, np.int64)
             if cats.shape != (n_items + 1,) or cats[1:].min() < 1:
-                raise DataError(f"categories must be [n_items + 1] = [{n_items + 1}] classes >= 1, "
-                                f"got shape {cats.shape}")
+                raise DataError(
+                    f"categories must be [n_items + 1] = [{n_items + 1}] classes >= 1, "
+                    f"got shape {cats.shape}"
+                )
         cats[0] = 0
         self.register_buffer("category_of", torch.from_numpy(cats))
         self.n_classes = int(cats.max())
@@ -236,9 +243,11 @@ class LSANEncoder(SequenceEncoder):
         if config.context_embedding == "tuple":
             rows = (c + 1) * c * s
             if rows > MAX_CONTEXT_ROWS:
-                raise DataError(f"{c} category classes x {s} slots need {rows:,} context rows "
-                                f"(> {MAX_CONTEXT_ROWS:,}); set max_categories or "
-                                "context_embedding='sum'")
+                raise DataError(
+                    f"{c} category classes x {s} slots need {rows:,} context rows "
+                    f"(> {MAX_CONTEXT_ROWS:,}); set max_categories or "
+                    "context_embedding='sum'"
+                )
             self.context = nn.Embedding(rows, d)
         else:
             self.prev_emb, self.cur_emb = nn.Embedding(c + 1, d), nn.Embedding(c + 1, d)
@@ -253,10 +262,13 @@ class LSANEncoder(SequenceEncoder):
         ffn = config.ffn_dim or d
         self._candidates: tuple | None = None  # (base-table versions, composed table)
         self.layers = nn.ModuleList(
-            TwinAttentionBlock(d, config.n_heads, config.kernel_size, ffn, config.dropout,
-                               config.twin_combine) if config.twin
+            TwinAttentionBlock(
+                d, config.n_heads, config.kernel_size, ffn, config.dropout, config.twin_combine
+            )
+            if config.twin
             else SelfAttentionBlock(d, config.n_heads, ffn, config.dropout)
-            for _ in range(config.n_layers))
+            for _ in range(config.n_layers)
+        )
         for module in self.modules():
             if isinstance(module, nn.Embedding):
                 nn.init.normal_(module.weight, 0.0, 0.02)
@@ -283,8 +295,9 @@ class LSANEncoder(SequenceEncoder):
         slot = (timestamps // 3600) % HOURS if timestamps is not None else None
         return self.tuple_context(prev, cur, slot)
 
-    def tuple_context(self, prev: torch.Tensor, cur: torch.Tensor,
-                      slot: torch.Tensor | None) -> torch.Tensor:
+    def tuple_context(
+        self, prev: torch.Tensor, cur: torch.Tensor, slot: torch.Tensor | None
+    ) -> torch.Tensor:
         """Context vector of (previous category, category, hour slot) tuples, ``[..., D]``;
         ``slot=None`` (no times) averages over the slots."""
         s = self.n_slots
@@ -302,8 +315,9 @@ class LSANEncoder(SequenceEncoder):
     def input_embeddings(self, batch: SequenceBatch) -> torch.Tensor:
         """``h~_i = MLP([h_i; r_i])`` for every position, ``[B, L, D]``."""
         items = batch.items
-        return self.compose(self.base_embeddings(items),
-                            self.context_vectors(items, batch.timestamps))
+        return self.compose(
+            self.base_embeddings(items), self.context_vectors(items, batch.timestamps)
+        )
 
     def compose(self, base: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
         """Base embeddings ``[..., N, D]`` under contexts ``[..., D]`` -> ``h~ [..., D]``."""
@@ -338,8 +352,14 @@ class LSANEncoder(SequenceEncoder):
         valid = batch.mask if batch.mask is not None else items.ne(0)
         x = self.input_embeddings(batch)
         if self.pos_emb is not None:  # counted from the most recent item: padding-invariant
-            x = x + self.pos_emb(torch.arange(self.config.max_len - length, self.config.max_len,
-                                              device=items.device))[None]
+            x = (
+                x
+                + self.pos_emb(
+                    torch.arange(
+                        self.config.max_len - length, self.config.max_len, device=items.device
+                    )
+                )[None]
+            )
         x = self.emb_dropout(x) * valid[..., None]
         for i, layer in enumerate(self.layers):
             x = layer(x, valid, last_only and i == len(self.layers) - 1)
@@ -355,10 +375,16 @@ class LSANEncoder(SequenceEncoder):
         # what a full table costs, at the price of holding the composed table in memory while
         # scoring. ``cache_candidates=False`` recomposes it at every call instead.
         # (never while torch.export traces: its fake tensors have no data pointer)
-        cacheable = (self.config.cache_candidates and not torch.is_grad_enabled()
-                     and not torch.compiler.is_exporting())
-        key = (tuple((t._version, t.data_ptr()) for t in (*self.parameters(), *self.buffers()))
-               if cacheable else None)
+        cacheable = (
+            self.config.cache_candidates
+            and not torch.is_grad_enabled()
+            and not torch.compiler.is_exporting()
+        )
+        key = (
+            tuple((t._version, t.data_ptr()) for t in (*self.parameters(), *self.buffers()))
+            if cacheable
+            else None
+        )
         if cacheable and self._candidates is not None and self._candidates[0] == key:
             return self._candidates[1], None
         ids = torch.arange(self.n_items + 1, device=self.category_of.device)
@@ -411,20 +437,28 @@ def side_information(train: Sequences, cfg: LSANConfig) -> np.ndarray | None:
     """Category class of every item (None with ``categories='none'``), checking that the data
     carries what the config asks for: no silent fallback."""
     if cfg.time_slots == "hour" and (train.timestamps is None or not train.has_time):
-        raise DataError("LSAN time_slots='hour' needs real timestamps; this data has only an "
-                        "order: set time_slots='none' for one time slot (--set model.time_slots=none)")
+        raise DataError(
+            "LSAN time_slots='hour' needs real timestamps; this data has only an "
+            "order: set time_slots='none' for one time slot (--set model.time_slots=none)"
+        )
     if cfg.categories == "none":
         return None
     attrs = None if train.vocab is None else train.vocab.attributes
     if attrs is None or cfg.category_kind not in attrs.kinds():
         have = "no item attributes" if attrs is None else f"attribute kinds {attrs.kinds()}"
-        raise DataError(f"LSAN categories='category' needs item attributes of kind "
-                        f"{cfg.category_kind!r}; the data has {have}: give an item file with a "
-                        "categories column (--set data.item_file=products.csv), or set "
-                        "categories='none' for one category (--set model.categories=none), or "
-                        "category_kind")
-    classes, n_classes = attrs.primary_category(train.n_items, cfg.category_kind,
-                                                max_classes=cfg.max_categories)
-    log.info("LSAN: %d category classes ('other' included), %d items in 'other'",
-             n_classes, int((classes[1:] == 1).sum()))
+        raise DataError(
+            f"LSAN categories='category' needs item attributes of kind "
+            f"{cfg.category_kind!r}; the data has {have}: give an item file with a "
+            "categories column (--set data.item_file=products.csv), or set "
+            "categories='none' for one category (--set model.categories=none), or "
+            "category_kind"
+        )
+    classes, n_classes = attrs.primary_category(
+        train.n_items, cfg.category_kind, max_classes=cfg.max_categories
+    )
+    log.info(
+        "LSAN: %d category classes ('other' included), %d items in 'other'",
+        n_classes,
+        int((classes[1:] == 1).sum()),
+    )
     return classes

@@ -39,7 +39,8 @@ class CausalAttentionBranch(nn.Module):
         if last_only:
             q, mask = q[:, :, -1:], mask[:, -1:]
         out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0)
+            q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0
+        )
         return self.out(out.transpose(1, 2).reshape(b, q.shape[2], dim))
 
 
@@ -71,10 +72,11 @@ class ConvBranch(nn.Module):
         self.conv = CausalLightConv(dim, n_heads, kernel_size)
         self.out = nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor,
-                last_only: bool = False) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, valid: torch.Tensor, last_only: bool = False
+    ) -> torch.Tensor:
         if last_only:  # the last output reads only the last K positions
-            x, valid = x[:, -self.conv.kernel_size:], valid[:, -self.conv.kernel_size:]
+            x, valid = x[:, -self.conv.kernel_size :], valid[:, -self.conv.kernel_size :]
         # PAD positions must enter the convolution as zeros (the GLU bias would make them
         # non-zero), so that extra left padding leaves real outputs unchanged
         g = F.glu(self.inp(x), dim=-1) * valid[..., None]
@@ -85,8 +87,15 @@ class ConvBranch(nn.Module):
 class TwinAttentionBlock(nn.Module):
     """Twin attention + FFN, post-LN; ``[B, L, D] -> [B, L, D]`` with PAD rows zero."""
 
-    def __init__(self, dim: int, n_heads: int, kernel_size: int, ffn_dim: int, dropout: float,
-                 combine: str = "split") -> None:
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        kernel_size: int,
+        ffn_dim: int,
+        dropout: float,
+        combine: str = "split",
+    ) -> None:
         super().__init__()
         self.combine = combine
         branch = dim // 2 if combine == "split" else dim
@@ -96,14 +105,20 @@ class TwinAttentionBlock(nn.Module):
         self.ffn = PointWiseFFN(dim, ffn_dim, dropout, activation="gelu")
         self.dropout = Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor,
-                last_only: bool = False) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, valid: torch.Tensor, last_only: bool = False
+    ) -> torch.Tensor:
         """``[B, L, D] -> [B, L, D]`` (``[B, 1, D]``, the last position, if ``last_only``)."""
         mask = causal_padding_mask(valid)
         if self.combine == "split":
             half = x.shape[-1] // 2
-            y = torch.cat([self.attn(x[..., :half], mask, last_only),
-                           self.conv(x[..., half:], valid, last_only)], -1)
+            y = torch.cat(
+                [
+                    self.attn(x[..., :half], mask, last_only),
+                    self.conv(x[..., half:], valid, last_only),
+                ],
+                -1,
+            )
         else:
             y = self.attn(x, mask, last_only) + self.conv(x, valid, last_only)
         if last_only:
@@ -123,8 +138,9 @@ class SelfAttentionBlock(nn.Module):
         self.ffn = PointWiseFFN(dim, ffn_dim, dropout, activation="gelu")
         self.dropout = Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor,
-                last_only: bool = False) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, valid: torch.Tensor, last_only: bool = False
+    ) -> torch.Tensor:
         y = self.attn(x, causal_padding_mask(valid), last_only)
         if last_only:
             x, valid = x[:, -1:], valid[:, -1:]

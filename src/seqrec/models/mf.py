@@ -84,7 +84,9 @@ class MFEncoder(SequenceEncoder):
     def forward(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, D]
         items = batch.items
         if items.shape[1] > self.config.max_len:
-            raise ConfigError(f"input length {items.shape[1]} exceeds max_len {self.config.max_len}")
+            raise ConfigError(
+                f"input length {items.shape[1]} exceeds max_len {self.config.max_len}"
+            )
         valid = batch.mask if batch.mask is not None else items.ne(0)
         user = self.user_emb(batch.users, items.shape[0])  # [B, D]
         return self.dropout(user[:, None, :] * valid[..., None].to(user.dtype))

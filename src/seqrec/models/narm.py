@@ -109,8 +109,14 @@ class _AdditiveEnergy(torch.autograd.Function):
         return pre.sum(2), pre.sum(1), grad_v
 
 
-def _attend(query: torch.Tensor, keys: torch.Tensor, states: torch.Tensor, v: torch.Tensor,
-            allowed: torch.Tensor, softmax: bool) -> torch.Tensor:
+def _attend(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    states: torch.Tensor,
+    v: torch.Tensor,
+    allowed: torch.Tensor,
+    softmax: bool,
+) -> torch.Tensor:
     """Local context of a chunk of query positions.
 
     ``query [B, C, H]`` (A_1 h_t), ``keys [B, K, H]`` (A_2 h_j), ``states [B, K, H]`` (h_j),
@@ -152,8 +158,8 @@ class NARMEncoder(SequenceEncoder):
 
         normal(self.item_emb.weight, self.n_items)
         for gate in range(3):
-            normal(self.gru.weight_ih_l0[gate * h:(gate + 1) * h], d)
-            nn.init.orthogonal_(self.gru.weight_hh_l0[gate * h:(gate + 1) * h])
+            normal(self.gru.weight_ih_l0[gate * h : (gate + 1) * h], d)
+            nn.init.orthogonal_(self.gru.weight_hh_l0[gate * h : (gate + 1) * h])
         nn.init.zeros_(self.gru.bias_ih_l0)
         nn.init.zeros_(self.gru.bias_hh_l0)
         normal(self.a_query.weight, h)
@@ -181,10 +187,19 @@ class NARMEncoder(SequenceEncoder):
         for start in range(first, length, chunk):
             stop = min(start + chunk, length)
             # keys j <= t < stop only (causal); a PAD query sees itself so softmax has a key
-            allowed = ((pos[None, :stop] <= pos[start:stop, None])[None]
-                       & valid[:, None, :stop]) | eye[None, start:stop, :stop]
-            local.append(_attend(queries[:, start - first:stop - first], keys[:, :stop],
-                                 states[:, :stop], self.v, allowed, softmax))
+            allowed = (
+                (pos[None, :stop] <= pos[start:stop, None])[None] & valid[:, None, :stop]
+            ) | eye[None, start:stop, :stop]
+            local.append(
+                _attend(
+                    queries[:, start - first : stop - first],
+                    keys[:, :stop],
+                    states[:, :stop],
+                    self.v,
+                    allowed,
+                    softmax,
+                )
+            )
         c_local = torch.cat(local, dim=1)  # [B, Lq, H]
         context = torch.cat([states[:, first:], c_local], dim=-1)  # [c_g; c_l]
         out = self.bilinear(self.dropout(context))
@@ -204,4 +219,3 @@ class NARM(TorchRecommender):
     name = "narm"
     config_cls = NARMConfig
     encoder_cls = NARMEncoder
-

@@ -150,26 +150,40 @@ class NeuralConfig:
         shared = NeuralConfig.__dataclass_fields__
         unknown = sorted(set(own) - set(shared))
         if unknown:
-            raise TypeError(f"{cls.__name__}.train_defaults: {', '.join(unknown)} are not shared "
-                            "fields (declare a model's own hyperparameters as fields)")
+            raise TypeError(
+                f"{cls.__name__}.train_defaults: {', '.join(unknown)} are not shared "
+                "fields (declare a model's own hyperparameters as fields)"
+            )
         annotations = dict(cls.__dict__.get("__annotations__", {}))
         twice = sorted(set(own) & set(annotations))
         if twice:
-            raise TypeError(f"{cls.__name__}: {', '.join(twice)} set both as a field and in "
-                            "train_defaults; set each once")
+            raise TypeError(
+                f"{cls.__name__}: {', '.join(twice)} set both as a field and in "
+                "train_defaults; set each once"
+            )
         for name, value in own.items():  # picked up by @dataclass as the subclass's defaults
             setattr(cls, name, value)
             annotations[name] = shared[name].type
         cls.__annotations__ = annotations
 
     def __post_init__(self) -> None:
-        check_positive(self, "max_len", "n_negatives", "ce_chunk", "lr",
-                       "epochs", "eval_every", "eval_batch_size")
+        check_positive(
+            self,
+            "max_len",
+            "n_negatives",
+            "ce_chunk",
+            "lr",
+            "epochs",
+            "eval_every",
+            "eval_batch_size",
+        )
         check_choice(self, "loss", LOSSES)
         check_choice(self, "train_windows", ("last", "sliding"))
         if not 0 <= self.window_stride <= self.max_len:
-            raise ConfigError(f"window_stride must be in [0, max_len={self.max_len}] (0 = max_len), "
-                              f"got {self.window_stride!r}")
+            raise ConfigError(
+                f"window_stride must be in [0, max_len={self.max_len}] (0 = max_len), "
+                f"got {self.window_stride!r}"
+            )
         if self.window_stride and self.train_windows != "sliding":
             raise ConfigError("window_stride needs train_windows = 'sliding'")
         check_choice(self, "precision", ("fp32", "bf16"))
@@ -177,18 +191,30 @@ class NeuralConfig:
         if self.lr_base_batch < 0:
             raise ConfigError(f"lr_base_batch must be >= 0, got {self.lr_base_batch!r}")
         check_range(self, "gbce_t", 0.0, 1.0)
-        for name in ("weight_decay", "patience", "eval_every_steps", "grad_clip", "num_threads",
-                     "max_train_seconds", "batch_size", "batch_targets", "min_epoch_steps",
-                     "auto_batch_max"):
+        for name in (
+            "weight_decay",
+            "patience",
+            "eval_every_steps",
+            "grad_clip",
+            "num_threads",
+            "max_train_seconds",
+            "batch_size",
+            "batch_targets",
+            "min_epoch_steps",
+            "auto_batch_max",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.batch_size == 0 and self.batch_targets == 0:
-            raise ConfigError("batch_size = 0 sizes the batch by batch_targets, which must then be > 0")
+            raise ConfigError(
+                "batch_size = 0 sizes the batch by batch_targets, which must then be > 0"
+            )
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"betas must be two values in [0, 1), got {self.betas!r}")
         if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
-            raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}")
-
+            raise ConfigError(
+                f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}"
+            )
 
 
 SLIDING_RECIPE: dict[str, Any] = {"train_windows": "sliding", "lr": 3e-3, "patience": 30}

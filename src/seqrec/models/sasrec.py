@@ -132,7 +132,9 @@ class SASRecConfig(NeuralConfig):
         check_choice(self, "init", ("xavier", "normal"))
         check_choice(self, "positions", ("from_end", "from_start"))
         if self.dim % self.n_heads:
-            raise ConfigError(f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}")
+            raise ConfigError(
+                f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}"
+            )
         if self.ffn_dim < 0:
             raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
 
@@ -229,7 +231,9 @@ class SASRecEncoder(SequenceEncoder):
             # number of earlier real items in the window; independent of left padding
             pos = self.pos_emb((valid.cumsum(1) - 1).clamp_(min=0))  # [B, L, D]
         else:
-            positions = torch.arange(self.config.max_len - length, self.config.max_len, device=items.device)
+            positions = torch.arange(
+                self.config.max_len - length, self.config.max_len, device=items.device
+            )
             pos = self.pos_emb(positions)[None]
         x = self.item_emb(items) * self.scale + pos
         x = self.emb_dropout(x) * valid[..., None]

@@ -57,6 +57,7 @@ from seqrec.training.rows import (  # noqa: F401 - the batch sizing is re-export
 
 log = logging.getLogger(__name__)
 
+
 def _cpu_has_native_bf16() -> bool:
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
@@ -68,26 +69,33 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device {name!r} requested but CUDA is not available: "
-                          f"{_no_cuda_reason()}")
+        raise ConfigError(
+            f"device {name!r} requested but CUDA is not available: {_no_cuda_reason()}"
+        )
     index = name[5:] if name.startswith("cuda:") else ""
     if index.isdigit() and int(index) >= torch.cuda.device_count():
-        raise ConfigError(f"device {name!r} requested but this machine shows "
-                          f"{torch.cuda.device_count()} GPU(s) (cuda:0 .. "
-                          f"cuda:{torch.cuda.device_count() - 1})")
+        raise ConfigError(
+            f"device {name!r} requested but this machine shows "
+            f"{torch.cuda.device_count()} GPU(s) (cuda:0 .. "
+            f"cuda:{torch.cuda.device_count() - 1})"
+        )
     return torch.device(name)
 
 
 def _no_cuda_reason() -> str:
     """Why ``torch.cuda.is_available()`` is False, as far as PyTorch tells, and what to do."""
     if torch.version.cuda is None:
-        return (f"this PyTorch ({torch.__version__}) is a CPU-only build; train with device='cpu' "
-                "(or 'auto': the GPU where there is one), or on a GPU machine install the CUDA "
-                "build (./scripts/bootstrap.sh picks it where nvidia-smi works)")
+        return (
+            f"this PyTorch ({torch.__version__}) is a CPU-only build; train with device='cpu' "
+            "(or 'auto': the GPU where there is one), or on a GPU machine install the CUDA "
+            "build (./scripts/bootstrap.sh picks it where nvidia-smi works)"
+        )
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     hidden = f" (CUDA_VISIBLE_DEVICES={visible!r} hides the GPUs)" if visible in ("", "-1") else ""
-    return (f"PyTorch is built for CUDA {torch.version.cuda} but sees no GPU{hidden}; check the "
-            "driver with nvidia-smi, `seqrec doctor` shows what PyTorch sees, or use device='cpu'")
+    return (
+        f"PyTorch is built for CUDA {torch.version.cuda} but sees no GPU{hidden}; check the "
+        "driver with nvidia-smi, `seqrec doctor` shows what PyTorch sees, or use device='cpu'"
+    )
 
 
 class _Threads:
@@ -120,7 +128,9 @@ class TorchRecommender(Recommender):
         if config is None:
             config = self.config_cls()
         if not isinstance(config, NeuralConfig):
-            raise ConfigError(f"{type(self).__name__} needs a NeuralConfig subclass, got {type(config).__name__}")
+            raise ConfigError(
+                f"{type(self).__name__} needs a NeuralConfig subclass, got {type(config).__name__}"
+            )
         super().__init__(config)
         self.encoder: SequenceEncoder | None = None
         self.training_log = None
@@ -171,8 +181,9 @@ class TorchRecommender(Recommender):
         """What one epoch iterates over (see the module function :func:`training_rows`)."""
         return training_rows(train, self.config)
 
-    def scoring_batch(self, histories: Sequences, width: int,
-                      query_times: np.ndarray | None) -> SequenceBatch:
+    def scoring_batch(
+        self, histories: Sequences, width: int, query_times: np.ndarray | None
+    ) -> SequenceBatch:
         """Inputs whose last position scores the next item (BERT4Rec appends its mask)."""
         return inference_batch(histories, width, query_times)
 
@@ -221,15 +232,21 @@ class TorchRecommender(Recommender):
             if checkpoint_dir is not None and (ctx is None or ctx.is_main):
                 claim_run_dir(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
             trainer = Trainer(
-                self.encoder, train_cfg, rows,
+                self.encoder,
+                train_cfg,
+                rows,
                 make_batch=lambda r, rng: self.make_batch(windows, r, rng),
                 compute_loss=self._with_precision(self.compute_loss),
                 validate=None if valid is None else (lambda: self.validation_metrics(valid)),
-                checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
-                log_path=log_path, progress=progress, tensorboard_dir=tensorboard_dir,
+                checkpoint_dir=checkpoint_dir,
+                checkpoint_every=checkpoint_every,
+                log_path=log_path,
+                progress=progress,
+                tensorboard_dir=tensorboard_dir,
                 deadline=deadline,
                 on_epoch=on_epoch,
-                dist=ctx, batch_weight=target_positions,
+                dist=ctx,
+                batch_weight=target_positions,
             )
             self.training_log = trainer.fit(resume=resume)
         self.encoder.eval()
@@ -242,8 +259,10 @@ class TorchRecommender(Recommender):
         if self.config.precision != "bf16":
             return compute_loss
         if self.device.type == "cpu" and not _cpu_has_native_bf16():
-            log.warning("precision='bf16' on a CPU without native bfloat16 (AVX512-BF16 / AMX): "
-                        "training will be slower than with 'fp32'")
+            log.warning(
+                "precision='bf16' on a CPU without native bfloat16 (AVX512-BF16 / AMX): "
+                "training will be slower than with 'fp32'"
+            )
 
         def autocast_loss(data: dict) -> torch.Tensor:
             with torch.autocast(self.device.type, dtype=torch.bfloat16):
@@ -261,7 +280,9 @@ class TorchRecommender(Recommender):
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
         out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
         for idx, logits in self._score_chunks(histories, query_times):
-            out[idx] = logits.numpy() if logits.device.type == "cpu" else logits.float().cpu().numpy()
+            out[idx] = (
+                logits.numpy() if logits.device.type == "cpu" else logits.float().cpu().numpy()
+            )
         return out
 
     def _score_chunks(self, histories: Sequences, query_times: np.ndarray | None):
@@ -290,8 +311,9 @@ class TorchRecommender(Recommender):
                 hidden = last(batch) if last is not None else self.encoder(batch)[:, -1]
                 if self.device.type == "cpu" and hidden.dtype == torch.float32:
                     if buf is None:  # one reused block: fresh ones cost page faults
-                        buf = hidden.new_empty(min(cfg.eval_batch_size, len(histories)),
-                                               self.n_items + 1)
+                        buf = hidden.new_empty(
+                            min(cfg.eval_batch_size, len(histories)), self.n_items + 1
+                        )
                     yield idx, self.encoder.score(hidden, out=buf[: len(idx)])
                 else:
                     yield idx, self.encoder.score(hidden)
@@ -311,7 +333,9 @@ class TorchRecommender(Recommender):
 
         self._check_fitted()
         if histories.n_items > self.n_items:
-            raise DataError(f"histories use {histories.n_items} items, the model knows {self.n_items}")
+            raise DataError(
+                f"histories use {histories.n_items} items, the model knows {self.n_items}"
+            )
         if not (histories.lengths > 0).all():  # popularity fallback rows: the generic path
             return super().top_k(histories, k, seen_filter, window, query_times)
         k = min(int(k), self.n_items)

@@ -57,11 +57,14 @@ class UserTableRecommender(TorchRecommender):
         super().__init__(config)
         self.n_users = 0
 
-    def fit(self, train: Sequences, valid: Targets | None = None, **kwargs: Any) -> UserTableRecommender:
+    def fit(
+        self, train: Sequences, valid: Targets | None = None, **kwargs: Any
+    ) -> UserTableRecommender:
         if train.users is None:
             raise DataError(
                 f"{self.name} learns one factor per user and needs user ids: got training "
-                "Sequences without users (build them with users=..., as preprocessing does)")
+                "Sequences without users (build them with users=..., as preprocessing does)"
+            )
         if len(train.users) and train.users.min() < 0:
             raise DataError(f"user ids must be >= 0, got {int(train.users.min())}")
         self.n_users = int(train.users.max()) + 1 if len(train.users) else 0
@@ -77,4 +80,3 @@ class UserTableRecommender(TorchRecommender):
         state = dict(state)
         self.n_users = int(state.pop(N_USERS_KEY))
         super()._load_state(state)
-

@@ -93,17 +93,21 @@ def _check_replaceable(path: Path, name: str, overwrite: bool) -> None:
         raise ConfigError(f"{path} is a file, not an artifact directory")
     foreign = sorted(p.name for p in path.iterdir() if p.name not in ARTIFACT_FILES)
     if foreign:
-        raise ConfigError(f"{path} holds files that are not part of a seqrec artifact "
-                          f"({', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}): "
-                          "save to another directory")
+        raise ConfigError(
+            f"{path} holds files that are not part of a seqrec artifact "
+            f"({', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}): "
+            "save to another directory"
+        )
     if (path / META).is_file() and not overwrite:
         try:
             old = json.loads((path / META).read_text()).get("model")
         except (OSError, ValueError, AttributeError):
             old = None  # a damaged artifact is replaced: nothing usable is lost
         if old is not None and old != name:
-            raise ConfigError(f"{path} holds a saved {old} model; saving this {name} model there "
-                              "would replace it: choose another path or pass overwrite=True")
+            raise ConfigError(
+                f"{path} holds a saved {old} model; saving this {name} model there "
+                "would replace it: choose another path or pass overwrite=True"
+            )
 
 
 def _move_into_place(staging: Path, path: Path) -> None:
@@ -151,8 +155,9 @@ def _write_artifact(model: Any, path: Path) -> None:
     atomic_write(path / META, lambda fh: fh.write(json.dumps(meta, indent=2).encode()))
 
 
-def write_npz(directory: Path, name: str, arrays: dict[str, np.ndarray],
-              files: dict[str, dict[str, Any]]) -> None:
+def write_npz(
+    directory: Path, name: str, arrays: dict[str, np.ndarray], files: dict[str, dict[str, Any]]
+) -> None:
     """Write ``arrays`` to ``directory/name`` atomically and record its sha256 and size."""
     buf = io.BytesIO()
     np.savez(buf, **arrays)
@@ -186,8 +191,11 @@ def load_recommender(path: Path) -> Any:
     config = _config(config_cls, meta["config"], meta_path)
     n_items = meta["n_items"]
     if meta["format"] == 1:
-        log.warning("%s has no checksums (format 1): damage to its files cannot be detected; "
-                    "save the model again to add them", meta_path)
+        log.warning(
+            "%s has no checksums (format 1): damage to its files cannot be detected; "
+            "save the model again to add them",
+            meta_path,
+        )
         files = {name: None for name in (STATE, VOCAB, USERS) if (path / name).exists()}
     else:
         files = meta["files"]
@@ -201,8 +209,10 @@ def load_recommender(path: Path) -> Any:
     state = read_npz(path / STATE)
     popularity = state.pop("__popularity__", None)
     if popularity is None or popularity.shape != (n_items + 1,):
-        raise DataError(f"{path / STATE}: popularity array missing or not of length n_items + 1 "
-                        f"= {n_items + 1} (model.json says n_items = {n_items})")
+        raise DataError(
+            f"{path / STATE}: popularity array missing or not of length n_items + 1 "
+            f"= {n_items + 1} (model.json says n_items = {n_items})"
+        )
     try:
         model = model_cls(config)
     except SeqRecError as exc:
@@ -225,8 +235,10 @@ def read_meta(path: Path) -> dict[str, Any]:
     """The validated content of ``path/model.json``."""
     meta_path = path / META
     if not path.exists():
-        raise DataError(f"{path} does not exist: pass the run directory `seqrec train` printed "
-                        "(seqrec runs lists them)")
+        raise DataError(
+            f"{path} does not exist: pass the run directory `seqrec train` printed "
+            "(seqrec runs lists them)"
+        )
     if not path.is_dir() or not meta_path.is_file():
         raise DataError(f"{path} is not a seqrec artifact (no {META})")
     raw = meta_path.read_bytes()[: MAX_META_BYTES + 1]
@@ -239,21 +251,28 @@ def read_meta(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise DataError(f"{meta_path} is not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise DataError(f"{meta_path} is not valid JSON (cut or edited?): {exc.msg} at line "
-                        f"{exc.lineno} column {exc.colno}") from None
+        raise DataError(
+            f"{meta_path} is not valid JSON (cut or edited?): {exc.msg} at line "
+            f"{exc.lineno} column {exc.colno}"
+        ) from None
     except RecursionError:
         raise DataError(f"{meta_path} is nested too deeply to be a seqrec {META}") from None
     if not isinstance(meta, dict):
         raise DataError(f"{meta_path} must hold a JSON object, got {type(meta).__name__}")
     fmt = meta.get("format")
     if type(fmt) is not int or fmt not in READABLE_FORMATS:
-        raise DataError(f"{meta_path}: unsupported artifact format {fmt!r} "
-                        f"(this seqrec reads {', '.join(map(str, READABLE_FORMATS))})")
-    allowed = tuple(k for k in META_KEYS if (k != "files" or fmt >= 2) and (k != "inputs" or fmt >= 3))
+        raise DataError(
+            f"{meta_path}: unsupported artifact format {fmt!r} "
+            f"(this seqrec reads {', '.join(map(str, READABLE_FORMATS))})"
+        )
+    allowed = tuple(
+        k for k in META_KEYS if (k != "files" or fmt >= 2) and (k != "inputs" or fmt >= 3)
+    )
     unknown = sorted(set(meta) - set(allowed))
     if unknown:
-        raise DataError(f"{meta_path}: unknown key(s) {', '.join(unknown)}; allowed: "
-                        f"{', '.join(allowed)}")
+        raise DataError(
+            f"{meta_path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+        )
     missing = [k for k in allowed if k not in meta]
     if missing:
         raise DataError(f"{meta_path}: missing key(s) {', '.join(missing)}")
@@ -267,7 +286,9 @@ def read_meta(path: Path) -> dict[str, Any]:
     if fmt >= 2:
         _check_files(meta["files"], meta_path)
     if fmt >= 3 and meta["inputs"] not in INPUTS:
-        raise DataError(f"{meta_path}: 'inputs' must be one of {INPUTS}, got {_short(meta['inputs'])}")
+        raise DataError(
+            f"{meta_path}: 'inputs' must be one of {INPUTS}, got {_short(meta['inputs'])}"
+        )
     return meta
 
 
@@ -276,14 +297,22 @@ def _check_files(files: Any, meta_path: Path) -> None:
         raise DataError(f"{meta_path}: 'files' must be an object, got {_short(files)}")
     for name, record in files.items():
         if not isinstance(name, str) or Path(name).name != name or name in ("", ".", "..", META):
-            raise DataError(f"{meta_path}: 'files' may name only files of the artifact "
-                            f"directory, got {name!r}")
-        ok = (isinstance(record, dict) and set(record) == {"sha256", "bytes"}
-              and isinstance(record["sha256"], str) and len(record["sha256"]) == 64
-              and type(record["bytes"]) is int and record["bytes"] >= 0)
+            raise DataError(
+                f"{meta_path}: 'files' may name only files of the artifact directory, got {name!r}"
+            )
+        ok = (
+            isinstance(record, dict)
+            and set(record) == {"sha256", "bytes"}
+            and isinstance(record["sha256"], str)
+            and len(record["sha256"]) == 64
+            and type(record["bytes"]) is int
+            and record["bytes"] >= 0
+        )
         if not ok:
-            raise DataError(f"{meta_path}: files[{name!r}] must be "
-                            f'{{"sha256": 64 hex digits, "bytes": size}}, got {_short(record)}')
+            raise DataError(
+                f"{meta_path}: files[{name!r}] must be "
+                f'{{"sha256": 64 hex digits, "bytes": size}}, got {_short(record)}'
+            )
 
 
 def verify_file(path: Path, record: dict[str, Any] | None) -> None:
@@ -294,15 +323,18 @@ def verify_file(path: Path, record: dict[str, Any] | None) -> None:
         return
     size = path.stat().st_size
     if size != record["bytes"]:
-        raise DataError(f"{path} has {size} bytes, {META} recorded {record['bytes']}: the file "
-                        "is truncated or was replaced")
+        raise DataError(
+            f"{path} has {size} bytes, {META} recorded {record['bytes']}: the file "
+            "is truncated or was replaced"
+        )
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     if digest.hexdigest() != record["sha256"].lower():
-        raise DataError(f"{path} does not match its sha256 in {META}: the file is damaged or "
-                        "was replaced")
+        raise DataError(
+            f"{path} does not match its sha256 in {META}: the file is damaged or was replaced"
+        )
 
 
 def read_npz(path: Path) -> dict[str, np.ndarray]:
@@ -316,7 +348,9 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
         raise
     except Exception as exc:  # BadZipFile, zlib/EOF errors, pickled objects, bad headers
         msg = " ".join(str(exc).split())[:160]
-        raise DataError(f"{path} is not a readable .npz file ({type(exc).__name__}: {msg})") from None
+        raise DataError(
+            f"{path} is not a readable .npz file ({type(exc).__name__}: {msg})"
+        ) from None
 
 
 def _config(config_cls: type, values: dict[str, Any], meta_path: Path) -> Any:
@@ -333,11 +367,14 @@ def _vocab(path: Path, n_items: int) -> Any:
     from seqrec.data.vocab import ItemVocab
 
     arrays = read_npz(path)
-    columns = {key: _text_column(arrays, key, path) for key in ("raw", "titles", "categories", "removed")}
+    columns = {
+        key: _text_column(arrays, key, path) for key in ("raw", "titles", "categories", "removed")
+    }
     raw, kind = columns["raw"], arrays.get("raw_kind")
     if raw is None or kind is None or raw.shape != (n_items,):
-        raise DataError(f"{path}: expected {n_items} raw item ids as text (model.json says "
-                        f"n_items = {n_items})")
+        raise DataError(
+            f"{path}: expected {n_items} raw item ids as text (model.json says n_items = {n_items})"
+        )
     if str(kind) in ("i", "u"):
         try:
             raw = raw.astype(np.int64)
@@ -349,7 +386,9 @@ def _vocab(path: Path, n_items: int) -> Any:
     removed = columns["removed"]
     if removed is not None and removed.ndim != 1:
         raise DataError(f"{path}: expected the removed item ids as text")
-    return ItemVocab(raw, removed=removed, titles=columns["titles"], categories=columns["categories"])
+    return ItemVocab(
+        raw, removed=removed, titles=columns["titles"], categories=columns["categories"]
+    )
 
 
 def _text_column(arrays: dict[str, np.ndarray], key: str, path: Path) -> np.ndarray | None:
@@ -369,8 +408,10 @@ def _fit_weights(model: Any, state: dict[str, np.ndarray], path: Path) -> None:
 
     def mismatch(exc: BaseException) -> DataError:
         msg = " ".join(str(exc).split())[:200]
-        return DataError(f"{path / META}: the config does not match the weights in "
-                         f"{path / STATE} (edited after saving?): {msg}")
+        return DataError(
+            f"{path / META}: the config does not match the weights in "
+            f"{path / STATE} (edited after saving?): {msg}"
+        )
 
     try:
         model._load_state(state)
@@ -384,8 +425,11 @@ def _fit_weights(model: Any, state: dict[str, np.ndarray], path: Path) -> None:
     except Exception as exc:
         raise mismatch(exc) from None
     if scores.shape != (1, model.n_items + 1):
-        raise mismatch(ValueError(f"one history scored to shape {scores.shape}, expected "
-                                  f"(1, {model.n_items + 1})"))
+        raise mismatch(
+            ValueError(
+                f"one history scored to shape {scores.shape}, expected (1, {model.n_items + 1})"
+            )
+        )
 
 
 def _short(value: Any) -> str:

@@ -85,8 +85,10 @@ def _read_table(path: Path) -> pl.DataFrame:
             df = pl.read_parquet(path) if ext in generic.PARQUET_EXT else generic._excel(path)[0]
             return df.with_columns(pl.col(c).cast(pl.String) for c in df.columns)
         if ext not in (".csv", ".tsv", ".txt"):
-            raise DataError(f"cannot tell the format of {path.name}: expected .csv, .tsv, .parquet "
-                            "or .xlsx (text optionally .gz / .xz / .bz2)")
+            raise DataError(
+                f"cannot tell the format of {path.name}: expected .csv, .tsv, .parquet "
+                "or .xlsx (text optionally .gz / .xz / .bz2)"
+            )
         data = _io.read_bytes(path)
         sep = layouts.sniff_separator(data, "\t" if ext in (".tsv", ".txt") else ",")
         return pl.read_csv(data, separator=sep, infer_schema=False)
@@ -109,9 +111,14 @@ def read_requests(path: str | Path) -> list[Request]:
         # "times" (a name _canonical may have read as the timestamp column)
         col = next((c for c in ("times", "timestamp") if c in cols), None)
         times = df[col].cast(pl.String).to_list() if col else [None] * df.height
-        return [Request(k, [t for t in _SPLIT.split(h or "") if t],
-                        None if ts is None else [t for t in re.split(r"[\s,|;]+", ts) if t])
-                for k, h, ts in zip(keys, df["history"].to_list(), times, strict=True)]
+        return [
+            Request(
+                k,
+                [t for t in _SPLIT.split(h or "") if t],
+                None if ts is None else [t for t in re.split(r"[\s,|;]+", ts) if t],
+            )
+            for k, h, ts in zip(keys, df["history"].to_list(), times, strict=True)
+        ]
     if "user" in cols and "item" in cols:
         df = df.with_row_index("_row")
         if "timestamp" in cols:
@@ -122,16 +129,20 @@ def read_requests(path: str | Path) -> list[Request]:
         first = df.group_by("user").agg(pl.col("_row").min().alias("_first"))
         df = df.join(first, on="user").sort(["_first", *order[1:]])
         if "timestamp" in cols and df["timestamp"].null_count() == 0:
-            grouped = df.group_by("user", maintain_order=True).agg(pl.col("item"), pl.col("timestamp").cast(pl.Int64))
+            grouped = df.group_by("user", maintain_order=True).agg(
+                pl.col("item"), pl.col("timestamp").cast(pl.Int64)
+            )
             return [Request(u, list(items), list(ts)) for u, items, ts in grouped.iter_rows()]
         grouped = df.group_by("user", maintain_order=True).agg(pl.col("item"))
         return [Request(u, list(items)) for u, items in grouped.iter_rows()]
     if "user" in cols:
         return [Request(u) for u in df["user"].to_list()]
-    raise DataError(f"{path}: expected a 'user' column (stored histories), a 'history' column "
-                    f"or 'user' + 'item' columns (common aliases such as user_id or sku are read "
-                    f"as those); columns present: {', '.join(header)}; rename yours to these names "
-                    "in the file's header")
+    raise DataError(
+        f"{path}: expected a 'user' column (stored histories), a 'history' column "
+        f"or 'user' + 'item' columns (common aliases such as user_id or sku are read "
+        f"as those); columns present: {', '.join(header)}; rename yours to these names "
+        "in the file's header"
+    )
 
 
 def _canonical(df: pl.DataFrame, source: str = "the batch file") -> pl.DataFrame:
@@ -143,8 +154,14 @@ def _canonical(df: pl.DataFrame, source: str = "the batch file") -> pl.DataFrame
     renames: dict[str, str] = {}
     for role in ("user", "item", "timestamp"):
         if role not in df.columns:
-            free = [c for c in df.columns if c not in renames and c not in ("user", "item", "timestamp", "history")]
-            found = next((c for c in ALIASES[role] if c in free), None) or guess_column(role, free, source)
+            free = [
+                c
+                for c in df.columns
+                if c not in renames and c not in ("user", "item", "timestamp", "history")
+            ]
+            found = next((c for c in ALIASES[role] if c in free), None) or guess_column(
+                role, free, source
+            )
             if found is not None:
                 renames[found] = role
     return df.rename(renames) if renames else df
@@ -162,20 +179,26 @@ def describe_skipped(vocab: Any, ids: list[Any]) -> str:
 UNKNOWN_USERS = ("error", "empty")
 
 
-def histories_of(model: Any, requests: list[Request], unknown_users: str = "error") -> list[list[Any]]:
+def histories_of(
+    model: Any, requests: list[Request], unknown_users: str = "error"
+) -> list[list[Any]]:
     """Raw histories of ``requests``, stored ones looked up in the artifact. A user id the
     artifact does not store raises ``DataError`` naming it (``unknown_users="error"``) or gets an
     empty history (``"empty"``: the model's fallback ranking, for batches where one new user
     should not stop the others; :func:`unknown_user_summary` says who)."""
     if unknown_users not in UNKNOWN_USERS:
-        raise ConfigError(f"unknown_users must be one of {', '.join(UNKNOWN_USERS)}, got {unknown_users!r}")
+        raise ConfigError(
+            f"unknown_users must be one of {', '.join(UNKNOWN_USERS)}, got {unknown_users!r}"
+        )
     wanted = [r.key for r in requests if r.history is None]
     stored: dict[Any, list[Any]] = {}
     if wanted:
         users = getattr(model, "user_histories", None)
         if users is None:
-            raise DataError("this artifact stores no user histories (save it with "
-                            "`seqrec train`, or pass histories instead of user ids)")
+            raise DataError(
+                "this artifact stores no user histories (save it with "
+                "`seqrec train`, or pass histories instead of user ids)"
+            )
         if unknown_users == "empty":
             wanted = [u for u in wanted if u in users]
         stored = dict(zip(map(str, wanted), users.raw_histories(wanted, model.vocab), strict=True))
@@ -187,29 +210,47 @@ def unknown_user_summary(model: Any, requests: list[Request]) -> str | None:
     users = getattr(model, "user_histories", None)
     if users is None:
         return None
-    unknown = list(dict.fromkeys(r.key for r in requests if r.history is None and r.key not in users))
+    unknown = list(
+        dict.fromkeys(r.key for r in requests if r.history is None and r.key not in users)
+    )
     if not unknown:
         return None
     removed = set(users.removed.tolist())
-    parts = [f"{u!r} ({'removed by preprocessing' if str(u) in removed else 'never seen'})"
-             for u in unknown[:10]]
+    parts = [
+        f"{u!r} ({'removed by preprocessing' if str(u) in removed else 'never seen'})"
+        for u in unknown[:10]
+    ]
     more = f" (+{len(unknown) - 10} more)" if len(unknown) > 10 else ""
-    return (f"{len(unknown)} user id(s) unknown to the artifact got the popularity ranking (an "
-            f"empty history): {', '.join(parts)}{more}")
+    return (
+        f"{len(unknown)} user id(s) unknown to the artifact got the popularity ranking (an "
+        f"empty history): {', '.join(parts)}{more}"
+    )
 
 
-def recommend_requests(model: Any, requests: list[Request], k: int = 10, exclude_seen: bool = True,
-                       allow: list[Any] | None = None, deny: list[Any] | None = None,
-                       chunk: int = 512, unknown_users: str = "error") -> list[Any]:
+def recommend_requests(
+    model: Any,
+    requests: list[Request],
+    k: int = 10,
+    exclude_seen: bool = True,
+    allow: list[Any] | None = None,
+    deny: list[Any] | None = None,
+    chunk: int = 512,
+    unknown_users: str = "error",
+) -> list[Any]:
     """``Recommendation`` of each request, scored ``chunk`` histories at a time
     (``unknown_users``: see :func:`histories_of`)."""
     histories = histories_of(model, requests, unknown_users)
     times = times_of(model, requests, histories)
     out = []
     for start in range(0, len(histories), chunk):
-        out += model.recommend(histories[start: start + chunk], k=k, exclude_seen=exclude_seen,
-                               allow=allow, deny=deny,
-                               times=None if times is None else times[start: start + chunk])
+        out += model.recommend(
+            histories[start : start + chunk],
+            k=k,
+            exclude_seen=exclude_seen,
+            allow=allow,
+            deny=deny,
+            times=None if times is None else times[start : start + chunk],
+        )
     return out
 
 
@@ -229,9 +270,11 @@ def times_of(model: Any, requests: list[Request], histories: list[list[Any]]) ->
             out.append(req.times if req.times is not None else ([] if not hist else None))
         if out[-1] is None:
             who = "the history" if req.key == "-" else f"the history of {req.key!r}"
-            raise DataError(f"{model.name} reads each history's timestamps: {who} comes without them "
-                            "(give its times, one per item: --times on the command line, a 'times' "
-                            "column in a batch file, \"times\" over HTTP)")
+            raise DataError(
+                f"{model.name} reads each history's timestamps: {who} comes without them "
+                "(give its times, one per item: --times on the command line, a 'times' "
+                'column in a batch file, "times" over HTTP)'
+            )
     return out
 
 
@@ -262,7 +305,9 @@ def to_frame(model: Any, requests: list[Request], recs: list[Any]) -> pl.DataFra
                 cols["categories"].append(vocab.category(int(internal[rank - 1])))
             fallback.append(rec.fallback)
     cols["fallback"] = fallback
-    return pl.DataFrame(cols, schema_overrides={"rank": pl.Int32, "score": pl.Float32, "fallback": pl.String})
+    return pl.DataFrame(
+        cols, schema_overrides={"rank": pl.Int32, "score": pl.Float32, "fallback": pl.String}
+    )
 
 
 def write_table(df: pl.DataFrame, path: str | Path) -> Path:
@@ -288,5 +333,7 @@ def skipped_summary(model: Any, recs: list[Any]) -> str | None:
     if not ids:
         return None
     n = sum(1 for rec in recs if rec.skipped_unknown)
-    return (f"skipped unknown item id(s) in {n} histor{'y' if n == 1 else 'ies'}: "
-            f"{describe_skipped(model.vocab, ids)}")
+    return (
+        f"skipped unknown item id(s) in {n} histor{'y' if n == 1 else 'ies'}: "
+        f"{describe_skipped(model.vocab, ids)}"
+    )

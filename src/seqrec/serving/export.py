@@ -84,8 +84,9 @@ class ScoreGraph(nn.Module):
         self.encoder = encoder
         self.inputs = tuple(inputs)
 
-    def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None,
-               users: torch.Tensor | None) -> torch.Tensor:
+    def hidden(
+        self, items: torch.Tensor, timestamps: torch.Tensor | None, users: torch.Tensor | None
+    ) -> torch.Tensor:
         mask_token = getattr(self.encoder, "mask_token", None)
         if mask_token is not None:  # BERT4Rec: the oldest item drops out, the mask follows
             items = torch.cat((items[:, 1:], torch.full_like(items[:, :1], mask_token)), dim=1)
@@ -95,8 +96,12 @@ class ScoreGraph(nn.Module):
         last = getattr(self.encoder, "encode_last", None)  # as Recommender.score does
         return last(batch) if last is not None else self.encoder(batch)[:, -1]  # [B, D]
 
-    def forward(self, items: torch.Tensor, second: torch.Tensor | None = None,
-                third: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        items: torch.Tensor,
+        second: torch.Tensor | None = None,
+        third: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         # named positional parameters (not *args): torch.export needs a fixed signature
         args = (items, second, third)[: len(self.inputs)]
         given = dict(zip(self.inputs, args, strict=True))
@@ -109,8 +114,9 @@ class ScoreGraph(nn.Module):
 class LRURealGraph(ScoreGraph):
     """LRURec in real arithmetic (ONNX has no complex tensors); same outputs as the scan."""
 
-    def hidden(self, items: torch.Tensor, timestamps: torch.Tensor | None,
-               users: torch.Tensor | None) -> torch.Tensor:
+    def hidden(
+        self, items: torch.Tensor, timestamps: torch.Tensor | None, users: torch.Tensor | None
+    ) -> torch.Tensor:
         enc = self.encoder
         mask = items.ne(0).unsqueeze(-1).to(enc.embedding.weight.dtype)  # [B, L, 1]
         x = enc._embed(items)
@@ -128,8 +134,12 @@ class LRURealGraph(ScoreGraph):
             gamma = torch.exp(lru.gamma_log)
             u_re = (x @ lru.B_re.T + lru.b_re) * gamma * mask  # [B, L, N]
             u_im = (x @ lru.B_im.T + lru.b_im) * gamma * mask
-            h_re = torch.einsum("tsn,bsn->btn", p_re, u_re) - torch.einsum("tsn,bsn->btn", p_im, u_im)
-            h_im = torch.einsum("tsn,bsn->btn", p_re, u_im) + torch.einsum("tsn,bsn->btn", p_im, u_re)
+            h_re = torch.einsum("tsn,bsn->btn", p_re, u_re) - torch.einsum(
+                "tsn,bsn->btn", p_im, u_im
+            )
+            h_im = torch.einsum("tsn,bsn->btn", p_re, u_im) + torch.einsum(
+                "tsn,bsn->btn", p_im, u_re
+            )
             y = h_re @ lru.C_re.T - h_im @ lru.C_im.T + lru.c
             x = block.ffn(lru.norm(y + x))
         return x[:, -1]
@@ -158,8 +168,11 @@ def _example(model: Any, names: tuple[str, ...], batch: int = 2) -> tuple[torch.
     items[:, -take:] = (torch.arange(take) % model.n_items) + 1
     # hours apart, zero at PAD (as left_pad writes them)
     times = (torch.arange(length, dtype=torch.long) * 3600 + 1_600_000_000).repeat(batch, 1)
-    values = {"items": items, "timestamps": times * items.ne(0),
-              "users": torch.zeros(batch, dtype=torch.long)}
+    values = {
+        "items": items,
+        "timestamps": times * items.ne(0),
+        "users": torch.zeros(batch, dtype=torch.long),
+    }
     return tuple(values[n] for n in names)
 
 
@@ -192,21 +205,29 @@ def export_model(model: Any, out: str | Path, fmt: str = "onnx") -> Path:
         try:
             import onnxscript  # noqa: F401  (the torch.export-based exporter needs it)
         except ImportError:
-            raise ConfigError("ONNX export needs the 'export' extra: pip install 'seqrec[export]'"
-                              " (or use --format torchscript)") from None
+            raise ConfigError(
+                "ONNX export needs the 'export' extra: pip install 'seqrec[export]'"
+                " (or use --format torchscript)"
+            ) from None
         batch = torch.export.Dim("batch", min=1)
         # the exporter logs optional-op registrations (torchvision absent) at WARNING
         quiet = logging.getLogger("torch.onnx")
         level, quiet.level = quiet.level, logging.ERROR
         try:
             program = torch.onnx.export(
-                graph, args, input_names=names, output_names=["scores"],
-                dynamic_shapes=tuple({0: batch} for _ in args), dynamo=True, verbose=False,
+                graph,
+                args,
+                input_names=names,
+                output_names=["scores"],
+                dynamic_shapes=tuple({0: batch} for _ in args),
+                dynamo=True,
+                verbose=False,
             )
         except Exception as exc:  # the exporter raises many types; name the op and the fallback
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConfigError(f"ONNX cannot express {model.name}: {first[:300]}; "
-                              "use --format torchscript") from None
+            raise ConfigError(
+                f"ONNX cannot express {model.name}: {first[:300]}; use --format torchscript"
+            ) from None
         finally:
             quiet.setLevel(level)
         program.save(str(out))
@@ -236,7 +257,10 @@ def write_item_map(model: Any, out: str | Path) -> Path:
     n = int(model.n_items)
     vocab = getattr(model, "vocab", None)
     raw = np.arange(1, n + 1) if vocab is None else np.asarray(vocab.raw)
-    cols: dict[str, Any] = {"index": np.arange(1, n + 1, dtype=np.int64), "item": [str(r) for r in raw.tolist()]}
+    cols: dict[str, Any] = {
+        "index": np.arange(1, n + 1, dtype=np.int64),
+        "item": [str(r) for r in raw.tolist()],
+    }
     if vocab is not None and vocab.titles is not None:
         cols["title"] = [vocab.title(i) for i in range(1, n + 1)]
     path = item_map_path(out)
@@ -250,8 +274,12 @@ def _name_item_map(out: Path, sidecar: Path, model: Any) -> None:
     import onnx
 
     proto = onnx.load(str(out))
-    meta = {META_ITEMS: sidecar.name, "seqrec.model": model.name,
-            "seqrec.inputs": ",".join(input_names(model)), "seqrec.max_len": str(model.config.max_len)}
+    meta = {
+        META_ITEMS: sidecar.name,
+        "seqrec.model": model.name,
+        "seqrec.inputs": ",".join(input_names(model)),
+        "seqrec.max_len": str(model.config.max_len),
+    }
     for key, value in meta.items():
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, value

@@ -48,8 +48,18 @@ class UserHistories:
         if prepared.source_users is not None:
             before = np.unique(np.asarray(prepared.source_users).astype(str))
             removed = np.setdiff1d(before, np.asarray(prepared.user_raw).astype(str))
-        times = np.asarray(seqs.timestamps, np.int64) if seqs.timestamps is not None and seqs.has_time else None
-        return cls(raw, np.asarray(seqs.offsets, np.int64), np.asarray(seqs.items, np.int32), removed, times)
+        times = (
+            np.asarray(seqs.timestamps, np.int64)
+            if seqs.timestamps is not None and seqs.has_time
+            else None
+        )
+        return cls(
+            raw,
+            np.asarray(seqs.offsets, np.int64),
+            np.asarray(seqs.items, np.int32),
+            removed,
+            times,
+        )
 
     def __contains__(self, raw_id: Any) -> bool:
         return str(raw_id) in self._index()
@@ -74,13 +84,17 @@ class UserHistories:
             if unseen:
                 parts.append(f"never seen in the training data: {_show(unseen)}")
             if gone:
-                parts.append(f"removed by preprocessing (too few interactions after the "
-                             f"filters): {_show(gone)}")
+                parts.append(
+                    f"removed by preprocessing (too few interactions after the "
+                    f"filters): {_show(gone)}"
+                )
             example = ", ".join(repr(r) for r in self.raw[:3].tolist())
-            raise DataError(f"unknown user id(s): {'; '.join(parts)} (the artifact stores "
-                            f"{len(self)} users, e.g. {example})")
+            raise DataError(
+                f"unknown user id(s): {'; '.join(parts)} (the artifact stores "
+                f"{len(self)} users, e.g. {example})"
+            )
         pos = [index[str(u)] for u in raw_ids]
-        return [self.items[self.offsets[p]: self.offsets[p + 1]].astype(np.int64) for p in pos]
+        return [self.items[self.offsets[p] : self.offsets[p + 1]].astype(np.int64) for p in pos]
 
     def times_of(self, raw_ids: list[Any]) -> list[list[int]] | None:
         """Unix seconds of each user's stored items (None when none were stored)."""
@@ -88,7 +102,7 @@ class UserHistories:
             return None
         index = self._index()
         pos = [index[str(u)] for u in raw_ids]
-        return [self.times[self.offsets[p]: self.offsets[p + 1]].tolist() for p in pos]
+        return [self.times[self.offsets[p] : self.offsets[p + 1]].tolist() for p in pos]
 
     def raw_histories(self, raw_ids: list[Any], vocab: Any) -> list[list[Any]]:
         """Raw item ids of each user's stored history, oldest first."""
@@ -96,9 +110,13 @@ class UserHistories:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The arrays of ``users.npz`` (no object arrays: loadable without pickle)."""
-        out = {**text_arrays.pack("raw", self.raw.tolist()), "raw_kind": np.array(self.raw.dtype.kind),
-               "offsets": self.offsets, "items": self.items,
-               **text_arrays.pack("removed", self.removed.tolist())}
+        out = {
+            **text_arrays.pack("raw", self.raw.tolist()),
+            "raw_kind": np.array(self.raw.dtype.kind),
+            "offsets": self.offsets,
+            "items": self.items,
+            **text_arrays.pack("removed", self.removed.tolist()),
+        }
         if self.times is not None:
             out["times"] = np.asarray(self.times, np.int64)
         return out
@@ -108,8 +126,12 @@ class UserHistories:
         """Inverse of :meth:`to_arrays`; missing or inconsistent arrays raise ``DataError``."""
         try:
             # text columns packed (artifact format 3) or as NumPy text (formats 1-2)
-            raw, removed = (text_arrays.unpack(arrays, key, source) if text_arrays.has(arrays, key)
-                            else arrays[key] for key in ("raw", "removed"))
+            raw, removed = (
+                text_arrays.unpack(arrays, key, source)
+                if text_arrays.has(arrays, key)
+                else arrays[key]
+                for key in ("raw", "removed")
+            )
             offsets, items, kind = arrays["offsets"], arrays["items"], str(arrays["raw_kind"])
         except KeyError as exc:
             raise DataError(f"{source}: no array {exc} (not a seqrec users file)") from None
@@ -122,4 +144,6 @@ class UserHistories:
 
 
 def _show(ids: list[Any]) -> str:
-    return ", ".join(repr(u) for u in ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
+    return ", ".join(repr(u) for u in ids[:10]) + (
+        f" (+{len(ids) - 10} more)" if len(ids) > 10 else ""
+    )

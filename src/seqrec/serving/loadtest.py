@@ -45,8 +45,9 @@ def rss_mb(pid: int) -> float:
 
 
 @contextmanager
-def running_server(artifact: str | Path, port: int | None = None,
-                   start_timeout: float = 120.0) -> Iterator[tuple[str, subprocess.Popen]]:
+def running_server(
+    artifact: str | Path, port: int | None = None, start_timeout: float = 120.0
+) -> Iterator[tuple[str, subprocess.Popen]]:
     """``uvicorn seqrec.serving.service:app_from_env`` on 127.0.0.1 in a subprocess; yields
     ``(base_url, process)`` once ``/health`` answers, and stops the process on exit."""
     import httpx
@@ -55,8 +56,20 @@ def running_server(artifact: str | Path, port: int | None = None,
     env = dict(os.environ, SEQREC_ARTIFACT=str(artifact), OMP_NUM_THREADS="1")
     src = str(Path(__file__).resolve().parents[2])  # this checkout's src/, first on the path
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "uvicorn", "seqrec.serving.service:app_from_env", "--factory",
-           "--host", HOST, "--port", str(port), "--log-level", "warning", "--no-access-log"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "seqrec.serving.service:app_from_env",
+        "--factory",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://{HOST}:{port}"
     try:
@@ -83,8 +96,13 @@ def running_server(artifact: str | Path, port: int | None = None,
             proc.wait(timeout=15)
 
 
-def drive(url: str, payloads: list[tuple[str, dict[str, Any]]], n_requests: int, clients: int,
-          max_seconds: float) -> dict[str, Any]:
+def drive(
+    url: str,
+    payloads: list[tuple[str, dict[str, Any]]],
+    n_requests: int,
+    clients: int,
+    max_seconds: float,
+) -> dict[str, Any]:
     """Send ``n_requests`` POSTs (cycling over ``payloads``) from ``clients`` threads, each with
     its own keep-alive connection; stops early at ``max_seconds``. Returns counts, latencies
     (ms) and the first few error messages."""
@@ -124,8 +142,14 @@ def drive(url: str, payloads: list[tuple[str, dict[str, Any]]], n_requests: int,
     for t in threads:
         t.join(timeout=max_seconds + 60)
     seconds = time.perf_counter() - t0
-    return {"requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
-            "seconds": seconds, "latencies_ms": latencies, "timed_out": len(latencies) < n_requests}
+    return {
+        "requests": len(latencies),
+        "errors": len(errors),
+        "error_examples": errors[:3],
+        "seconds": seconds,
+        "latencies_ms": latencies,
+        "timed_out": len(latencies) < n_requests,
+    }
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -134,16 +158,28 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     total = int(sum(r["requests"] for r in runs))
     seconds = float(sum(r["seconds"] for r in runs))
     pct = (lambda q: float(np.percentile(lat, q))) if len(lat) else (lambda q: float("nan"))
-    return {"requests": total, "errors": int(sum(r["errors"] for r in runs)),
-            "error_examples": [e for r in runs for e in r["error_examples"]][:3],
-            "seconds": seconds, "throughput_rps": total / seconds if seconds else 0.0,
-            "p50_ms": pct(50), "p90_ms": pct(90), "p99_ms": pct(99),
-            "max_ms": float(lat.max()) if len(lat) else float("nan"),
-            "timed_out": any(r["timed_out"] for r in runs)}
+    return {
+        "requests": total,
+        "errors": int(sum(r["errors"] for r in runs)),
+        "error_examples": [e for r in runs for e in r["error_examples"]][:3],
+        "seconds": seconds,
+        "throughput_rps": total / seconds if seconds else 0.0,
+        "p50_ms": pct(50),
+        "p90_ms": pct(90),
+        "p99_ms": pct(99),
+        "max_ms": float(lat.max()) if len(lat) else float("nan"),
+        "timed_out": any(r["timed_out"] for r in runs),
+    }
 
 
-def load_test(artifact: str | Path, payloads: list[tuple[str, dict[str, Any]]], n_requests: int,
-              clients: int = 8, max_seconds: float = 120.0, warmup: int = 50) -> dict[str, Any]:
+def load_test(
+    artifact: str | Path,
+    payloads: list[tuple[str, dict[str, Any]]],
+    n_requests: int,
+    clients: int = 8,
+    max_seconds: float = 120.0,
+    warmup: int = 50,
+) -> dict[str, Any]:
     """Start the server, warm it up, run two halves of ``n_requests`` and sample its RSS
     after the warm-up, after the first half and at the end (see the module docstring)."""
     with running_server(artifact) as (url, proc):
@@ -155,9 +191,18 @@ def load_test(artifact: str | Path, payloads: list[tuple[str, dict[str, Any]]], 
         second = drive(url, payloads, n_requests - half, clients, max_seconds / 2)
         rss_end = rss_mb(proc.pid)
     out = summary([first, second])
-    out.update({"clients": clients, "warmup_requests": warmup,
-                "throughput_rps_halves": [summary([first])["throughput_rps"],
-                                          summary([second])["throughput_rps"]],
-                "rss_warm_mb": rss_warm, "rss_half_mb": rss_half, "rss_end_mb": rss_end,
-                "rss_growth_mb": rss_end - rss_half})
+    out.update(
+        {
+            "clients": clients,
+            "warmup_requests": warmup,
+            "throughput_rps_halves": [
+                summary([first])["throughput_rps"],
+                summary([second])["throughput_rps"],
+            ],
+            "rss_warm_mb": rss_warm,
+            "rss_half_mb": rss_half,
+            "rss_end_mb": rss_end,
+            "rss_growth_mb": rss_end - rss_half,
+        }
+    )
     return out

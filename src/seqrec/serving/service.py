@@ -23,7 +23,6 @@ with ``removed`` (filtered out by preprocessing) or ``never_seen``. Unknown requ
 read as JSON.
 """
 
-
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,8 +30,9 @@ from typing import Annotated, Any, Literal
 from seqrec.errors import SeqRecError
 
 
-def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
-               api_key: str | None = None) -> Any:
+def create_app(
+    artifact: str | Path, cors_origins: list[str] | None = None, api_key: str | None = None
+) -> Any:
     """A FastAPI app serving the recommender saved at ``artifact`` (loaded once);
     ``cors_origins``: web origins whose pages may call it from a browser (``["*"]``: any);
     ``api_key``: every endpoint that answers from the model then needs ``Authorization: Bearer KEY`` or
@@ -88,16 +88,26 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
     if cors_origins:  # a shop's front end on another origin calls the API from the browser
         from fastapi.middleware.cors import CORSMiddleware
 
-        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
-                           allow_headers=["content-type"])
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type"],
+        )
     app.state.example_query = _example_query(model)
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
         # FastAPI's default echoes the offending input, which may not be JSON (a body of
         # Infinity): that turned a 422 into a 500. Location, message and type say enough.
-        detail = [{"loc": [str(part) for part in err.get("loc", ())], "msg": _message(err, request.url.path),
-                   "type": str(err.get("type", ""))} for err in exc.errors()]
+        detail = [
+            {
+                "loc": [str(part) for part in err.get("loc", ())],
+                "msg": _message(err, request.url.path),
+                "type": str(err.get("type", "")),
+            }
+            for err in exc.errors()
+        ]
         return JSONResponse(status_code=422, content={"detail": detail})
 
     def _message(err: dict[str, Any], path: str) -> str:
@@ -112,13 +122,19 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
 
     @app.get("/")
     def index() -> dict[str, Any]:  # what a person opening the address in a browser sees
-        return {"service": f"seqrec: {model.name} recommendations", "docs": "/docs",
-                "endpoints": {"POST /recommend": '{"history": [item ids, oldest first]} or '
-                              '{"user": id}, optional "k", "exclude_seen", "allow", "deny", "unknown_users"',
-                              "GET /recommend": "?user=id or ?history=id,id,id (oldest first), &k=10, "
-                              "the other fields as for POST (lists comma-separated)",
-                              "POST /recommend/batch": '{"requests": [...], "k": ...}',
-                              "GET /info": "the model and its artifact", "GET /health": "liveness"}}
+        return {
+            "service": f"seqrec: {model.name} recommendations",
+            "docs": "/docs",
+            "endpoints": {
+                "POST /recommend": '{"history": [item ids, oldest first]} or '
+                '{"user": id}, optional "k", "exclude_seen", "allow", "deny", "unknown_users"',
+                "GET /recommend": "?user=id or ?history=id,id,id (oldest first), &k=10, "
+                "the other fields as for POST (lists comma-separated)",
+                "POST /recommend/batch": '{"requests": [...], "k": ...}',
+                "GET /info": "the model and its artifact",
+                "GET /health": "liveness",
+            },
+        }
 
     @app.get("/health")
     def health() -> dict[str, str]:
@@ -126,8 +142,12 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
 
     @app.get("/info")
     def info() -> dict[str, Any]:
-        return {"model": model.name, "n_items": model.n_items, "artifact": str(artifact),
-                "inputs": ["items", "timestamps"] if model.reads_time else ["items"]}
+        return {
+            "model": model.name,
+            "n_items": model.n_items,
+            "artifact": str(artifact),
+            "inputs": ["items", "timestamps"] if model.reads_time else ["items"],
+        }
 
     def answer(queries: list[Any], opts: Any) -> list[dict[str, Any]]:
         from seqrec.serving.batch import Request, recommend_requests
@@ -135,12 +155,25 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
         if any(q.user is not None and q.history for q in queries):
             raise HTTPException(status_code=422, detail="give either 'history' or 'user', not both")
         if any(q.times is not None and q.user is not None for q in queries):
-            raise HTTPException(status_code=422, detail="'times' goes with 'history', not with 'user' "
-                                                        "(a stored user's times are stored)")
-        reqs = [Request(q.user) if q.user is not None else Request(None, q.history, q.times) for q in queries]
+            raise HTTPException(
+                status_code=422,
+                detail="'times' goes with 'history', not with 'user' "
+                "(a stored user's times are stored)",
+            )
+        reqs = [
+            Request(q.user) if q.user is not None else Request(None, q.history, q.times)
+            for q in queries
+        ]
         try:
-            recs = recommend_requests(model, reqs, opts.k, opts.exclude_seen, opts.allow, opts.deny,
-                                      unknown_users=opts.unknown_users)
+            recs = recommend_requests(
+                model,
+                reqs,
+                opts.k,
+                opts.exclude_seen,
+                opts.allow,
+                opts.deny,
+                unknown_users=opts.unknown_users,
+            )
         except SeqRecError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
         return [_body(model, rec) for rec in recs]
@@ -159,7 +192,9 @@ def create_app(artifact: str | Path, cors_origins: list[str] | None = None,
         try:
             req = RecommendRequest.model_validate(fields)
         except ValidationError as exc:
-            raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
+            raise RequestValidationError(
+                [{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]
+            ) from None
         return answer([req], req)[0]
 
     @app.post("/recommend/batch")
@@ -201,14 +236,24 @@ class _ApiKey:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         import hmac
 
-        if scope["type"] == "http" and scope["path"] not in self.OPEN and scope["method"] != "OPTIONS":
+        if (
+            scope["type"] == "http"
+            and scope["path"] not in self.OPEN
+            and scope["method"] != "OPTIONS"
+        ):
             headers = dict(scope["headers"])
-            given = headers.get(b"x-api-key") or headers.get(b"authorization", b"").removeprefix(b"Bearer ")
+            given = headers.get(b"x-api-key") or headers.get(b"authorization", b"").removeprefix(
+                b"Bearer "
+            )
             if not hmac.compare_digest(given, self.key):
                 from fastapi.responses import JSONResponse
 
-                response = JSONResponse(status_code=401, content={
-                    "detail": "missing or wrong API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"})
+                response = JSONResponse(
+                    status_code=401,
+                    content={
+                        "detail": "missing or wrong API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"
+                    },
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -228,8 +273,11 @@ class _JsonBody:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
-            headers = [(k, v) for k, v in scope["headers"]
-                       if k.lower() != b"content-type" or not v.lower().startswith(self._REPLACED)]
+            headers = [
+                (k, v)
+                for k, v in scope["headers"]
+                if k.lower() != b"content-type" or not v.lower().startswith(self._REPLACED)
+            ]
             if not any(k.lower() == b"content-type" for k, _ in headers):
                 scope = dict(scope, headers=[*headers, (b"content-type", b"application/json")])
         await self.app(scope, receive, send)
@@ -240,11 +288,18 @@ def _body(model: Any, rec: Any) -> dict[str, Any]:
     titles: list[Any] = []
     if vocab is not None and vocab.titles is not None:
         titles = [vocab.title(int(i)) for i in vocab.encode(rec.items)]
-    skipped = [{"id": _jsonable(i), "reason": "removed" if vocab.is_removed(i) else "never_seen"}
-               for i in rec.skipped_ids]
-    return {"items": [_jsonable(i) for i in rec.items], "scores": rec.scores,
-            "titles": titles, "skipped_unknown": rec.skipped_unknown,
-            "skipped_ids": skipped, "fallback": rec.fallback}
+    skipped = [
+        {"id": _jsonable(i), "reason": "removed" if vocab.is_removed(i) else "never_seen"}
+        for i in rec.skipped_ids
+    ]
+    return {
+        "items": [_jsonable(i) for i in rec.items],
+        "scores": rec.scores,
+        "titles": titles,
+        "skipped_unknown": rec.skipped_unknown,
+        "skipped_ids": skipped,
+        "fallback": rec.fallback,
+    }
 
 
 def _jsonable(value: Any) -> Any:

@@ -32,17 +32,28 @@ def unpack(arrays: Mapping[str, np.ndarray], name: str, source: str) -> np.ndarr
     """The column ``name`` of ``arrays`` as an object array of ``str``; a damaged pair of arrays
     is a one-line ``DataError`` naming ``source``."""
     data, offsets = arrays.get(name + BYTES), arrays.get(name + OFFSETS)
-    ok = (data is not None and offsets is not None and data.ndim == 1 and data.dtype == np.uint8
-          and offsets.ndim == 1 and offsets.dtype.kind in "iu" and len(offsets) >= 1
-          and offsets[0] == 0 and offsets[-1] == len(data) and bool(np.all(np.diff(offsets) >= 0)))
+    ok = (
+        data is not None
+        and offsets is not None
+        and data.ndim == 1
+        and data.dtype == np.uint8
+        and offsets.ndim == 1
+        and offsets.dtype.kind in "iu"
+        and len(offsets) >= 1
+        and offsets[0] == 0
+        and offsets[-1] == len(data)
+        and bool(np.all(np.diff(offsets) >= 0))
+    )
     if not ok:
-        raise DataError(f"{source}: the text column {name!r} is damaged (bytes and offsets disagree)")
+        raise DataError(
+            f"{source}: the text column {name!r} is damaged (bytes and offsets disagree)"
+        )
     raw = data.tobytes()
     bounds = offsets.tolist()
     out = np.empty(len(bounds) - 1, dtype=object)
     try:
         for i in range(len(out)):
-            out[i] = raw[bounds[i]: bounds[i + 1]].decode("utf-8", "surrogatepass")
+            out[i] = raw[bounds[i] : bounds[i + 1]].decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
         raise DataError(f"{source}: the text column {name!r} is not UTF-8") from None
     return out

@@ -39,8 +39,15 @@ from seqrec.models.base import Recommender
 from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 
 TINY: dict[str, Any] = {
-    "max_len": 12, "batch_size": 16, "epochs": 2, "patience": 0, "seed": 0, "lr": 3e-3,
-    "n_negatives": 8, "eval_batch_size": 7, "num_threads": 1,
+    "max_len": 12,
+    "batch_size": 16,
+    "epochs": 2,
+    "patience": 0,
+    "seed": 0,
+    "lr": 3e-3,
+    "n_negatives": 8,
+    "eval_batch_size": 7,
+    "num_threads": 1,
 }
 _CACHE: dict[Any, Any] = {}
 
@@ -77,8 +84,13 @@ def _times(items: np.ndarray) -> np.ndarray:
 def _batch(items: np.ndarray, times: np.ndarray | None = None) -> SequenceBatch:
     times = torch.as_tensor(_times(items) if times is None else times, dtype=torch.long)
     items = torch.as_tensor(items, dtype=torch.long)
-    return SequenceBatch(items=items, mask=items.ne(0), timestamps=times,
-                         query_times=times[:, -1] + 3600, users=torch.arange(len(items)))
+    return SequenceBatch(
+        items=items,
+        mask=items.ne(0),
+        timestamps=times,
+        query_times=times[:, -1] + 3600,
+        users=torch.arange(len(items)),
+    )
 
 
 def _encoder(model_cls, config_kwargs, n_items: int = 25):
@@ -129,7 +141,8 @@ def check_no_causal_leakage(model_cls, config_kwargs: dict[str, Any], atol: floa
             diff = (out[:, : t + 1] - base[:, : t + 1]).abs().max().item()
             assert diff <= atol, f"position <= {t} changed by {diff} when item {t + 1} changed"
             assert (out[:, t + 1] - base[:, t + 1]).abs().max() > atol, (
-                f"output at {t + 1} ignores its own input item")
+                f"output at {t + 1} ignores its own input item"
+            )
 
 
 def check_last_position(model_cls, config_kwargs: dict[str, Any], atol: float = 1e-5) -> None:
@@ -170,18 +183,26 @@ def check_batch_invariance(model_cls, config_kwargs: dict[str, Any], atol: float
     _, _, _, test = _data()
     hist = test.histories()
     together = model.score(hist)
-    alone = np.concatenate([model.score(hist.select(np.array([i]))) for i in range(0, len(hist), 5)])
+    alone = np.concatenate(
+        [model.score(hist.select(np.array([i]))) for i in range(0, len(hist), 5)]
+    )
     diff = np.abs(alone[:, 1:] - together[::5, 1:]).max()
-    assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), f"batch composition changed scores by {diff}"
+    assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), (
+        f"batch composition changed scores by {diff}"
+    )
     if hasattr(model.config, "eval_batch_size"):  # small scoring chunks, each cut to its width
-        config = model.config  # restored: the fitted model is cached and shared with the other checks
+        config = (
+            model.config
+        )  # restored: the fitted model is cached and shared with the other checks
         model.config = dataclasses.replace(config, eval_batch_size=3)
         try:
             chunked = model.score(hist)
         finally:
             model.config = config
         diff = np.abs(chunked[:, 1:] - together[:, 1:]).max()
-        assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), f"chunking changed scores by {diff}"
+        assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), (
+            f"chunking changed scores by {diff}"
+        )
 
 
 def check_scores_use_only_history(model_cls, config_kwargs: dict[str, Any]) -> None:
@@ -203,13 +224,20 @@ def check_scores_use_only_history(model_cls, config_kwargs: dict[str, Any]) -> N
     def score_with(replace: np.ndarray) -> np.ndarray:
         items = seqs.items.copy()
         items[replace] = items[replace] % seqs.n_items + 1
-        other = Sequences(offsets=seqs.offsets, items=items, n_items=seqs.n_items,
-                          timestamps=seqs.timestamps, users=seqs.users, vocab=seqs.vocab)
+        other = Sequences(
+            offsets=seqs.offsets,
+            items=items,
+            n_items=seqs.n_items,
+            timestamps=seqs.timestamps,
+            users=seqs.users,
+            vocab=seqs.vocab,
+        )
         return model.score(Targets(other, valid.rows, valid.cutoffs, valid.items).histories())
 
     # the target and the item after it replaced: identical scores
-    np.testing.assert_array_equal(score_with(within >= cut_of), base,
-                                  err_msg="scores changed with items after the history")
+    np.testing.assert_array_equal(
+        score_with(within >= cut_of), base, err_msg="scores changed with items after the history"
+    )
     if is_causal(model_cls):
         return
     # the most recent history item replaced: other scores
@@ -234,13 +262,21 @@ def check_seeded_refit(model_cls, config_kwargs: dict[str, Any]) -> None:
     b = model_cls(make_config(model_cls, config_kwargs, epochs=1)).fit(train, valid, progress=False)
     hist = test.histories()
     np.testing.assert_array_equal(a.score(hist), b.score(hist))
-    c = model_cls(make_config(model_cls, config_kwargs, epochs=1, seed=1)).fit(train, valid, progress=False)
+    c = model_cls(make_config(model_cls, config_kwargs, epochs=1, seed=1)).fit(
+        train, valid, progress=False
+    )
     assert not np.array_equal(a.score(hist), c.score(hist)), "the seed has no effect"
 
 
 def check_bad_configs(model_cls, config_kwargs: dict[str, Any], bad_configs=()) -> None:
-    common = [{"max_len": 0}, {"lr": -1.0}, {"loss": "nope"}, {"batch_size": -1},
-              {"batch_size": 0, "batch_targets": 0}, {"gbce_t": 2.0}]
+    common = [
+        {"max_len": 0},
+        {"lr": -1.0},
+        {"loss": "nope"},
+        {"batch_size": -1},
+        {"batch_size": 0, "batch_targets": 0},
+        {"gbce_t": 2.0},
+    ]
     for bad in [*common, *bad_configs]:
         try:
             make_config(model_cls, config_kwargs, **bad)
@@ -262,7 +298,9 @@ def check_exclude_seen(model_cls, config_kwargs: dict[str, Any]) -> None:
             assert "reads them when it scores" in str(exc), exc
         else:
             raise AssertionError(f"{model.name} reads time but scored histories without times")
-    for hist, rec in zip(raw, model.recommend(raw, k=5, exclude_seen=True, times=times), strict=True):
+    for hist, rec in zip(
+        raw, model.recommend(raw, k=5, exclude_seen=True, times=times), strict=True
+    ):
         assert len(rec.items) == 5 and not set(rec.items) & set(hist), (hist, rec.items)
         # raw ids come back as the Python values users compare and print, not numpy scalars
         assert all(type(i) in (int, str) for i in rec.items), [type(i) for i in rec.items]
@@ -297,16 +335,28 @@ def check_all_losses(model_cls, config_kwargs: dict[str, Any]) -> None:
         assert np.isfinite(model.score(valid.histories())[:, 1:]).all(), loss
 
 
-def check_learns(model_cls, config_kwargs: dict[str, Any], epochs: int = 15, min_ndcg: float = 0.3) -> None:
+def check_learns(
+    model_cls, config_kwargs: dict[str, Any], epochs: int = 15, min_ndcg: float = 0.3
+) -> None:
     """On near-deterministic transitions the validation NDCG@10 must far exceed random."""
     model = fitted(model_cls, config_kwargs, epochs=epochs)
     best = model.training_log.best_metric
     assert best is not None and best >= min_ndcg, f"validation NDCG@10 {best} < {min_ndcg}"
 
 
-CHECKS = (check_shapes, check_no_causal_leakage, check_last_position, check_padding_invariance,
-          check_batch_invariance, check_scores_use_only_history,
-          check_save_load, check_seeded_refit, check_exclude_seen, check_all_losses, check_learns)
+CHECKS = (
+    check_shapes,
+    check_no_causal_leakage,
+    check_last_position,
+    check_padding_invariance,
+    check_batch_invariance,
+    check_scores_use_only_history,
+    check_save_load,
+    check_seeded_refit,
+    check_exclude_seen,
+    check_all_losses,
+    check_learns,
+)
 
 
 def run_conformance(model_cls, config_kwargs: dict[str, Any] | None = None, bad_configs=()) -> None:

@@ -31,12 +31,14 @@ def markov_sequences(
             row.append(cur)
         rows.append(row)
     ids = np.arange(1, n_items + 1, dtype=np.int64)
-    attributes = ItemAttributes(ids, (ids - 1) % 4 + 1, np.full(n_items, "category"),
-                                np.zeros(n_items, np.int64))
+    attributes = ItemAttributes(
+        ids, (ids - 1) % 4 + 1, np.full(n_items, "category"), np.zeros(n_items, np.int64)
+    )
     vocab = ItemVocab(np.array([f"i{i}" for i in ids], dtype=object), attributes=attributes)
     times = [list(range(len(r))) for r in rows]
-    return Sequences.from_lists(rows, n_items=n_items, timestamps=times,
-                                users=np.arange(n_users), vocab=vocab)
+    return Sequences.from_lists(
+        rows, n_items=n_items, timestamps=times, users=np.arange(n_users), vocab=vocab
+    )
 
 
 def leave_last_out_small(seqs: Sequences) -> tuple[Sequences, Targets, Targets]:
@@ -78,7 +80,7 @@ def write_log_csv(
     base = 1_609_459_200  # midnight, 1 January 2021, UTC
     rows = []
     for u in range(len(seqs)):
-        items = seqs.items[seqs.offsets[u]: seqs.offsets[u + 1]]
+        items = seqs.items[seqs.offsets[u] : seqs.offsets[u + 1]]
         for t, item in enumerate(items):
             rows.append((f"c{u}", f"sku{item}", base + 3600 * u + 60 * t))
     rare = [f"rare{j}" for j in range(rare_items)]
@@ -97,8 +99,12 @@ def write_log_csv(
             stamp = str(sec)
         lines.append(sep.join((user, item, stamp)))
     Path(path).write_text("\n".join(lines) + "\n")
-    return {"users": [f"c{u}" for u in range(len(seqs))],
-            "items": [f"sku{i}" for i in range(1, n_items + 1)], "rare": rare, "rows": len(rows)}
+    return {
+        "users": [f"c{u}" for u in range(len(seqs))],
+        "items": [f"sku{i}" for i in range(1, n_items + 1)],
+        "rare": rare,
+        "rows": len(rows),
+    }
 
 
 def write_csv(seqs: Sequences, path) -> None:

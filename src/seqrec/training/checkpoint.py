@@ -33,8 +33,10 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # corrupt file or a disallowed type inside
         msg = " ".join(str(exc).split())[:200]  # torch's messages span lines: keep one
-        raise DataError(f"cannot read checkpoint {path} ({type(exc).__name__}: {msg}); delete it "
-                        "or start the run over (seqrec train --fresh)") from None
+        raise DataError(
+            f"cannot read checkpoint {path} ({type(exc).__name__}: {msg}); delete it "
+            "or start the run over (seqrec train --fresh)"
+        ) from None
 
 
 def rng_state() -> dict[str, Any]:
@@ -85,7 +87,11 @@ def claim_run_dir(directory: Path, cfg: Any, name: str, n_items: int) -> None:
     path = directory / "run.json"
 
     def as_identity(m: dict) -> dict:
-        return {"model": m.get("model"), "model_config": m.get("config", {}), "n_items": m.get("n_items")}
+        return {
+            "model": m.get("model"),
+            "model_config": m.get("config", {}),
+            "n_items": m.get("n_items"),
+        }
 
     if path.exists():
         old = json.loads(path.read_text())

@@ -72,7 +72,9 @@ class DistContext:
     def _tensor(self, values: list[float]) -> torch.Tensor:
         import torch
 
-        device = torch.device("cuda", self.local_rank) if self.backend == "nccl" else torch.device("cpu")
+        device = (
+            torch.device("cuda", self.local_rank) if self.backend == "nccl" else torch.device("cpu")
+        )
         return torch.tensor(values, dtype=torch.float64, device=device)
 
     def loss_scale(self, local_weight: float) -> float:
@@ -104,7 +106,8 @@ class DistContext:
             raise RuntimeError(
                 "rank weights differ after a DDP step: the model's training forward bypassed "
                 "DistributedDataParallel (a compute_loss override must call train_forward(), "
-                "not self.encoder)")
+                "not self.encoder)"
+            )
 
     def broadcast_flag(self, flag: bool) -> bool:
         t = self._tensor([float(flag)])

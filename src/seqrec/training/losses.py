@@ -218,20 +218,33 @@ def gbce_loss(
     return per_pos[valid].mean()
 
 
-def next_item_loss(cfg: Any, hidden: torch.Tensor, targets: torch.Tensor, data: dict,
-                   weight: torch.Tensor, bias: torch.Tensor | None,
-                   device: torch.device) -> torch.Tensor:
+def next_item_loss(
+    cfg: Any,
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    data: dict,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    device: torch.device,
+) -> torch.Tensor:
     """The loss ``cfg.loss`` names ('ce', 'bce', 'gbce' or 'sampled_softmax') of hidden states
     ``[B, L, D]`` against ``targets [B, L]`` with the negatives in ``data``
     (:func:`seqrec.training.negatives.negatives_for_loss`)."""
     if cfg.loss == "ce":
-        return full_ce_loss(hidden, targets, weight, bias, cfg.ce_chunk,
-                            mm_dtype=torch.bfloat16 if cfg.precision == "bf16" else None)
+        return full_ce_loss(
+            hidden,
+            targets,
+            weight,
+            bias,
+            cfg.ce_chunk,
+            mm_dtype=torch.bfloat16 if cfg.precision == "bf16" else None,
+        )
     negs = data["negatives"].to(device)
     if cfg.loss == "bce":
         return bce_loss(hidden, targets, negs, weight, bias)
     if cfg.loss == "gbce":
         return gbce_loss(hidden, targets, negs, weight, bias, cfg.gbce_t)
     logq = data.get("neg_logq")
-    return sampled_softmax_loss(hidden, targets, negs, weight, bias,
-                                None if logq is None else logq.to(device))
+    return sampled_softmax_loss(
+        hidden, targets, negs, weight, bias, None if logq is None else logq.to(device)
+    )

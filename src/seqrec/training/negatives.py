@@ -53,7 +53,9 @@ class NegativeSampler:
         pos = np.minimum(pos, max(len(self._keys) - 1, 0))
         return self._keys[pos] == keys if len(self._keys) else np.zeros(keys.shape, bool)
 
-    def per_row(self, rng: np.random.Generator, rows: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    def per_row(
+        self, rng: np.random.Generator, rows: np.ndarray, shape: tuple[int, ...]
+    ) -> np.ndarray:
         """Uniform negatives ``[len(rows), *shape]``, each absent from its row's history."""
         rows = np.asarray(rows, np.int64)
         full_shape = (len(rows), *shape)
@@ -72,7 +74,9 @@ class NegativeSampler:
         for idx in zip(*np.nonzero(bad), strict=True):
             r = row_b[idx]
             lo, hi = np.searchsorted(self._keys, [r * self._stride, (r + 1) * self._stride])
-            free = np.setdiff1d(np.arange(1, self.n_items + 1), self._keys[lo:hi] - r * self._stride)
+            free = np.setdiff1d(
+                np.arange(1, self.n_items + 1), self._keys[lo:hi] - r * self._stride
+            )
             out[idx] = rng.choice(free)
         return out
 
@@ -86,8 +90,9 @@ class NegativeSampler:
         return items, np.log(self._prob[items])
 
 
-def negatives_for_loss(sampler: NegativeSampler | None, cfg: Any, users: np.ndarray,
-                       rng: np.random.Generator) -> dict[str, Any]:
+def negatives_for_loss(
+    sampler: NegativeSampler | None, cfg: Any, users: np.ndarray, rng: np.random.Generator
+) -> dict[str, Any]:
     """The negatives ``cfg.loss`` needs for a batch of ``users`` (training rows): none for
     'ce', ``[B, max_len]`` for 'bce', ``[B, n_negatives]`` for 'gbce', ``[n_negatives]`` shared
     by the batch (and their log-Q with popularity sampling) for 'sampled_softmax'."""

@@ -23,8 +23,11 @@ def training_rows(train: Sequences, cfg: Any) -> tuple[Sequences, np.ndarray | N
     one transition."""
     from seqrec.data.batching import sliding_windows
 
-    windows, source = (sliding_windows(train, cfg.max_len, cfg.window_stride)
-                       if cfg.train_windows == "sliding" else (train, None))
+    windows, source = (
+        sliding_windows(train, cfg.max_len, cfg.window_stride)
+        if cfg.train_windows == "sliding"
+        else (train, None)
+    )
     return windows, source, np.flatnonzero(windows.lengths >= 2)
 
 

@@ -69,7 +69,10 @@ class TrainingLog:
 
 def step_seed(seed: int, epoch: int, step: int) -> int:
     """Deterministic 63-bit seed of one training step."""
-    return int(np.random.SeedSequence([seed, epoch, step]).generate_state(2, np.uint32).view(np.uint64)[0] >> 1)
+    return int(
+        np.random.SeedSequence([seed, epoch, step]).generate_state(2, np.uint32).view(np.uint64)[0]
+        >> 1
+    )
 
 
 class Trainer:
@@ -137,7 +140,9 @@ class Trainer:
         self.lr = effective_lr(config)
         self.deadline = deadline
         self.optimizer = torch.optim.AdamW(
-            _param_groups(model, config), lr=self.lr, weight_decay=config.weight_decay,
+            _param_groups(model, config),
+            lr=self.lr,
+            weight_decay=config.weight_decay,
             betas=tuple(config.betas),
         )
         self.log = self._new_log()
@@ -172,11 +177,17 @@ class Trainer:
             "loss_count": self._loss_count,
             "epoch_loss": list(self._epoch_loss),
             "log": {
-                "history": json.dumps(lg.history), "best_metric": lg.best_metric,
-                "best_epoch": lg.best_epoch, "best_step": lg.best_step,
-                "epochs_run": lg.epochs_run, "global_step": lg.global_step, "stopped": lg.stopped,
-                "train_seconds": lg.train_seconds, "batch_seconds": lg.batch_seconds,
-                "epoch_log": json.dumps(lg.epoch_log), "wall_seconds": self._wall(),
+                "history": json.dumps(lg.history),
+                "best_metric": lg.best_metric,
+                "best_epoch": lg.best_epoch,
+                "best_step": lg.best_step,
+                "epochs_run": lg.epochs_run,
+                "global_step": lg.global_step,
+                "stopped": lg.stopped,
+                "train_seconds": lg.train_seconds,
+                "batch_seconds": lg.batch_seconds,
+                "epoch_log": json.dumps(lg.epoch_log),
+                "wall_seconds": self._wall(),
             },
             "rng": rng_state(),
         }
@@ -189,8 +200,9 @@ class Trainer:
         """Load ``last.pt`` from ``checkpoint_dir`` if present; True when resumed."""
         found = self.checkpoint_dir is not None and (self.checkpoint_dir / LAST).exists()
         if self.dist is not None:  # rank 0's file, sent to every rank (no shared disk needed)
-            ck = self.dist.broadcast_object(load_checkpoint(self.checkpoint_dir / LAST)
-                                            if found and self.main else None)
+            ck = self.dist.broadcast_object(
+                load_checkpoint(self.checkpoint_dir / LAST) if found and self.main else None
+            )
         else:
             ck = load_checkpoint(self.checkpoint_dir / LAST) if found else None
         if ck is None:
@@ -198,7 +210,11 @@ class Trainer:
         self.model.load_state_dict(ck["model"])
         self.optimizer.load_state_dict(ck["optimizer"])
         self.epoch, self.step_in_epoch = ck["epoch"], ck["step_in_epoch"]
-        self.bad_evals, self.best_state, self.finished = ck["bad_evals"], ck["best_state"], ck["finished"]
+        self.bad_evals, self.best_state, self.finished = (
+            ck["bad_evals"],
+            ck["best_state"],
+            ck["finished"],
+        )
         self._loss_sum, self._loss_count = ck["loss_sum"], ck["loss_count"]
         lg = dict(ck["log"])
         lg["history"] = json.loads(lg["history"])
@@ -212,15 +228,21 @@ class Trainer:
             self.finished = True
         elif self.finished and self.log.stopped == "patience":
             self.finished = False  # a larger patience continues it
-        log.info("resumed from %s at epoch %d step %d", self.checkpoint_dir / LAST,
-                 self.epoch, self.step_in_epoch)
+        log.info(
+            "resumed from %s at epoch %d step %d",
+            self.checkpoint_dir / LAST,
+            self.epoch,
+            self.step_in_epoch,
+        )
         return True
 
     # --- loop -------------------------------------------------------------------------------
     def _wall(self) -> float:
         """Wall seconds of the run so far: earlier segments' plus this one's."""
         start = getattr(self, "_segment_start", None)
-        return self.log.earlier_wall_seconds + (0.0 if start is None else time.perf_counter() - start)
+        return self.log.earlier_wall_seconds + (
+            0.0 if start is None else time.perf_counter() - start
+        )
 
     def fit(self, resume: bool = True) -> TrainingLog:
         cfg = self.config
@@ -250,7 +272,11 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 loss = self.compute_loss(batch)
                 if self.dist is not None:
-                    weight = (self.batch_weight(batch) if self.batch_weight else len(rows)) if len(rows) else 0.0
+                    weight = (
+                        (self.batch_weight(batch) if self.batch_weight else len(rows))
+                        if len(rows)
+                        else 0.0
+                    )
                     loss = loss * self.dist.loss_scale(float(weight))
                 loss.backward()
                 if cfg.grad_clip > 0:
@@ -258,16 +284,22 @@ class Trainer:
                 self.optimizer.step()
                 value = float(loss.detach())
                 over_budget = bool(cfg.max_train_seconds) and (
-                    self.log.train_seconds + time.perf_counter() - t0 >= cfg.max_train_seconds)
-                past_deadline = (self.deadline is not None and time.time() >= self.deadline) or stop.requested()
+                    self.log.train_seconds + time.perf_counter() - t0 >= cfg.max_train_seconds
+                )
+                past_deadline = (
+                    self.deadline is not None and time.time() >= self.deadline
+                ) or stop.requested()
                 if self.dist is not None:  # rank 0's clock decides for every rank
                     value, (over_budget, past_deadline) = self.dist.step_summary(
-                        value, over_budget, past_deadline)
+                        value, over_budget, past_deadline
+                    )
                     if not self._sync_checked:  # once per fit: a forward that bypassed DDP
                         self.dist.check_in_sync(self.model)
                         self._sync_checked = True
                 if not math.isfinite(value):
-                    raise FloatingPointError(f"loss became {value} at epoch {self.epoch} step {step}")
+                    raise FloatingPointError(
+                        f"loss became {value} at epoch {self.epoch} step {step}"
+                    )
                 self._loss_sum += value
                 self._loss_count += 1
                 self._epoch_loss[0] += value
@@ -279,8 +311,11 @@ class Trainer:
                 self.step_in_epoch = step + 1
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(loss=f"{value:.4f}", seq_s=f"{len(global_rows) / (t2 - t0):.0f}",
-                                    val=self._last_val())
+                    bar.set_postfix(
+                        loss=f"{value:.4f}",
+                        seq_s=f"{len(global_rows) / (t2 - t0):.0f}",
+                        val=self._last_val(),
+                    )
                 if self.writer is not None:
                     self.writer.add_scalar("train/loss", value, self.log.global_step)
                 if cfg.eval_every_steps and self.log.global_step % cfg.eval_every_steps == 0:
@@ -324,8 +359,11 @@ class Trainer:
         total, count = self._epoch_loss
         self._epoch_loss = [0.0, 0]
         rec: dict[str, Any] = {
-            "epoch": self.epoch, "epochs": cfg.epochs, "step": lg.global_step,
-            "train_loss": total / max(count, 1), "train_seconds": lg.train_seconds,
+            "epoch": self.epoch,
+            "epochs": cfg.epochs,
+            "step": lg.global_step,
+            "train_loss": total / max(count, 1),
+            "train_seconds": lg.train_seconds,
             "seconds": lg.train_seconds + sum(h["val_seconds"] for h in lg.history),
         }
         if lg.history and lg.history[-1]["step"] == lg.global_step:  # validated at this step
@@ -333,8 +371,13 @@ class Trainer:
             rec["value"] = lg.history[-1]["metrics"][cfg.val_metric]
             rec["best"] = lg.best_metric
         lg.epoch_log.append(rec)
-        log.info("epoch %d/%d loss %.4f %s", self.epoch, cfg.epochs, rec["train_loss"],
-                 f"{cfg.val_metric} {rec['value']:.4f}" if "value" in rec else "")
+        log.info(
+            "epoch %d/%d loss %.4f %s",
+            self.epoch,
+            cfg.epochs,
+            rec["train_loss"],
+            f"{cfg.val_metric} {rec['value']:.4f}" if "value" in rec else "",
+        )
         if self.on_epoch is not None and self.main:  # rank 0 reports for all
             self.on_epoch(rec)
 
@@ -363,9 +406,13 @@ class Trainer:
             raise ConfigError(f"val_metric {name!r} not among validation metrics {sorted(metrics)}")
         lg = self.log
         record = {
-            "epoch": self.epoch, "step": lg.global_step, "train_loss": mean_loss,
-            "metrics": metrics, "val_seconds": time.perf_counter() - t0,
-            "train_seconds": lg.train_seconds, "batch_share": lg.batch_share,
+            "epoch": self.epoch,
+            "step": lg.global_step,
+            "train_loss": mean_loss,
+            "metrics": metrics,
+            "val_seconds": time.perf_counter() - t0,
+            "train_seconds": lg.train_seconds,
+            "batch_share": lg.batch_share,
         }
         lg.history.append(record)
         if lg.best_metric is None or metrics[name] > lg.best_metric:
@@ -375,8 +422,15 @@ class Trainer:
         else:
             self.bad_evals += 1
         record["best"] = lg.best_metric
-        log.info("epoch %d step %d loss %.4f %s %.4f (best %.4f)", self.epoch, lg.global_step,
-                 mean_loss, name, metrics[name], lg.best_metric)
+        log.info(
+            "epoch %d step %d loss %.4f %s %.4f (best %.4f)",
+            self.epoch,
+            lg.global_step,
+            mean_loss,
+            name,
+            metrics[name],
+            lg.best_metric,
+        )
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "a") as fh:
@@ -408,8 +462,10 @@ def _param_groups(model: nn.Module, config: Any) -> list[dict]:
         skip = model.no_decay_names() if hasattr(model, "no_decay_names") else set()
     if not skip:
         return [{"params": [p for _, p in params]}]
-    return [{"params": [p for n, p in params if n not in skip]},
-            {"params": [p for n, p in params if n in skip], "weight_decay": 0.0}]
+    return [
+        {"params": [p for n, p in params if n not in skip]},
+        {"params": [p for n, p in params if n in skip], "weight_decay": 0.0},
+    ]
 
 
 def _bar(total: int, initial: int, epoch: int, enabled: bool):
@@ -417,7 +473,9 @@ def _bar(total: int, initial: int, epoch: int, enabled: bool):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc=f"epoch {epoch}", leave=False, dynamic_ncols=True)
+    return tqdm(
+        total=total, initial=initial, desc=f"epoch {epoch}", leave=False, dynamic_ncols=True
+    )
 
 
 def _tensorboard(path: str | Path | None):

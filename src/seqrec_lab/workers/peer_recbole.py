@@ -47,7 +47,9 @@ def write_files(work: Path, max_len: int) -> tuple[Path, dict, dict]:
         items = grp["item_id"].tolist()
         histories[user] = items
         for t in range(1, len(items)):
-            rows["train"].append(f"{user}\t{' '.join(map(str, items[max(0, t - max_len):t]))}\t{items[t]}")
+            rows["train"].append(
+                f"{user}\t{' '.join(map(str, items[max(0, t - max_len) : t]))}\t{items[t]}"
+            )
     for user, target in valid.items():
         h = histories[user]
         rows["valid"].append(f"{user}\t{' '.join(map(str, h[-max_len:]))}\t{target}")
@@ -71,18 +73,35 @@ def main(work: Path, out: Path, args: dict) -> None:
     torch.set_num_threads(args["num_threads"])
     data_path, full_histories, _ = write_files(work, args["max_len"])
     cfg = {
-        "data_path": str(data_path), "benchmark_filename": ["train", "valid", "test"],
-        "USER_ID_FIELD": "session_id", "ITEM_ID_FIELD": "item_id",
+        "data_path": str(data_path),
+        "benchmark_filename": ["train", "valid", "test"],
+        "USER_ID_FIELD": "session_id",
+        "ITEM_ID_FIELD": "item_id",
         "load_col": {"inter": ["session_id", "item_id_list", "item_id"]},
-        "alias_of_item_id": ["item_id_list"], "MAX_ITEM_LIST_LENGTH": args["max_len"],
-        "n_layers": args["n_blocks"], "n_heads": args["n_heads"], "hidden_size": args["dim"],
-        "inner_size": 4 * args["dim"], "hidden_dropout_prob": args["dropout"],
-        "attn_dropout_prob": args["dropout"], "loss_type": "CE", "train_neg_sample_args": None,
-        "epochs": args["epochs"], "eval_step": 1, "stopping_step": args["patience"],
-        "valid_metric": "NDCG@10", "metrics": ["NDCG", "Recall"], "topk": [10],
+        "alias_of_item_id": ["item_id_list"],
+        "MAX_ITEM_LIST_LENGTH": args["max_len"],
+        "n_layers": args["n_blocks"],
+        "n_heads": args["n_heads"],
+        "hidden_size": args["dim"],
+        "inner_size": 4 * args["dim"],
+        "hidden_dropout_prob": args["dropout"],
+        "attn_dropout_prob": args["dropout"],
+        "loss_type": "CE",
+        "train_neg_sample_args": None,
+        "epochs": args["epochs"],
+        "eval_step": 1,
+        "stopping_step": args["patience"],
+        "valid_metric": "NDCG@10",
+        "metrics": ["NDCG", "Recall"],
+        "topk": [10],
         "eval_args": {"order": "TO", "mode": "full", "group_by": "user"},
-        "seed": args["seed"], "reproducibility": True, "show_progress": False,
-        "checkpoint_dir": str(out / "ckpt"), "device": "cpu", "use_gpu": False, "worker": 0,
+        "seed": args["seed"],
+        "reproducibility": True,
+        "show_progress": False,
+        "checkpoint_dir": str(out / "ckpt"),
+        "device": "cpu",
+        "use_gpu": False,
+        "worker": 0,
     }
     config = Config(model="SASRec", dataset="peers", config_dict=cfg)
     init_seed(config["seed"], config["reproducibility"])
@@ -110,14 +129,17 @@ def main(work: Path, out: Path, args: dict) -> None:
                     user = int(sessions[sess[i]])
                     top = ours[np.argsort(-scores[i], kind="stable")]
                     top = top[~np.isin(top, full_histories[name][user])][: args["k"]]
-                    found[user] = np.pad(top, (0, args["k"] - len(top)))  # 0 = no item (tiny catalogues)
+                    found[user] = np.pad(
+                        top, (0, args["k"] - len(top))
+                    )  # 0 = no item (tiny catalogues)
         trainer.model.train(was_training)
         return np.stack([found[u] for u in users])
 
     if args.get("time_batches"):  # a timing probe, not a run (docs/results/recbole_epoch_*.md)
         probe = time_batches(trainer, train_data, int(args["time_batches"]))
-        (out / "info.json").write_text(json.dumps({"library": "recbole", "version": recbole.__version__,
-                                                   **probe}, indent=2))
+        (out / "info.json").write_text(
+            json.dumps({"library": "recbole", "version": recbole.__version__, **probe}, indent=2)
+        )
         return
     times: list[float] = []
     curve: list[dict] = []
@@ -125,7 +147,11 @@ def main(work: Path, out: Path, args: dict) -> None:
     # resumable: a run stopped by the deadline left its last epoch (model, optimizer, RecBole's
     # early-stopping counters) and its clock; RNG streams restart, so a resume is not bit-exact
     (out / "ckpt").mkdir(exist_ok=True)
-    last, best_file, saved = out / "ckpt" / "last.pth", out / "ckpt" / "best.pth", out / "worker_state.json"
+    last, best_file, saved = (
+        out / "ckpt" / "last.pth",
+        out / "ckpt" / "best.pth",
+        out / "worker_state.json",
+    )
     if last.exists() and saved.exists() and best_file.exists():
         # RecBole's own resume_checkpoint calls torch.load with the weights-only default of
         # torch >= 2.6, which refuses its checkpoints (they hold the Config): the same steps here
@@ -153,8 +179,14 @@ def main(work: Path, out: Path, args: dict) -> None:
         score, result = orig_valid(*a, **kw)
         name = f"valid_topk_epoch{len(times):03d}.npy"
         np.save(out / name, lists(valid_data, "valid"))
-        curve.append({"epoch": len(times), "seconds": sum(times), "topk_file": name,
-                      "recbole_valid_ndcg10": float(score)})
+        curve.append(
+            {
+                "epoch": len(times),
+                "seconds": sum(times),
+                "topk_file": name,
+                "recbole_valid_ndcg10": float(score),
+            }
+        )
         return score, result
 
     trainer._valid_epoch = logged_valid
@@ -174,19 +206,28 @@ def main(work: Path, out: Path, args: dict) -> None:
     wall = time.perf_counter() - t0
     trainer._save_checkpoint(len(times) - 1, verbose=False, saved_model_file=str(last))
     saved.write_text(json.dumps({"times": times, "curve": curve}))
-    trainer.model.load_state_dict(torch.load(trainer.saved_model_file, weights_only=False)["state_dict"])
+    trainer.model.load_state_dict(
+        torch.load(trainer.saved_model_file, weights_only=False)["state_dict"]
+    )
     for name, loader in (("valid", valid_data), ("test", test_data)):
         np.save(out / f"{name}_topk.npy", lists(loader, name))
     picked = max(curve, key=lambda p: p["recbole_valid_ndcg10"]) if curve else None
-    info = {"library": "recbole", "version": recbole.__version__,
-            "config": {k: v for k, v in cfg.items() if k not in ("data_path", "checkpoint_dir")},
-            "fit_seconds": sum(times), "fit_wall_seconds_this_call": wall, "epochs": len(times),
-            "steps": len(times) * len(train_data), "loss": "ce",
-            "params": int(sum(p.numel() for p in trainer.model.parameters())),
-            "stopped": state["stopped"] or "epochs",
-            "selected_epoch": picked["epoch"] if picked else None,
-            "recbole_best_valid_ndcg10": float(trainer.best_valid_score), "curve": curve,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    info = {
+        "library": "recbole",
+        "version": recbole.__version__,
+        "config": {k: v for k, v in cfg.items() if k not in ("data_path", "checkpoint_dir")},
+        "fit_seconds": sum(times),
+        "fit_wall_seconds_this_call": wall,
+        "epochs": len(times),
+        "steps": len(times) * len(train_data),
+        "loss": "ce",
+        "params": int(sum(p.numel() for p in trainer.model.parameters())),
+        "stopped": state["stopped"] or "epochs",
+        "selected_epoch": picked["epoch"] if picked else None,
+        "recbole_best_valid_ndcg10": float(trainer.best_valid_score),
+        "curve": curve,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
 
 
@@ -206,10 +247,14 @@ def time_batches(trainer, train_data, n: int) -> dict:
         loss.backward()
         opt.step()
         seconds.append(time.perf_counter() - t0)
-    return {"batch_seconds": seconds[1:], "warmup_seconds": seconds[0],
-            "batches_per_epoch": len(train_data), "sequences_per_epoch": len(train_data.dataset),
-            "batch_size": trainer.config["train_batch_size"],
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "batch_seconds": seconds[1:],
+        "warmup_seconds": seconds[0],
+        "batches_per_epoch": len(train_data),
+        "sequences_per_epoch": len(train_data.dataset),
+        "batch_size": trainer.config["train_batch_size"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 if __name__ == "__main__":

@@ -54,10 +54,14 @@ def main(work: Path, out: Path, args: dict) -> None:
     valid = pd.read_csv(work / "valid.csv")
 
     def interactions(df: pd.DataFrame) -> pd.DataFrame:
-        return pd.DataFrame({
-            Columns.User: df["user_id"], Columns.Item: df["item_id"], Columns.Weight: 1.0,
-            Columns.Datetime: pd.to_datetime(df["position"], unit="s"),
-        })
+        return pd.DataFrame(
+            {
+                Columns.User: df["user_id"],
+                Columns.Item: df["item_id"],
+                Columns.Weight: 1.0,
+                Columns.Datetime: pd.to_datetime(df["position"], unit="s"),
+            }
+        )
 
     ds_train = Dataset.construct(interactions(train))
     last = train.groupby("user_id")["position"].max()
@@ -66,15 +70,23 @@ def main(work: Path, out: Path, args: dict) -> None:
     ds_test = Dataset.construct(interactions(pd.concat([train, valid_rows], ignore_index=True)))
     users = valid["user_id"].to_numpy()
     k = args["k"]
-    clock = {"train": 0.0, "start": None, "epoch": 0, "stopped": "epochs", "steps": 0, "params": None}
+    clock = {
+        "train": 0.0,
+        "start": None,
+        "epoch": 0,
+        "stopped": "epochs",
+        "steps": 0,
+        "params": None,
+    }
     curve: list[dict] = []
     if resume:
         clock.update(prior["clock"], start=None, stopped="epochs")
         curve = prior["curve"]
 
     def topk(model, dataset) -> np.ndarray:
-        reco = model.recommend(users=users, dataset=dataset, k=k, filter_viewed=True,
-                               on_unsupported_targets="warn")
+        reco = model.recommend(
+            users=users, dataset=dataset, k=k, filter_viewed=True, on_unsupported_targets="warn"
+        )
         out_arr = np.zeros((len(users), k), np.int64)
         pos = {u: i for i, u in enumerate(users)}
         for u, grp in reco.groupby(Columns.User, sort=False):
@@ -90,7 +102,7 @@ def main(work: Path, out: Path, args: dict) -> None:
             # Without this a resumed run restarts from random weights with the old Adam state
             # (the evidence: docs/results/peer_resume_rectools.md).
             if resume and args.get("keep_weights_on_resume", True):  # False: the old behaviour,
-                pl_module.is_fitted = True                                # to measure it
+                pl_module.is_fitted = True  # to measure it
 
         def on_train_epoch_start(self, trainer, pl_module):
             clock["start"] = time.perf_counter()
@@ -123,8 +135,9 @@ def main(work: Path, out: Path, args: dict) -> None:
         renames are adjacent."""
         tmp_ckpt, tmp_state = last_ckpt.with_suffix(".tmp"), saved.with_suffix(".tmp")
         trainer.save_checkpoint(tmp_ckpt)
-        tmp_state.write_text(json.dumps({"clock": {k: v for k, v in clock.items() if k != "start"},
-                                         "curve": curve}))
+        tmp_state.write_text(
+            json.dumps({"clock": {k: v for k, v in clock.items() if k != "start"}, "curve": curve})
+        )
         os.replace(tmp_ckpt, last_ckpt)
         os.replace(tmp_state, saved)
 
@@ -137,30 +150,55 @@ def main(work: Path, out: Path, args: dict) -> None:
             return super().fit(*a, **kw)
 
     def trainer() -> Trainer:
-        return ResumingTrainer(max_epochs=args["epochs"], deterministic=True,
-                       enable_progress_bar=False, enable_model_summary=False, logger=False,
-                       enable_checkpointing=False, devices=1, accelerator="cpu",
-                       callbacks=[EpochLists()])
+        return ResumingTrainer(
+            max_epochs=args["epochs"],
+            deterministic=True,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            logger=False,
+            enable_checkpointing=False,
+            devices=1,
+            accelerator="cpu",
+            callbacks=[EpochLists()],
+        )
 
     model = SASRecModel(
-        n_blocks=args["n_blocks"], n_heads=args["n_heads"], n_factors=args["dim"],
-        session_max_len=args["max_len"], dropout_rate=args["dropout"], loss="softmax",
-        epochs=args["epochs"], deterministic=True,
-        recommend_torch_device="cpu", get_trainer_func=trainer,
+        n_blocks=args["n_blocks"],
+        n_heads=args["n_heads"],
+        n_factors=args["dim"],
+        session_max_len=args["max_len"],
+        dropout_rate=args["dropout"],
+        loss="softmax",
+        epochs=args["epochs"],
+        deterministic=True,
+        recommend_torch_device="cpu",
+        get_trainer_func=trainer,
     )
     t0 = time.perf_counter()
     model.fit(ds_train)
     wall = time.perf_counter() - t0
     np.save(out / "valid_topk.npy", topk(model, ds_train))
     np.save(out / "test_topk.npy", topk(model, ds_test))
-    info = {"library": "rectools", "version": rectools.__version__,
-            "config": {k_: v for k_, v in model.get_config(simple_types=True).items()
-                       if not k_.endswith("_type")},
-            "fit_seconds": clock["train"], "fit_wall_seconds": wall, "epochs": clock["epoch"],
-            "steps": clock["steps"], "params": clock["params"], "loss": "softmax",
-            "selected_epoch": clock["epoch"], "stopped": clock["stopped"], "curve": curve,
-            "resumed_from_epoch": prior["clock"]["epoch"] if resume else None,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    info = {
+        "library": "rectools",
+        "version": rectools.__version__,
+        "config": {
+            k_: v
+            for k_, v in model.get_config(simple_types=True).items()
+            if not k_.endswith("_type")
+        },
+        "fit_seconds": clock["train"],
+        "fit_wall_seconds": wall,
+        "epochs": clock["epoch"],
+        "steps": clock["steps"],
+        "params": clock["params"],
+        "loss": "softmax",
+        "selected_epoch": clock["epoch"],
+        "stopped": clock["stopped"],
+        "curve": curve,
+        "resumed_from_epoch": prior["clock"]["epoch"] if resume else None,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
     (out / "info.json").write_text(json.dumps(info, indent=2, default=str))
 
 

@@ -88,9 +88,11 @@ def read_bytes(path: str | Path, *, text: bool = True, encoding: str | None = No
         return data
     data = _without_byte_order_mark(data, path)
     if b"\x00" in data[:4096]:  # text never holds NUL bytes; a spreadsheet or archive does
-        raise DataError(f"{path} is not a text table (it holds binary bytes; a spreadsheet or an "
-                        "archive?): seqrec reads delimited text (.csv, .tsv, .dat, .txt; also "
-                        ".gz, .xz, .bz2 compressed) and .parquet; save a spreadsheet as CSV")
+        raise DataError(
+            f"{path} is not a text table (it holds binary bytes; a spreadsheet or an "
+            "archive?): seqrec reads delimited text (.csv, .tsv, .dat, .txt; also "
+            ".gz, .xz, .bz2 compressed) and .parquet; save a spreadsheet as CSV"
+        )
     return _as_utf8(data, path, encoding)  # after the binary check: an archive is not 8-bit text
 
 
@@ -101,8 +103,10 @@ def _without_byte_order_mark(data: bytes, path: Path) -> bytes:
         try:
             return data.decode("utf-16").encode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DataError(f"cannot read {path}: it starts like UTF-16 text but {exc.reason} "
-                            f"at byte {exc.start}") from None
+            raise DataError(
+                f"cannot read {path}: it starts like UTF-16 text but {exc.reason} "
+                f"at byte {exc.start}"
+            ) from None
     return data.removeprefix(b"\xef\xbb\xbf")
 
 
@@ -118,12 +122,18 @@ def _as_utf8(data: bytes, path: Path, encoding: str | None = None) -> bytes:
             return data.decode(encoding).encode("utf-8")
         line = data.count(b"\n", 0, exc.start) + 1
         if not data[: exc.start].isascii():  # UTF-8 text up to there: a damaged byte
-            raise DataError(f"{path}: invalid UTF-8 at line {line} (byte {exc.start}) in a file "
-                            "that is UTF-8 before it; fix or remove that line") from None
+            raise DataError(
+                f"{path}: invalid UTF-8 at line {line} (byte {exc.start}) in a file "
+                "that is UTF-8 before it; fix or remove that line"
+            ) from None
         # no valid non-ASCII character before the first invalid byte: an 8-bit encoding, most
         # often Windows-1252 / Latin-1 (Excel's "CSV" on Windows)
-        log.warning("%s is not UTF-8 (line %d): read as Windows-1252 / Latin-1; save it as UTF-8 "
-                    "if its ids look wrong", path, line)
+        log.warning(
+            "%s is not UTF-8 (line %d): read as Windows-1252 / Latin-1; save it as UTF-8 "
+            "if its ids look wrong",
+            path,
+            line,
+        )
         try:
             return data.decode("cp1252").encode("utf-8")
         except UnicodeDecodeError:  # the 5 bytes cp1252 leaves undefined
@@ -155,9 +165,13 @@ def _drop_repeated_header(data: bytes, source: str) -> bytes:
     dropped = len(lines) - len(kept)
     if dropped:
         first = next(i for i, ln in enumerate(lines[1:], 2) if ln.rstrip(b"\r") == head)
-        log.warning("%s: skipped %d repeated header line(s), the first at line %d (files joined "
-                    "with their headers?); line numbers after it count without them",
-                    source, dropped, first)
+        log.warning(
+            "%s: skipped %d repeated header line(s), the first at line %d (files joined "
+            "with their headers?); line numbers after it count without them",
+            source,
+            dropped,
+            first,
+        )
     return b"\n".join(kept)
 
 
@@ -169,7 +183,7 @@ def drop_blank_tail(data: bytes, sep: str) -> bytes:
     """``data`` without the blank lines, or lines of separators only (spreadsheet exports:
     ``,,,``), at its end: they would read as rows of empty ids. Elsewhere such a line stays an
     error naming its line. Looks at the last lines only; copies ``data`` only when it cuts."""
-    junk = b" \t\r\n\"" + sep.encode()
+    junk = b' \t\r\n"' + sep.encode()
     stop = len(data)
     while True:
         while stop and data[stop - 1] in b"\r\n":
@@ -214,7 +228,9 @@ def read_table(
     if header:
         data = _drop_repeated_header(data, source)
     dtypes = dict(dtypes or {})
-    kwargs: dict = dict(separator=sep, has_header=header, quote_char=quote, infer_schema_length=10000)
+    kwargs: dict = dict(
+        separator=sep, has_header=header, quote_char=quote, infer_schema_length=10000
+    )
     if not header:
         if names is None:
             raise ValueError("names are required for a file without a header")
@@ -246,8 +262,13 @@ def _explain(data, source, sep, header, names, dtypes, quote, exc) -> DataError:
                     f"{line[:80].decode('utf-8', 'replace')!r}"
                 )
     try:
-        kwargs: dict = dict(separator=sep, has_header=header, quote_char=quote, infer_schema=False,
-                            truncate_ragged_lines=True)
+        kwargs: dict = dict(
+            separator=sep,
+            has_header=header,
+            quote_char=quote,
+            infer_schema=False,
+            truncate_ragged_lines=True,
+        )
         if not header:
             kwargs["new_columns"] = list(names)
         text = pl.read_csv(data, **kwargs)
@@ -283,8 +304,7 @@ def no_nulls(df: pl.DataFrame, col: str, source: str, header: bool = True) -> No
     if n:
         row = int(s.is_null().arg_max())
         raise DataError(
-            f"{source}: column '{col}' is empty at line {row + 1 + int(header)} "
-            f"({n} empty values)"
+            f"{source}: column '{col}' is empty at line {row + 1 + int(header)} ({n} empty values)"
         )
 
 
@@ -296,7 +316,9 @@ def factorize(s: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     return codes, uniques
 
 
-def ids(df: pl.DataFrame, col: str, source: str, header: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+def ids(
+    df: pl.DataFrame, col: str, source: str, header: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Integer ids of ``col``: ``(values, None)`` for integer columns and for text holding
     canonical integers only, ``(codes, raw strings)`` for other text (factorized, so ids with
     leading zeros such as Amazon ASINs keep their exact spelling)."""
@@ -320,8 +342,12 @@ def ids(df: pl.DataFrame, col: str, source: str, header: bool = True) -> tuple[n
         # whole numbers written as decimals ("12346.0": pandas writes an integer column with a
         # gap as floats) are the integers they spell, or `--user 12346` would not find them
         if s.str.ends_with(".0").any() and s.str.contains(r"^-?\d+\.0+$|^-?\d+$").all():
-            log.warning("%s: column '%s' holds whole numbers written as decimals (%s): read as "
-                        "integers", source, col, s.filter(s.str.ends_with(".0"))[0])
+            log.warning(
+                "%s: column '%s' holds whole numbers written as decimals (%s): read as integers",
+                source,
+                col,
+                s.filter(s.str.ends_with(".0"))[0],
+            )
             s = s.str.replace(r"\.0+$", "")
         # canonical integers ("725280", not "0205616461") stay integers; anything else is text
         as_int = s.str.to_integer(strict=False)
@@ -331,7 +357,9 @@ def ids(df: pl.DataFrame, col: str, source: str, header: bool = True) -> tuple[n
     raise DataError(f"{source}: column '{col}' must hold ids (integers or strings), got {s.dtype}")
 
 
-def numeric(df: pl.DataFrame, col: str, source: str, dtype=pl.Float64, header: bool = True) -> np.ndarray:
+def numeric(
+    df: pl.DataFrame, col: str, source: str, dtype=pl.Float64, header: bool = True
+) -> np.ndarray:
     """A numeric column as NumPy; text that is not a number raises a ``DataError``."""
     no_nulls(df, col, source, header)
     s = df[col]
@@ -345,7 +373,9 @@ def numeric(df: pl.DataFrame, col: str, source: str, dtype=pl.Float64, header: b
     return out.to_numpy()
 
 
-def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, header: bool = True) -> np.ndarray:
+def seconds(
+    df: pl.DataFrame, col: str, source: str, fmt: str | None = None, header: bool = True
+) -> np.ndarray:
     """Unix seconds from an integer, float, date/datetime or text column (``fmt`` is a strftime
     format for text; None tries ISO dates/datetimes)."""
     no_nulls(df, col, source, header)
@@ -364,7 +394,11 @@ def seconds(df: pl.DataFrame, col: str, source: str, fmt: str | None = None, hea
         as_int = s.str.to_integer(strict=False)
         if as_int.null_count() == 0:
             return as_int.cast(pl.Int64).to_numpy()
-        parsed = s.str.to_datetime(fmt, strict=False) if fmt else _parse_iso(s, f"{source}: column '{col}'")
+        parsed = (
+            s.str.to_datetime(fmt, strict=False)
+            if fmt
+            else _parse_iso(s, f"{source}: column '{col}'")
+        )
         if parsed.null_count() and not fmt:
             _check_one_zone_form(s, f"{source}: column '{col}'", header)
         if parsed.null_count():
@@ -388,9 +422,11 @@ def _check_one_zone_form(s: pl.Series, what: str, header: bool) -> None:
     zoned = s.str.contains(r"\d" + _ZONE)
     if zoned.any() and not zoned.all():
         with_zone, without = int(zoned.arg_max()), int((~zoned).arg_max())
-        raise DataError(f"{what} mixes dates with a time zone and dates without one ({s[with_zone]!r} at "
-                        f"line {with_zone + 1 + int(header)}, {s[without]!r} at line {without + 1 + int(header)}): "
-                        "write them all one way (e.g. every date in UTC with a Z)")
+        raise DataError(
+            f"{what} mixes dates with a time zone and dates without one ({s[with_zone]!r} at "
+            f"line {with_zone + 1 + int(header)}, {s[without]!r} at line {without + 1 + int(header)}): "
+            "write them all one way (e.g. every date in UTC with a Z)"
+        )
 
 
 def _parse_iso(s: pl.Series, what: str) -> pl.Series:
@@ -415,19 +451,25 @@ def _slash_dates(s: pl.Series, what: str) -> pl.Series | None:
     first, second = parts.struct.field("1").cast(pl.Int32), parts.struct.field("2").cast(pl.Int32)
     if first.null_count():
         return None
-    orders = [order for order, (day, month) in (("%d/%m/%Y", (first, second)),
-                                                ("%m/%d/%Y", (second, first)))
-              if bool(((month >= 1) & (month <= 12) & (day >= 1) & (day <= 31)).all())]
+    orders = [
+        order
+        for order, (day, month) in (("%d/%m/%Y", (first, second)), ("%m/%d/%Y", (second, first)))
+        if bool(((month >= 1) & (month <= 12) & (day >= 1) & (day <= 31)).all())
+    ]
     if not orders:  # a 13th in the first field of one row and in the second of another
         orders = ["%d/%m/%Y"]  # the parse below leaves nulls where it fails: that line is named
     elif len(orders) == 2:
         example = s[0]
-        raise DataError(f"{what}: dates like {example!r} read as day/month and as month/day alike; set "
-                        "the format: data.time_format='%d/%m/%Y' or '%m/%d/%Y' (with ' %H:%M' or "
-                        "' %H:%M:%S' when the values carry a time)")
+        raise DataError(
+            f"{what}: dates like {example!r} read as day/month and as month/day alike; set "
+            "the format: data.time_format='%d/%m/%Y' or '%m/%d/%Y' (with ' %H:%M' or "
+            "' %H:%M:%S' when the values carry a time)"
+        )
     text = s.str.replace("T", " ", literal=True)
-    tries = [text.str.to_datetime(orders[0] + suffix, strict=False)
-             for suffix in ("", " %H:%M", " %H:%M:%S")]
+    tries = [
+        text.str.to_datetime(orders[0] + suffix, strict=False)
+        for suffix in ("", " %H:%M", " %H:%M:%S")
+    ]
     # all parse, or nulls where a value does not (31/02/2020): the caller names that line
     return min(tries, key=lambda parsed: parsed.null_count())
 
@@ -460,8 +502,15 @@ def build(
 
     attributes = from_genres(items)  # MovieLens genres become item categories (LSAN reads them)
     return Interactions(
-        user=user, item=item, timestamp=timestamp, rating=rating, items=items,
-        has_time=has_time, name=name, notes=notes, item_attributes=attributes,
+        user=user,
+        item=item,
+        timestamp=timestamp,
+        rating=rating,
+        items=items,
+        has_time=has_time,
+        name=name,
+        notes=notes,
+        item_attributes=attributes,
         user_raw=user_raw,
     )
 
@@ -490,11 +539,15 @@ def check_json_lines(text: bytes, source: str) -> None:
         try:
             json.loads(line)
         except ValueError as err:
-            raise DataError(f"{source}: line {lineno} is not valid JSON ({err.msg}): "
-                            f"{line[:80].decode('utf-8', 'replace')!r}") from None
+            raise DataError(
+                f"{source}: line {lineno} is not valid JSON ({err.msg}): "
+                f"{line[:80].decode('utf-8', 'replace')!r}"
+            ) from None
 
 
-def read_ndjson(path: str | Path, schema: Mapping[str, pl.DataType], source: str | None = None) -> pl.DataFrame:
+def read_ndjson(
+    path: str | Path, schema: Mapping[str, pl.DataType], source: str | None = None
+) -> pl.DataFrame:
     """JSON lines, keeping only the ``schema`` keys (others are ignored). Plain files are
     scanned lazily (projection), compressed ones are decompressed into memory first. A key that
     is absent from every line raises a ``DataError`` listing the keys of the first line."""

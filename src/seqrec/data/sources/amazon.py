@@ -34,24 +34,39 @@ LAYOUTS = {
 }
 
 
-def read_ratings_csv(path: str | Path, layout: str = "2014", name: str | None = None) -> Interactions:
+def read_ratings_csv(
+    path: str | Path, layout: str = "2014", name: str | None = None
+) -> Interactions:
     """A ratings-only CSV (no header); ``layout`` picks the column order of the release."""
     if layout not in LAYOUTS:
         raise ConfigError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
     source = str(path)
-    df = _io.read_table(_io.read_bytes(path), source, sep=",", header=False,
-                        names=LAYOUTS[layout], dtypes={"timestamp": pl.Int64})
+    df = _io.read_table(
+        _io.read_bytes(path),
+        source,
+        sep=",",
+        header=False,
+        names=LAYOUTS[layout],
+        dtypes={"timestamp": pl.Int64},
+    )
     if _looks_swapped(df):
-        log.warning("%s: the 'user' column looks like ASINs and 'item' like reviewer ids; "
-                    "is this a %s file? (layout=%r)", source,
-                    "2018" if layout == "2014" else "2014", layout)
+        log.warning(
+            "%s: the 'user' column looks like ASINs and 'item' like reviewer ids; "
+            "is this a %s file? (layout=%r)",
+            source,
+            "2018" if layout == "2014" else "2014",
+            layout,
+        )
     user, _ = _io.ids(df, "user", source, header=False)
     item, raw = _io.ids(df, "item", source, header=False)
     return _io.build(
         name or Path(path).name.split(".")[0],
-        user, item, _io.seconds(df, "timestamp", source, header=False),
+        user,
+        item,
+        _io.seconds(df, "timestamp", source, header=False),
         rating=_io.numeric(df, "rating", source, pl.Float32, header=False),
-        item_raw=raw, notes=(f"Amazon {layout} ratings-only CSV",),
+        item_raw=raw,
+        notes=(f"Amazon {layout} ratings-only CSV",),
     )
 
 
@@ -67,8 +82,12 @@ def _looks_swapped(df: pl.DataFrame, n: int = 1000) -> bool:
     return asin_share("user") > 0.9 and asin_share("item") < 0.1
 
 
-_REVIEW_SCHEMA = {"reviewerID": pl.String, "asin": pl.String, "overall": pl.Float64,
-                  "unixReviewTime": pl.Float64}
+_REVIEW_SCHEMA = {
+    "reviewerID": pl.String,
+    "asin": pl.String,
+    "overall": pl.Float64,
+    "unixReviewTime": pl.Float64,
+}
 
 
 def read_reviews_json(path: str | Path, name: str | None = None) -> Interactions:
@@ -79,7 +98,10 @@ def read_reviews_json(path: str | Path, name: str | None = None) -> Interactions
     item, raw = _io.ids(df, "asin", source, header=False)
     return _io.build(
         name or Path(path).name.split(".")[0],
-        user, item, _io.seconds(df, "unixReviewTime", source, header=False),
+        user,
+        item,
+        _io.seconds(df, "unixReviewTime", source, header=False),
         rating=_io.numeric(df, "overall", source, pl.Float32, header=False),
-        item_raw=raw, notes=("Amazon review JSON lines (reviewerID, asin, overall, unixReviewTime)",),
+        item_raw=raw,
+        notes=("Amazon review JSON lines (reviewerID, asin, overall, unixReviewTime)",),
     )

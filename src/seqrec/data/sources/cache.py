@@ -36,7 +36,12 @@ def enabled(flag: bool | None = None) -> bool:
     """``flag`` if given, else ``$SEQREC_PARSE_CACHE`` (default on; ``0/false/no/off`` = off)."""
     if flag is not None:
         return flag
-    return os.environ.get("SEQREC_PARSE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return os.environ.get("SEQREC_PARSE_CACHE", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 def key(inputs: Sequence[Path | None], reader: str) -> str:
@@ -71,13 +76,20 @@ def get(k: str) -> Interactions | None:
             from seqrec.data.attributes import ItemAttributes
 
             att = pl.read_parquet(folder / f"{k}.attributes.parquet")
-            attributes = ItemAttributes(att["item"].to_numpy(), att["attribute"].to_numpy(),
-                                        att["kind"].to_numpy(), att["position"].to_numpy())
+            attributes = ItemAttributes(
+                att["item"].to_numpy(),
+                att["attribute"].to_numpy(),
+                att["kind"].to_numpy(),
+                att["position"].to_numpy(),
+            )
         return Interactions(
-            user=df["user"].to_numpy(), item=df["item"].to_numpy(),
+            user=df["user"].to_numpy(),
+            item=df["item"].to_numpy(),
             timestamp=df["timestamp"].to_numpy(),
             rating=df["rating"].to_numpy() if "rating" in df.columns else None,
-            items=items, has_time=meta["has_time"], name=meta["name"],
+            items=items,
+            has_time=meta["has_time"],
+            name=meta["name"],
             notes=tuple(meta["notes"]),  # identical to a fresh parse: results must not differ
             item_attributes=attributes,
         )
@@ -103,26 +115,48 @@ def put(k: str, inter: Interactions) -> None:
         cols = {"user": inter.user, "item": inter.item, "timestamp": inter.timestamp}
         if inter.rating is not None:
             cols["rating"] = inter.rating
-        _atomic(folder / f"{k}.parquet", lambda p: pl.DataFrame(cols).write_parquet(p, compression="lz4"))
+        _atomic(
+            folder / f"{k}.parquet",
+            lambda p: pl.DataFrame(cols).write_parquet(p, compression="lz4"),
+        )
         if inter.items is not None:
             side = pl.DataFrame({c: pl.Series(c, v, strict=False) for c, v in inter.items.items()})
-            _atomic(folder / f"{k}.items.parquet", lambda p: side.write_parquet(p, compression="lz4"))
+            _atomic(
+                folder / f"{k}.items.parquet", lambda p: side.write_parquet(p, compression="lz4")
+            )
         att = inter.item_attributes
         if att is not None:
-            frame = pl.DataFrame({"item": att.item, "attribute": att.attribute,
-                                  "kind": att.kind.astype(object), "position": att.position})
-            _atomic(folder / f"{k}.attributes.parquet",
-                    lambda p: frame.write_parquet(p, compression="lz4"))
-        meta = {"name": inter.name, "has_time": inter.has_time, "notes": list(inter.notes),
-                "has_items": inter.items is not None, "has_attributes": att is not None,
-                "format": FORMAT}
+            frame = pl.DataFrame(
+                {
+                    "item": att.item,
+                    "attribute": att.attribute,
+                    "kind": att.kind.astype(object),
+                    "position": att.position,
+                }
+            )
+            _atomic(
+                folder / f"{k}.attributes.parquet",
+                lambda p: frame.write_parquet(p, compression="lz4"),
+            )
+        meta = {
+            "name": inter.name,
+            "has_time": inter.has_time,
+            "notes": list(inter.notes),
+            "has_items": inter.items is not None,
+            "has_attributes": att is not None,
+            "format": FORMAT,
+        }
         _atomic(folder / f"{k}.json", lambda p: p.write_text(json.dumps(meta)))
     except Exception as exc:  # caching is an optimisation: never fail a load because of it
         log.warning("could not write the parse cache in %s: %s", folder, exc)
 
 
-def cached(inputs: Sequence[Path | None], reader: str, parse: Callable[[], Interactions],
-           use: bool | None = None) -> Interactions:
+def cached(
+    inputs: Sequence[Path | None],
+    reader: str,
+    parse: Callable[[], Interactions],
+    use: bool | None = None,
+) -> Interactions:
     """``parse()``, or its cached result for these exact input files."""
     if not enabled(use):
         return parse()

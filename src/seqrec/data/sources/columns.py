@@ -11,15 +11,53 @@ from seqrec.errors import ConfigError, DataError
 
 ROLES = ("user", "item", "timestamp", "rating")
 ALIASES: dict[str, tuple[str, ...]] = {
-    "user": ("user_id", "userId", "user", "userID", "UserID", "uid", "session_id", "sessionId",
-             "session", "reviewerID", "username", "visitorid"),
+    "user": (
+        "user_id",
+        "userId",
+        "user",
+        "userID",
+        "UserID",
+        "uid",
+        "session_id",
+        "sessionId",
+        "session",
+        "reviewerID",
+        "username",
+        "visitorid",
+    ),
     # parent_asin before asin: Amazon Reviews'23 files carry both, and its parent_asin is what
     # the earlier Amazon datasets (and the papers' Beauty / Sports) call asin: the product
     # across colours and sizes, the id its metadata is keyed by.
-    "item": ("item_id", "itemId", "item", "itemID", "movieId", "MovieID", "movie_id", "iid",
-             "parent_asin", "asin", "product_id", "productId", "business_id", "track_id", "artist_id", "sku"),
-    "timestamp": ("timestamp", "Timestamp", "time", "ts", "unixReviewTime", "datetime", "date",
-                  "event_time", "t_dat", "ds"),
+    "item": (
+        "item_id",
+        "itemId",
+        "item",
+        "itemID",
+        "movieId",
+        "MovieID",
+        "movie_id",
+        "iid",
+        "parent_asin",
+        "asin",
+        "product_id",
+        "productId",
+        "business_id",
+        "track_id",
+        "artist_id",
+        "sku",
+    ),
+    "timestamp": (
+        "timestamp",
+        "Timestamp",
+        "time",
+        "ts",
+        "unixReviewTime",
+        "datetime",
+        "date",
+        "event_time",
+        "t_dat",
+        "ds",
+    ),
     "rating": ("rating", "Rating", "overall", "stars", "score"),
 }
 ITEM_ROLES = ("item", "title", "categories")
@@ -33,10 +71,35 @@ ITEM_ALIASES: dict[str, tuple[str, ...]] = {
 # against the words below; used only when exactly one column matches (several: an error listing
 # them). The mapping read is printed among the data's notes, so a guess is always visible.
 KEYWORDS: dict[str, tuple[str, ...]] = {
-    "user": ("user", "customer", "client", "visitor", "member", "buyer", "account", "session",
-             "reviewer"),
-    "item": ("item", "product", "sku", "article", "movie", "book", "song", "track", "video",
-             "artist", "business", "stockcode", "course", "asin", "recipe", "listing"),
+    "user": (
+        "user",
+        "customer",
+        "client",
+        "visitor",
+        "member",
+        "buyer",
+        "account",
+        "session",
+        "reviewer",
+    ),
+    "item": (
+        "item",
+        "product",
+        "sku",
+        "article",
+        "movie",
+        "book",
+        "song",
+        "track",
+        "video",
+        "artist",
+        "business",
+        "stockcode",
+        "course",
+        "asin",
+        "recipe",
+        "listing",
+    ),
     "timestamp": ("timestamp", "datetime", "date", "time", "created"),
     "rating": ("rating", "stars"),
 }
@@ -44,8 +107,20 @@ KEYWORDS: dict[str, tuple[str, ...]] = {
 
 # A column named for an amount of time ("watch_time", "time_spent") is no point in time: a
 # timestamp is never guessed from such a name (ordering histories by durations would be silent).
-DURATION_WORDS = ("duration", "spent", "elapsed", "length", "watch", "dwell", "play", "seconds",
-                  "minutes", "hours", "secs", "mins")
+DURATION_WORDS = (
+    "duration",
+    "spent",
+    "elapsed",
+    "length",
+    "watch",
+    "dwell",
+    "play",
+    "seconds",
+    "minutes",
+    "hours",
+    "secs",
+    "mins",
+)
 
 
 def normalize_name(name: str) -> str:
@@ -58,32 +133,42 @@ def guess_column(role: str, free: list[str], source: str) -> str | None:
     aliases = {normalize_name(a) for a in ALIASES[role]}
     if role == "timestamp":
         free = [c for c in free if not any(w in normalize_name(c) for w in DURATION_WORDS)]
-    for candidates in ([c for c in free if normalize_name(c) in aliases],
-                       [c for c in free if any(w in normalize_name(c) for w in KEYWORDS[role])]):
+    for candidates in (
+        [c for c in free if normalize_name(c) in aliases],
+        [c for c in free if any(w in normalize_name(c) for w in KEYWORDS[role])],
+    ):
         if len(candidates) == 1:
             return candidates[0]
         if len(candidates) > 1:
-            raise DataError(f"{source}: several columns could be the {role} "
-                            f"({', '.join(candidates)}); name the one to use: "
-                            f"columns={{'{role}': '<name>'}} (from the CLI: --set "
-                            f"data.columns={role}=<name>)")
+            raise DataError(
+                f"{source}: several columns could be the {role} "
+                f"({', '.join(candidates)}); name the one to use: "
+                f"columns={{'{role}': '<name>'}} (from the CLI: --set "
+                f"data.columns={role}=<name>)"
+            )
     return None
 
 
-def resolve_columns(columns: Mapping[str, str | None] | None, present: list[str], source: str) -> dict[str, str]:
+def resolve_columns(
+    columns: Mapping[str, str | None] | None, present: list[str], source: str
+) -> dict[str, str]:
     columns = dict(columns or {})
     unknown = set(columns) - set(ROLES)
     if unknown:
-        raise ConfigError(f"columns keys must be among {', '.join(ROLES)} (and 'event' for "
-                          f"the kinds of event: data.events), got {sorted(unknown)}")
+        raise ConfigError(
+            f"columns keys must be among {', '.join(ROLES)} (and 'event' for "
+            f"the kinds of event: data.events), got {sorted(unknown)}"
+        )
     out = {}
     for role in ROLES:
         if role in columns:
             if columns[role] is None and role in ("timestamp", "rating"):
                 continue  # explicitly absent
             if columns[role] not in present:
-                raise DataError(f"{source} has no column '{columns[role]}' (mapped to {role}; "
-                                f"columns present: {', '.join(present)})")
+                raise DataError(
+                    f"{source} has no column '{columns[role]}' (mapped to {role}; "
+                    f"columns present: {', '.join(present)})"
+                )
             out[role] = columns[role]
             continue
         found = next((c for c in ALIASES[role] if c in present), None)
@@ -119,11 +204,16 @@ def find_event_column(df, source: str) -> str | None:
     """The one text column whose name says it holds kinds of event (None when there is none)."""
     import polars as pl
 
-    found = [c for c in df.columns if df.schema[c] == pl.String
-             and any(w in normalize_name(c) for w in EVENT_WORDS)]
+    found = [
+        c
+        for c in df.columns
+        if df.schema[c] == pl.String and any(w in normalize_name(c) for w in EVENT_WORDS)
+    ]
     if len(found) > 1:
-        raise DataError(f"{source}: several columns could hold the kinds of event ({', '.join(found)}); "
-                        "name it: columns={'event': '<name>'} (from the CLI: --set data.columns=event=<name>)")
+        raise DataError(
+            f"{source}: several columns could hold the kinds of event ({', '.join(found)}); "
+            "name it: columns={'event': '<name>'} (from the CLI: --set data.columns=event=<name>)"
+        )
     return found[0] if found else None
 
 
@@ -134,17 +224,23 @@ def keep_events(df, events, column: str | None, source: str):
 
     column = column or find_event_column(df, source)
     if column is None or column not in df.columns:
-        raise DataError(f"{source}: events={list(events)} needs a column of kinds of event "
-                        f"(columns present: {', '.join(df.columns)}); name it: columns={{'event': '<name>'}}")
+        raise DataError(
+            f"{source}: events={list(events)} needs a column of kinds of event "
+            f"(columns present: {', '.join(df.columns)}); name it: columns={{'event': '<name>'}}"
+        )
     wanted = [str(e).strip() for e in events if str(e).strip()]
     counts = dict(df[column].cast(pl.String).value_counts().iter_rows())
     missing = [e for e in wanted if e not in counts]
     if missing:
-        raise DataError(f"{source}: column '{column}' holds no {', '.join(map(repr, missing))}; it holds "
-                        + ", ".join(f"{k} ({n:,})" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])))
+        raise DataError(
+            f"{source}: column '{column}' holds no {', '.join(map(repr, missing))}; it holds "
+            + ", ".join(f"{k} ({n:,})" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        )
     kept = df.filter(pl.col(column).cast(pl.String).is_in(wanted))
-    note = (f"kept the rows whose {column} is {', '.join(wanted)}: {kept.height:,} of {df.height:,} "
-            f"(dropped {', '.join(f'{k} {n:,}' for k, n in counts.items() if k not in wanted) or 'none'})")
+    note = (
+        f"kept the rows whose {column} is {', '.join(wanted)}: {kept.height:,} of {df.height:,} "
+        f"(dropped {', '.join(f'{k} {n:,}' for k, n in counts.items() if k not in wanted) or 'none'})"
+    )
     return kept, note, column
 
 
@@ -161,16 +257,20 @@ def ignored_note(df, roles: Mapping[str, str]) -> str | None:
         if DUPLICATE_MARK in col:  # polars' name for a header's second column of one name
             first = col.split(DUPLICATE_MARK)[0]
             role = next((r for r, c in roles.items() if c == first), None)
-            parts.append(f"{col} (the header names '{first}' twice; the first one"
-                         + (f" is the {role})" if role else " is kept)"))
+            parts.append(
+                f"{col} (the header names '{first}' twice; the first one"
+                + (f" is the {role})" if role else " is kept)")
+            )
             continue
         series = df[col]
         if any(w in normalize_name(col) for w in EVENT_WORDS) and series.dtype == pl.String:
             counts = series.value_counts(sort=True)
             if counts.height <= 20:
                 shown = ", ".join(f"{v} {n:,}" for v, n in counts.iter_rows())
-                parts.append(f"{col} ({shown}: every row counts the same, whatever its {col}; "
-                             f"data.events=KIND,KIND keeps only those kinds)")
+                parts.append(
+                    f"{col} ({shown}: every row counts the same, whatever its {col}; "
+                    f"data.events=KIND,KIND keeps only those kinds)"
+                )
                 continue
         parts.append(col)
     if not parts:

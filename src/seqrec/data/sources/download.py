@@ -69,10 +69,15 @@ def _amazon(host: str, file: str, terms: str = _AMAZON_TERMS) -> Remote:
 REMOTES: dict[str, Remote] = {
     "ml-100k": Remote((_GROUPLENS + "ml-100k.zip",), "ml-100k/u.data", terms=_GROUPLENS_TERMS),
     "ml-1m": Remote((_GROUPLENS + "ml-1m.zip",), "ml-1m/ratings.dat", terms=_GROUPLENS_TERMS),
-    "ml-10m": Remote((_GROUPLENS + "ml-10m.zip",), "ml-10M100K/ratings.dat", terms=_GROUPLENS_TERMS),
+    "ml-10m": Remote(
+        (_GROUPLENS + "ml-10m.zip",), "ml-10M100K/ratings.dat", terms=_GROUPLENS_TERMS
+    ),
     "ml-20m": Remote((_GROUPLENS + "ml-20m.zip",), "ml-20m/ratings.csv", terms=_GROUPLENS_TERMS),
-    "ml-latest-small": Remote((_GROUPLENS + "ml-latest-small.zip",), "ml-latest-small/ratings.csv",
-                              terms="GroupLens terms: research use, redistribution under the same terms"),
+    "ml-latest-small": Remote(
+        (_GROUPLENS + "ml-latest-small.zip",),
+        "ml-latest-small/ratings.csv",
+        terms="GroupLens terms: research use, redistribution under the same terms",
+    ),
     "amazon2014-beauty": _amazon(_SNAP, "reviews_Beauty_5.json.gz"),
     "amazon2014-sports": _amazon(_SNAP, "reviews_Sports_and_Outdoors_5.json.gz"),
     "amazon2014-toys": _amazon(_SNAP, "reviews_Toys_and_Games_5.json.gz"),
@@ -84,21 +89,27 @@ REMOTES: dict[str, Remote] = {
     "amazon2018-videogames": _amazon(_AMAZON18, "Video_Games_5.json.gz"),
     # the LRURec paper's preprocessed ML-1M (its Table 3 data; see sources/lrurec.py), pinned
     "lrurec-ml1m": Remote(
-        ("https://raw.githubusercontent.com/yueqirex/LRURec/15c172321af09d80c0a96e15696a9279bdd6dfd1/"
-         "data/preprocessed/ml-1m_min_rating0-min_uc5-min_sc5-leave_one_out/dataset.pkl",),
-        "dataset.pkl", sha256="e3ed8339a0f7a63d9612a08347161ca209610d416b526c489e10dec627644d3d",
+        (
+            "https://raw.githubusercontent.com/yueqirex/LRURec/15c172321af09d80c0a96e15696a9279bdd6dfd1/"
+            "data/preprocessed/ml-1m_min_rating0-min_uc5-min_sc5-leave_one_out/dataset.pkl",
+        ),
+        "dataset.pkl",
+        sha256="e3ed8339a0f7a63d9612a08347161ca209610d416b526c489e10dec627644d3d",
         terms=_GROUPLENS_TERMS + " (MovieLens-1M as preprocessed by the LRURec authors)",
     ),
     "steam": Remote(
-        ("https://mcauleylab.ucsd.edu/public_datasets/data/steam/steam_reviews.json.gz",
-         "http://cseweb.ucsd.edu/~wckang/steam_reviews.json.gz"),
-        "steam_reviews.json.gz", terms="UCSD Steam data: non-commercial research use",
+        (
+            "https://mcauleylab.ucsd.edu/public_datasets/data/steam/steam_reviews.json.gz",
+            "http://cseweb.ucsd.edu/~wckang/steam_reviews.json.gz",
+        ),
+        "steam_reviews.json.gz",
+        terms="UCSD Steam data: non-commercial research use",
     ),
 }
 MANUAL: dict[str, str] = {
     "yelp": "Yelp data cannot be downloaded automatically: accept the Yelp Dataset Terms of Use "
-            "and download it by hand from https://www.yelp.com/dataset, then place "
-            "yelp_academic_dataset_review.json under $SEQREC_DATA_DIR/yelp/ (or pass its path)",
+    "and download it by hand from https://www.yelp.com/dataset, then place "
+    "yelp_academic_dataset_review.json under $SEQREC_DATA_DIR/yelp/ (or pass its path)",
 }
 ORIGINALS: dict[str, str] = {}
 """Dataset name -> the key of :data:`REMOTES` holding its original (``ml-1m-ts`` -> ``ml-1m``).
@@ -178,8 +189,9 @@ def fetch(
                 ) from None
         digest = h.hexdigest()
         if sha256 is not None and digest != sha256.lower():
-            raise DataError(f"sha256 mismatch for {url}: expected {sha256}, got {digest}; "
-                            "the file was not kept")
+            raise DataError(
+                f"sha256 mismatch for {url}: expected {sha256}, got {digest}; the file was not kept"
+            )
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

@@ -69,14 +69,22 @@ log = logging.getLogger(__name__)
 
 # .inter: RecBole's atomic interaction file (tab-separated, a "name:type" header; its item
 # file, .item, is read by read_items)
-TEXT_EXT = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": "\t", ".dat": "\t", ".data": "\t",
-            ".inter": "\t"}
+TEXT_EXT = {
+    ".csv": ",",
+    ".tsv": "\t",
+    ".tab": "\t",
+    ".txt": "\t",
+    ".dat": "\t",
+    ".data": "\t",
+    ".inter": "\t",
+}
 PARQUET_EXT = (".parquet", ".pq")
 EXCEL_EXT = (".xlsx", ".xlsm")
 
 
-def _frame(path: Path, sep: str | None, has_header: bool, names,
-           columns) -> tuple[pl.DataFrame, bool, list[str], Mapping[str, str | None] | None]:
+def _frame(
+    path: Path, sep: str | None, has_header: bool, names, columns
+) -> tuple[pl.DataFrame, bool, list[str], Mapping[str, str | None] | None]:
     """The table of ``path``, whether it had a header line, what was guessed about its layout
     (for the notes: a guess is always shown) and the column mapping to read it with."""
     plain, _ = _io.strip_compression(path)
@@ -92,8 +100,10 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
     if ext in EXCEL_EXT and sep is None:
         df, sheet = _excel(path)
         if not has_header:
-            raise DataError(f"{path.name}: a spreadsheet is read with its first row as the column "
-                            "names; add a header row")
+            raise DataError(
+                f"{path.name}: a spreadsheet is read with its first row as the column "
+                "names; add a header row"
+            )
         return df, True, [sheet] if sheet else [], columns
     if ext not in TEXT_EXT and sep is None:
         spreadsheet = " (a spreadsheet: save it as CSV)" if ext in (".xlsx", ".xls", ".ods") else ""
@@ -107,8 +117,12 @@ def _frame(path: Path, sep: str | None, has_header: bool, names,
         data = data.replace(b"\r", b"\n")
         guessed.append("lines ended by CR alone (classic Mac OS)")
     if sep is None and has_header and names is None and not columns and is_user_item_lists(data):
-        return user_item_lists(data, str(path)), False, [
-            "one user a line, then the user's items in time order (S3-Rec's layout)"], None
+        return (
+            user_item_lists(data, str(path)),
+            False,
+            ["one user a line, then the user's items in time order (S3-Rec's layout)"],
+            None,
+        )
     if sep is None:
         sep = sniff_separator(data, TEXT_EXT[ext])
         if sep != TEXT_EXT[ext]:
@@ -150,8 +164,10 @@ def _excel(path: Path) -> tuple[pl.DataFrame, str]:
     try:
         import openpyxl
     except ImportError:
-        raise DataError(f"{path.name} is a spreadsheet: save it as CSV, or install openpyxl "
-                        "(pip install openpyxl, or seqrec's 'excel' extra) to read .xlsx directly") from None
+        raise DataError(
+            f"{path.name} is a spreadsheet: save it as CSV, or install openpyxl "
+            "(pip install openpyxl, or seqrec's 'excel' extra) to read .xlsx directly"
+        ) from None
     try:
         book = openpyxl.load_workbook(path, read_only=True)
         sheets = list(book.sheetnames)
@@ -160,8 +176,10 @@ def _excel(path: Path) -> tuple[pl.DataFrame, str]:
     except pl.exceptions.NoDataError:
         raise DataError(f"{path.name}: its first sheet is empty") from None
     except Exception as exc:  # noqa: BLE001 - openpyxl raises many types for a damaged file
-        raise DataError(f"cannot read {path.name} as an Excel workbook: {type(exc).__name__}: "
-                        f"{_io._first_line(str(exc))}") from None
+        raise DataError(
+            f"cannot read {path.name} as an Excel workbook: {type(exc).__name__}: "
+            f"{_io._first_line(str(exc))}"
+        ) from None
     note = f"sheet '{sheets[0]}', the first of {len(sheets)}" if len(sheets) > 1 else ""
     return df, note
 
@@ -205,9 +223,19 @@ def read_file(
         raise ConfigError("has_header=False needs names=[...] for the columns")
     df, has_header, guessed, columns = _frame(path, sep, has_header, names, columns)
     note = f"read {path.name}" + "".join(f" [{g}]" for g in guessed)
-    return table_interactions(df, str(path), name or path.name.split(".")[0], note,
-                              columns, has_header, time_format, timestamp_unit, item_file, item_columns,
-                              events=events)
+    return table_interactions(
+        df,
+        str(path),
+        name or path.name.split(".")[0],
+        note,
+        columns,
+        has_header,
+        time_format,
+        timestamp_unit,
+        item_file,
+        item_columns,
+        events=events,
+    )
 
 
 def read_parts(
@@ -230,13 +258,17 @@ def read_parts(
     :func:`read_file`'s, applied to each part. A bad value is named by its part and line."""
     check_unit(timestamp_unit)
     folder = Path(folder)
-    parts = [p for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith((".", "_"))]
+    parts = [
+        p for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith((".", "_"))
+    ]
     kinds = {_part_kind(p) for p in parts}
     if not parts or None in kinds:
         other = sorted(p.name for p in parts if _part_kind(p) is None)[:3]
-        raise DataError(f"{folder} holds no MovieLens ratings file (u.data, ratings.dat, ratings.csv) "
-                        "and is not a folder of part files of one log (.csv, .tsv, .parquet, ...)"
-                        + (f": it also holds {', '.join(other)}" if other else ": it is empty"))
+        raise DataError(
+            f"{folder} holds no MovieLens ratings file (u.data, ratings.dat, ratings.csv) "
+            "and is not a folder of part files of one log (.csv, .tsv, .parquet, ...)"
+            + (f": it also holds {', '.join(other)}" if other else ": it is empty")
+        )
     if len(kinds) > 1:
         raise DataError(f"{folder} mixes part formats ({', '.join(sorted(kinds))}): keep one")
     frames, guessed, ends = [], set(), []
@@ -250,14 +282,31 @@ def read_parts(
     try:
         df = pl.concat(frames, how="vertical_relaxed")
     except pl.exceptions.PolarsError:
-        differ = next(p.name for p, f in zip(parts, frames, strict=True) if f.columns != frames[0].columns)
-        raise DataError(f"{folder}: {differ} has other columns than {parts[0].name} "
-                        f"({', '.join(frames[0].columns)}): the parts of one log share them") from None
-    note = (f"read {len(parts)} part files of {folder.name}/ ({parts[0].name} .. {parts[-1].name})"
-            + "".join(f" [{g}]" for g in sorted(guessed)))
+        differ = next(
+            p.name for p, f in zip(parts, frames, strict=True) if f.columns != frames[0].columns
+        )
+        raise DataError(
+            f"{folder}: {differ} has other columns than {parts[0].name} "
+            f"({', '.join(frames[0].columns)}): the parts of one log share them"
+        ) from None
+    note = (
+        f"read {len(parts)} part files of {folder.name}/ ({parts[0].name} .. {parts[-1].name})"
+        + "".join(f" [{g}]" for g in sorted(guessed))
+    )
     try:
-        return table_interactions(df, str(folder), name or folder.name, note, columns, has_header_part,
-                                  time_format, timestamp_unit, item_file, item_columns, events=events)
+        return table_interactions(
+            df,
+            str(folder),
+            name or folder.name,
+            note,
+            columns,
+            has_header_part,
+            time_format,
+            timestamp_unit,
+            item_file,
+            item_columns,
+            events=events,
+        )
     except DataError as exc:  # "line N" of the joined table -> the part and its own line
         raise DataError(_part_line(str(exc), parts, ends, has_header_part)) from None
 
@@ -265,7 +314,11 @@ def read_parts(
 def _part_kind(path: Path) -> str | None:
     plain, _ = _io.strip_compression(path)
     ext = Path(plain).suffix.lower()
-    return ("parquet" if ext in PARQUET_EXT else ext) if ext in TEXT_EXT or ext in PARQUET_EXT else None
+    return (
+        ("parquet" if ext in PARQUET_EXT else ext)
+        if ext in TEXT_EXT or ext in PARQUET_EXT
+        else None
+    )
 
 
 def _part_line(message: str, parts: list[Path], ends: list[int], has_header: bool) -> str:
@@ -275,7 +328,7 @@ def _part_line(message: str, parts: list[Path], ends: list[int], has_header: boo
     row = int(match.group(1)) - 1 - int(has_header)  # 0-based row of the joined table
     i = next((j for j, end in enumerate(ends) if row < end), len(ends) - 1)
     local = row - (ends[i - 1] if i else 0) + 1 + int(has_header)
-    return message[: match.start()] + f"line {local} of {parts[i].name}" + message[match.end():]
+    return message[: match.start()] + f"line {local} of {parts[i].name}" + message[match.end() :]
 
 
 def read_json(
@@ -301,15 +354,27 @@ def read_json(
     except pl.exceptions.PolarsError as exc:
         if not array:
             _io.check_json_lines(data, str(path))
-        raise DataError(f"{path}: cannot read it as {'a JSON array of records' if array else 'JSON lines'}: "
-                        f"{_io._first_line(str(exc))}") from None
+        raise DataError(
+            f"{path}: cannot read it as {'a JSON array of records' if array else 'JSON lines'}: "
+            f"{_io._first_line(str(exc))}"
+        ) from None
     if df.height == 0:
         raise DataError(f"file {path} has no records")
     df = _flatten(df)
     # has_header=False: a bad value is named by its record (1-based: the line of JSON lines)
-    return table_interactions(df, str(path), name or path.name.split(".")[0], f"read {path.name}",
-                              columns, False, time_format, timestamp_unit, item_file, item_columns,
-                              events=events)
+    return table_interactions(
+        df,
+        str(path),
+        name or path.name.split(".")[0],
+        f"read {path.name}",
+        columns,
+        False,
+        time_format,
+        timestamp_unit,
+        item_file,
+        item_columns,
+        events=events,
+    )
 
 
 def _flatten(df: pl.DataFrame) -> pl.DataFrame:
@@ -320,14 +385,27 @@ def _flatten(df: pl.DataFrame) -> pl.DataFrame:
         for name, dtype in zip(df.columns, df.dtypes, strict=True):
             if isinstance(dtype, pl.Struct):
                 fields = [f.name for f in dtype.fields]
-                df = df.with_columns(pl.col(name).struct.rename_fields([f"{name}.{f}" for f in fields])).unnest(name)
+                df = df.with_columns(
+                    pl.col(name).struct.rename_fields([f"{name}.{f}" for f in fields])
+                ).unnest(name)
                 break
     return df
 
 
-def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str, columns, has_header,
-                       time_format, timestamp_unit, item_file, item_columns,
-                       place: str = "line", events: Sequence[str] | None = None) -> Interactions:
+def table_interactions(
+    df: pl.DataFrame,
+    source: str,
+    name: str,
+    read_note: str,
+    columns,
+    has_header,
+    time_format,
+    timestamp_unit,
+    item_file,
+    item_columns,
+    place: str = "line",
+    events: Sequence[str] | None = None,
+) -> Interactions:
     """The roles of ``df`` as :class:`Interactions` (shared by files and in-memory tables;
     ``place`` names a position in the source: a file's "line", a table's "row"; ``events``
     keeps the rows whose event column holds one of those kinds)."""
@@ -343,30 +421,53 @@ def table_interactions(df: pl.DataFrame, source: str, name: str, read_note: str,
     item, raw = _io.ids(df, roles["item"], source, has_header)
     ts, used = None, "s"
     if "timestamp" in roles:
-        ts, used = _timestamps(df, roles["timestamp"], source, time_format, has_header, timestamp_unit)
+        ts, used = _timestamps(
+            df, roles["timestamp"], source, time_format, has_header, timestamp_unit
+        )
     rating = None
     if "rating" in roles:
         rating = _io.numeric(df, roles["rating"], source, pl.Float32, has_header)
     mapping = ", ".join(f"{r}={c}" for r, c in roles.items())
     ignored = ignored_note(df, {**roles, **({"event": event_col} if kept_events else {})})
-    notes = [f"{read_note} ({mapping})", *([kept_events] if kept_events else []),
-             *([ignored] if ignored else []), *([exploded] if exploded else []), *skipped]
+    notes = [
+        f"{read_note} ({mapping})",
+        *([kept_events] if kept_events else []),
+        *([ignored] if ignored else []),
+        *([exploded] if exploded else []),
+        *skipped,
+    ]
     if ts is not None and unit_note(used, timestamp_unit):
         notes.append(unit_note(used, timestamp_unit))
     items = None
     if item_file is not None:
         meta = read_items(item_file, item_columns)
         items = _attach(meta, item, raw)
-        known = int(np.isin(np.unique(item if raw is None else raw).astype(str),
-                            np.asarray(meta["raw_id"]).astype(str)).sum())
-        notes.append(f"item metadata from {Path(item_file).name}: {known} of "
-                     f"{len(np.unique(item))} items described")
-    return _io.build(name, user, item, ts, rating=rating,
-                     items=items, item_raw=raw, notes=tuple(notes), user_raw=user_raw)
+        known = int(
+            np.isin(
+                np.unique(item if raw is None else raw).astype(str),
+                np.asarray(meta["raw_id"]).astype(str),
+            ).sum()
+        )
+        notes.append(
+            f"item metadata from {Path(item_file).name}: {known} of "
+            f"{len(np.unique(item))} items described"
+        )
+    return _io.build(
+        name,
+        user,
+        item,
+        ts,
+        rating=rating,
+        items=items,
+        item_raw=raw,
+        notes=tuple(notes),
+        user_raw=user_raw,
+    )
 
 
-def _without_incomplete_rows(df: pl.DataFrame, roles: dict[str, str], source: str,
-                             has_header: bool, place: str) -> tuple[pl.DataFrame, list[str]]:
+def _without_incomplete_rows(
+    df: pl.DataFrame, roles: dict[str, str], source: str, has_header: bool, place: str
+) -> tuple[pl.DataFrame, list[str]]:
     """``df`` without the rows whose user, item or time is empty (an export's guest checkouts,
     a product since deleted), with a warning and a note; when they are half the rows or more the
     column is more likely the wrong one, and the error naming the first empty value stays."""
@@ -377,8 +478,10 @@ def _without_incomplete_rows(df: pl.DataFrame, roles: dict[str, str], source: st
         return df, []
     first = int(empty.arg_max()) + 1 + int(has_header)
     by_col = ", ".join(f"{c} {df[c].null_count()}" for c in cols if df[c].null_count())
-    note = (f"{n} of {df.height} rows skipped: an empty user, item or time ({by_col}; the first at "
-            f"{place} {first})")
+    note = (
+        f"{n} of {df.height} rows skipped: an empty user, item or time ({by_col}; the first at "
+        f"{place} {first})"
+    )
     log.warning("%s: %s; %s numbers after it count without them", source, note, place)
     return df.filter(~empty), [note]
 
@@ -390,10 +493,13 @@ def _timestamps(df, col, source, time_format, has_header, unit) -> tuple[np.ndar
     ``"s"`` refuses such numbers (a log read as seconds would put every event thousands of
     years ahead)."""
     numeric = df[col].dtype.is_numeric() or (
-        df[col].dtype == pl.String and df[col].str.to_integer(strict=False).null_count() == 0)
+        df[col].dtype == pl.String and df[col].str.to_integer(strict=False).null_count() == 0
+    )
     if unit == "iso" and numeric:
-        raise DataError(f"{source}: column '{col}' holds numbers, not dates; set the time unit "
-                        "to 's', 'ms', 'us' or 'ns' (data.time_unit)")
+        raise DataError(
+            f"{source}: column '{col}' holds numbers, not dates; set the time unit "
+            "to 's', 'ms', 'us' or 'ns' (data.time_unit)"
+        )
     ts = _io.seconds(df, col, source, time_format, has_header)
     if not numeric:
         return ts, "s"
@@ -402,8 +508,14 @@ def _timestamps(df, col, source, time_format, has_header, unit) -> tuple[np.ndar
     if unit == "auto":
         groups = mixed_units(ts)
         if groups:
-            raise DataError(mixed_units_message(
-                ts, groups, f"{source}: column '{col}'", lambda i: f"line {i + 1 + int(has_header)}"))
+            raise DataError(
+                mixed_units_message(
+                    ts,
+                    groups,
+                    f"{source}: column '{col}'",
+                    lambda i: f"line {i + 1 + int(has_header)}",
+                )
+            )
         unit = implied
     elif unit == "s" and implied != "s":
         raise DataError(
@@ -414,9 +526,9 @@ def _timestamps(df, col, source, time_format, has_header, unit) -> tuple[np.ndar
     return (ts if unit in ("s", "iso") else np.floor_divide(ts, PER_SECOND[unit])), unit
 
 
-
-def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
-               sep: str | None = None) -> dict[str, np.ndarray]:
+def read_items(
+    path: str | Path, columns: Mapping[str, str] | None = None, sep: str | None = None
+) -> dict[str, np.ndarray]:
     """An item-metadata file: ``{"raw_id": ids as text, "title": ..., "genres": ...}``.
 
     Categories are stored under ``genres`` (``|``-separated names), the side-table column that
@@ -435,7 +547,9 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
     columns = dict(columns or {})
     unknown = set(columns) - set(ITEM_ROLES)
     if unknown:
-        raise ConfigError(f"item column roles must be among {', '.join(ITEM_ROLES)}, got {sorted(unknown)}")
+        raise ConfigError(
+            f"item column roles must be among {', '.join(ITEM_ROLES)}, got {sorted(unknown)}"
+        )
     plain, _ = _io.strip_compression(path)
     lists: list[str] | None = None
     if Path(plain).suffix.lower() in PARQUET_EXT:
@@ -445,23 +559,31 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
         df = df.with_columns(pl.col(c).cast(pl.String) for c in df.columns)
     else:
         data = _io.read_bytes(path)
-        sep = sep or sniff_separator(data, {**TEXT_EXT, ".item": "\t"}.get(Path(plain).suffix.lower(), ","))
+        sep = sep or sniff_separator(
+            data, {**TEXT_EXT, ".item": "\t"}.get(Path(plain).suffix.lower(), ",")
+        )
         data, lists = strip_header(data, sep)
-        df = _io.read_table(data, str(path), sep=sep, dtypes={c: pl.String for c in header_names(data, sep, "")})
+        df = _io.read_table(
+            data, str(path), sep=sep, dtypes={c: pl.String for c in header_names(data, sep, "")}
+        )
     roles = {}
     for role in ITEM_ROLES:
         name = columns.get(role) or next((c for c in ITEM_ALIASES[role] if c in df.columns), None)
         if name is not None and name not in df.columns:
-            raise DataError(f"{path} has no column '{name}' (mapped to {role}; columns "
-                            f"present: {', '.join(df.columns)})")
+            raise DataError(
+                f"{path} has no column '{name}' (mapped to {role}; columns "
+                f"present: {', '.join(df.columns)})"
+            )
         if name is not None:
             roles[role] = name
     if roles.get("categories") in (lists or ()):  # RecBole's token_seq: space-separated lists
         df = df.with_columns(pl.col(roles["categories"]).str.replace_all(" ", "|"))
     if "item" not in roles or len(roles) == 1:
-        raise DataError(f"{path}: an item file needs an item id column and a title or categories "
-                        f"column (columns present: {', '.join(df.columns)}); map them with "
-                        "data.item_columns=item=<col>,title=<col>,categories=<col>")
+        raise DataError(
+            f"{path}: an item file needs an item id column and a title or categories "
+            f"column (columns present: {', '.join(df.columns)}); map them with "
+            "data.item_columns=item=<col>,title=<col>,categories=<col>"
+        )
     _io.no_nulls(df, roles["item"], str(path))
     df = df.unique(subset=roles["item"], keep="first", maintain_order=True)
     out = {"raw_id": df[roles["item"]].cast(pl.String).to_numpy().astype(object)}
@@ -471,7 +593,9 @@ def read_items(path: str | Path, columns: Mapping[str, str] | None = None,
     return out
 
 
-def _attach(meta: dict[str, np.ndarray], item: np.ndarray, raw: np.ndarray | None) -> dict[str, np.ndarray]:
+def _attach(
+    meta: dict[str, np.ndarray], item: np.ndarray, raw: np.ndarray | None
+) -> dict[str, np.ndarray]:
     """The side table for ``build``: keyed by raw text for string ids, by the integer ids
     otherwise (matched through their decimal text)."""
     if raw is not None:

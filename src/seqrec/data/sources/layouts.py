@@ -20,8 +20,11 @@ def is_user_item_lists(data: bytes) -> bool:
     """Lines of whole numbers split by single spaces, of varying length: S3-Rec's (FMLP-Rec's,
     ICLRec's) ``Beauty.txt``, ``user item item ...``, one user a line."""
     lines = [ln.rstrip(b"\r") for ln in _io.head_lines(data, 20) if ln.strip()]
-    return (len(lines) > 1 and all(_WHOLE_NUMBERS.fullmatch(ln) for ln in lines)
-            and len({ln.count(b" ") for ln in lines}) > 1)
+    return (
+        len(lines) > 1
+        and all(_WHOLE_NUMBERS.fullmatch(ln) for ln in lines)
+        and len({ln.count(b" ") for ln in lines}) > 1
+    )
 
 
 def user_item_lists(data: bytes, source: str) -> pl.DataFrame:
@@ -32,11 +35,15 @@ def user_item_lists(data: bytes, source: str) -> pl.DataFrame:
         if not fields:
             continue
         if not all(f.isdigit() for f in fields):
-            raise DataError(f"{source}: line {lineno} is not whole numbers split by spaces like the "
-                            f"lines before it (one user a line, then its items): {line[:80]!r}")
+            raise DataError(
+                f"{source}: line {lineno} is not whole numbers split by spaces like the "
+                f"lines before it (one user a line, then its items): {line[:80]!r}"
+            )
         users.append(int(fields[0]))
         items.append([int(f) for f in fields[1:]])
-    return pl.DataFrame({"user": users, "items": items}, schema={"user": pl.Int64, "items": pl.List(pl.Int64)})
+    return pl.DataFrame(
+        {"user": users, "items": items}, schema={"user": pl.Int64, "items": pl.List(pl.Int64)}
+    )
 
 
 SEP_NAMES = {"\t": "tab", ";": "semicolon", "|": "pipe", ",": "comma", " ": "space"}
@@ -58,7 +65,8 @@ def sniff_separator(data: bytes, default: str) -> str:
         if other != default and len(counts) == 1 and counts.pop() > 1:
             return other
     if len({len(ln.split(" ")) for ln in lines}) == 1 and all(
-            _WHOLE_NUMBERS.fullmatch(ln.encode()) for ln in lines):
+        _WHOLE_NUMBERS.fullmatch(ln.encode()) for ln in lines
+    ):
         return " "
     return default
 
@@ -73,7 +81,9 @@ def _is_text_date(value: str) -> bool:
         float(value)
         return False
     except ValueError:
-        return bool(re.match(r"\d{4}-\d{2}-\d{2}", value) or re.match(r"\d{1,2}/\d{1,2}/\d{4}", value))
+        return bool(
+            re.match(r"\d{4}-\d{2}-\d{2}", value) or re.match(r"\d{1,2}/\d{1,2}/\d{4}", value)
+        )
 
 
 def _looks_like_time(value: str) -> bool:
@@ -91,8 +101,9 @@ def headerless_names(first: list[str]) -> list[str] | None:
     common user, item[, time], and YOOCHOOSE's session, ISO time, item[, category] (a text date
     second); anything else stays an error with the ``names`` hint."""
     fields = [f.strip().strip('"') for f in first]
-    if not 2 <= len(fields) <= 4 or not all(f and set(f) <= _DATA_CHARS and any(c.isdigit() for c in f)
-                                            for f in fields):
+    if not 2 <= len(fields) <= 4 or not all(
+        f and set(f) <= _DATA_CHARS and any(c.isdigit() for c in f) for f in fields
+    ):
         return None
     if len(fields) == 2:
         return ["user", "item"]
@@ -122,13 +133,20 @@ def strip_header(data: bytes, sep: str) -> tuple[bytes, list[str] | None]:
         return data, None
     fields = [f.strip() for f in first.split(sep.encode())]
     typed = all(b":" in f and f.rsplit(b":", 1)[1] in RECBOLE_TYPES for f in fields)
-    sequences = [f.rsplit(b":", 1)[0].decode("utf-8", "replace") for f in fields
-                 if f.endswith(b":token_seq")] if typed else None
+    sequences = (
+        [
+            f.rsplit(b":", 1)[0].decode("utf-8", "replace")
+            for f in fields
+            if f.endswith(b":token_seq")
+        ]
+        if typed
+        else None
+    )
     if typed:
         fields = [f.rsplit(b":", 1)[0] for f in fields]
     if fields == first.split(sep.encode()):
         return data, sequences
-    return sep.encode().join(fields) + data[len(first):], sequences
+    return sep.encode().join(fields) + data[len(first) :], sequences
 
 
 def header_names(data: bytes, sep: str, source: str) -> list[str]:
@@ -142,10 +160,12 @@ def separator_hint(present: list[str], sep: str) -> str:
         return ""
     for other, cli in ((";", ";"), ("\t", "tab"), ("|", "|"), (",", ","), (" ", "space")):
         if other != sep and len([p for p in present[0].split(other) if p]) > 1:
-            return (f"the header line {present[0]!r} is one column when split at {sep!r} but "
-                    f"contains {other!r}: the file looks {cli}-separated; pass sep={other!r} "
-                    f"(from the CLI: --set data.sep='{cli}')"
-                    + no_header_hint([p for p in present[0].split(other) if p]))
+            return (
+                f"the header line {present[0]!r} is one column when split at {sep!r} but "
+                f"contains {other!r}: the file looks {cli}-separated; pass sep={other!r} "
+                f"(from the CLI: --set data.sep='{cli}')"
+                + no_header_hint([p for p in present[0].split(other) if p])
+            )
     return ""
 
 
@@ -153,8 +173,16 @@ def no_header_hint(fields: list[str]) -> str:
     """A first line none of whose fields could name the user or the item is data, not names."""
     words = KEYWORDS["user"] + KEYWORDS["item"]
     aliases = {normalize_name(a) for role in ("user", "item") for a in ALIASES[role]}
-    if any(normalize_name(f) in aliases or any(w in normalize_name(f) for w in words) for f in fields):
+    if any(
+        normalize_name(f) in aliases or any(w in normalize_name(f) for w in words) for f in fields
+    ):
         return ""
-    example = ",".join(["user", "item", "timestamp", "rating"][: len(fields)]) if len(fields) <= 4 else "a,b,c"
-    return (f"; its first line does not look like column names: for a file without a header "
-            f"line also pass names (--set data.names={example})")
+    example = (
+        ",".join(["user", "item", "timestamp", "rating"][: len(fields)])
+        if len(fields) <= 4
+        else "a,b,c"
+    )
+    return (
+        f"; its first line does not look like column names: for a file without a header "
+        f"line also pass names (--set data.names={example})"
+    )

@@ -31,8 +31,10 @@ class _PlainUnpickler(pickle.Unpickler):
     """Builds only the pickle protocol's own types: any class or function lookup is refused."""
 
     def find_class(self, module: str, name: str):  # noqa: D102 - pickle API
-        raise DataError(f"refusing to load {module}.{name} from a data pickle: only plain "
-                        "dicts and lists are expected")
+        raise DataError(
+            f"refusing to load {module}.{name} from a data pickle: only plain "
+            "dicts and lists are expected"
+        )
 
 
 def read_plain_pickle(path: str | Path):
@@ -50,9 +52,11 @@ def read_preprocessed_pkl(path: str | Path, name: str = "lrurec") -> Interaction
     data = read_plain_pickle(path)
     need = ("train", "val", "test", "umap", "smap")
     if not isinstance(data, dict) or any(k not in data for k in need):
-        raise DataError(f"{path}: expected a dict with keys {', '.join(need)} (an LRURec "
-                        f"dataset.pkl), got {type(data).__name__}"
-                        + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else ""))
+        raise DataError(
+            f"{path}: expected a dict with keys {', '.join(need)} (an LRURec "
+            f"dataset.pkl), got {type(data).__name__}"
+            + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
+        )
     user_of = {v: k for k, v in data["umap"].items()}
     item_of = {v: k for k, v in data["smap"].items()}
     users, items = [], []
@@ -67,6 +71,10 @@ def read_preprocessed_pkl(path: str | Path, name: str = "lrurec") -> Interaction
         items += raw_items
     if not users:
         raise DataError(f"{path}: no interactions")
-    return _io.build(name, np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64),
-                     None, notes=(f"read {Path(path).name} (LRURec preprocessed pickle, plain "
-                                  "data only)",))
+    return _io.build(
+        name,
+        np.asarray(users, dtype=np.int64),
+        np.asarray(items, dtype=np.int64),
+        None,
+        notes=(f"read {Path(path).name} (LRURec preprocessed pickle, plain data only)",),
+    )

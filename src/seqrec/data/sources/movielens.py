@@ -26,9 +26,25 @@ from seqrec.errors import DataError
 
 # u.genre of ML-100K, in flag order.
 ML100K_GENRES = (
-    "unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime",
-    "Documentary", "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance",
-    "Sci-Fi", "Thriller", "War", "Western",
+    "unknown",
+    "Action",
+    "Adventure",
+    "Animation",
+    "Children's",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Fantasy",
+    "Film-Noir",
+    "Horror",
+    "Musical",
+    "Mystery",
+    "Romance",
+    "Sci-Fi",
+    "Thriller",
+    "War",
+    "Western",
 )
 _RATING_DTYPES = {"user": pl.Int64, "item": pl.Int64, "rating": pl.Float32, "timestamp": pl.Int64}
 
@@ -50,20 +66,42 @@ def _ratings(df: pl.DataFrame, source: str, name: str, header: bool, items=None)
 def read_uitem(path: str | Path) -> dict[str, np.ndarray]:
     """ML-100K ``u.item`` as a side table ``{"item", "title", "genres"}`` (genres ``|``-joined)."""
     names = ["item", "title", "release", "video_release", "imdb"] + [f"g{i}" for i in range(19)]
-    df = _io.read_table(_io.read_bytes(path, encoding="latin-1"), str(path), sep="|", header=False,
-                        names=names, dtypes={"item": pl.Int64}, quote=None)
-    flags = pl.concat_list(
-        [pl.when(pl.col(f"g{i}") == "1").then(pl.lit(g)) for i, g in enumerate(ML100K_GENRES)]
-    ).list.drop_nulls().list.join("|")
+    df = _io.read_table(
+        _io.read_bytes(path, encoding="latin-1"),
+        str(path),
+        sep="|",
+        header=False,
+        names=names,
+        dtypes={"item": pl.Int64},
+        quote=None,
+    )
+    flags = (
+        pl.concat_list(
+            [pl.when(pl.col(f"g{i}") == "1").then(pl.lit(g)) for i, g in enumerate(ML100K_GENRES)]
+        )
+        .list.drop_nulls()
+        .list.join("|")
+    )
     df = df.with_columns(genres=flags)
-    return {"item": df["item"].to_numpy(), "title": df["title"].to_numpy(),
-            "genres": df["genres"].to_numpy()}
+    return {
+        "item": df["item"].to_numpy(),
+        "title": df["title"].to_numpy(),
+        "genres": df["genres"].to_numpy(),
+    }
 
 
-def read_udata(path: str | Path, items_path: str | Path | None = None, name: str = "ml-100k") -> Interactions:
+def read_udata(
+    path: str | Path, items_path: str | Path | None = None, name: str = "ml-100k"
+) -> Interactions:
     """ML-100K ``u.data`` (+ optional ``u.item`` for titles and genres)."""
-    df = _io.read_table(_io.read_bytes(path), str(path), sep="\t", header=False,
-                        names=["user", "item", "rating", "timestamp"], dtypes=_RATING_DTYPES)
+    df = _io.read_table(
+        _io.read_bytes(path),
+        str(path),
+        sep="\t",
+        header=False,
+        names=["user", "item", "rating", "timestamp"],
+        dtypes=_RATING_DTYPES,
+    )
     items = read_uitem(items_path) if items_path is not None else None
     return _ratings(df, str(path), name, False, items)
 
@@ -71,16 +109,33 @@ def read_udata(path: str | Path, items_path: str | Path | None = None, name: str
 # --- ML-1M / ML-10M (.dat) ------------------------------------------------------------------------
 def read_movies_dat(path: str | Path) -> dict[str, np.ndarray]:
     """``movies.dat`` (``MovieID::Title::Genres``) as a side table."""
-    df = _io.read_table(_io.read_bytes(path, encoding="latin-1"), str(path), sep="::", header=False,
-                        names=["item", "title", "genres"], dtypes={"item": pl.Int64})
-    return {"item": df["item"].to_numpy(), "title": df["title"].to_numpy(),
-            "genres": df["genres"].to_numpy()}
+    df = _io.read_table(
+        _io.read_bytes(path, encoding="latin-1"),
+        str(path),
+        sep="::",
+        header=False,
+        names=["item", "title", "genres"],
+        dtypes={"item": pl.Int64},
+    )
+    return {
+        "item": df["item"].to_numpy(),
+        "title": df["title"].to_numpy(),
+        "genres": df["genres"].to_numpy(),
+    }
 
 
-def read_ratings_dat(path: str | Path, movies_path: str | Path | None = None, name: str = "ml-1m") -> Interactions:
+def read_ratings_dat(
+    path: str | Path, movies_path: str | Path | None = None, name: str = "ml-1m"
+) -> Interactions:
     """``ratings.dat`` of ML-1M / ML-10M (``UserID::MovieID::Rating::Timestamp``)."""
-    df = _io.read_table(_io.read_bytes(path), str(path), sep="::", header=False,
-                        names=["user", "item", "rating", "timestamp"], dtypes=_RATING_DTYPES)
+    df = _io.read_table(
+        _io.read_bytes(path),
+        str(path),
+        sep="::",
+        header=False,
+        names=["user", "item", "rating", "timestamp"],
+        dtypes=_RATING_DTYPES,
+    )
     items = read_movies_dat(movies_path) if movies_path is not None else None
     return _ratings(df, str(path), name, False, items)
 
@@ -89,8 +144,11 @@ def read_ratings_dat(path: str | Path, movies_path: str | Path | None = None, na
 def _movies_csv(data: bytes, source: str) -> dict[str, np.ndarray]:
     df = _io.read_table(data, source, dtypes={"movieId": pl.Int64})
     _io.require(df, ("movieId", "title", "genres"), source)
-    return {"item": df["movieId"].to_numpy(), "title": df["title"].to_numpy(),
-            "genres": df["genres"].to_numpy()}
+    return {
+        "item": df["movieId"].to_numpy(),
+        "title": df["title"].to_numpy(),
+        "genres": df["genres"].to_numpy(),
+    }
 
 
 def read_movies_csv(path: str | Path) -> dict[str, np.ndarray]:
@@ -99,14 +157,17 @@ def read_movies_csv(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def _ratings_csv(data: bytes, source: str, name: str, items=None) -> Interactions:
-    df = _io.read_table(data, source, dtypes={"userId": pl.Int64, "movieId": pl.Int64,
-                                              "timestamp": pl.Int64})
+    df = _io.read_table(
+        data, source, dtypes={"userId": pl.Int64, "movieId": pl.Int64, "timestamp": pl.Int64}
+    )
     _io.require(df, ("userId", "movieId", "rating", "timestamp"), source)
     df = df.rename({"userId": "user", "movieId": "item"})
     return _ratings(df, source, name, True, items)
 
 
-def read_ratings_csv(path: str | Path, movies_path: str | Path | None = None, name: str = "movielens") -> Interactions:
+def read_ratings_csv(
+    path: str | Path, movies_path: str | Path | None = None, name: str = "movielens"
+) -> Interactions:
     """``ratings.csv`` of ML-20M / ml-latest(-small) (``userId,movieId,rating,timestamp``)."""
     items = read_movies_csv(movies_path) if movies_path is not None else None
     return _ratings_csv(_io.read_bytes(path), str(path), name, items)
@@ -135,5 +196,9 @@ def load_latest_small() -> Interactions:
     base = resources.files("seqrec").joinpath("datasets/ml-latest-small")
     ratings, movies = base.joinpath("ratings.csv.xz"), base.joinpath("movies.csv.xz")
     items = _movies_csv(_io.COMPRESSIONS[".xz"](movies.read_bytes()), "ml-latest-small/movies.csv")
-    return _ratings_csv(_io.COMPRESSIONS[".xz"](ratings.read_bytes()),
-                        "ml-latest-small/ratings.csv", "ml-latest-small", items)
+    return _ratings_csv(
+        _io.COMPRESSIONS[".xz"](ratings.read_bytes()),
+        "ml-latest-small/ratings.csv",
+        "ml-latest-small",
+        items,
+    )

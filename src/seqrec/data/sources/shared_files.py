@@ -20,15 +20,22 @@ from seqrec.data.interactions import Interactions
 from seqrec.data.sources import _io, movielens
 from seqrec.errors import DataError
 
-_DTYPES = {"user_id": pl.Int64, "session_id": pl.Int64, "item_id": pl.Int64,
-           "timestamp": pl.Int64, "rating": pl.Float32}
+_DTYPES = {
+    "user_id": pl.Int64,
+    "session_id": pl.Int64,
+    "item_id": pl.Int64,
+    "timestamp": pl.Int64,
+    "rating": pl.Float32,
+}
 
 
 def read_seq_tsv(path: str | Path, name: str, items: dict | None = None) -> Interactions:
     """A shared ``*.tsv.xz`` sequence file (see the module docstring)."""
     source = str(path)
     df = _io.read_table(_io.read_bytes(path), source, sep="\t", dtypes=_DTYPES)
-    user_col = "session_id" if "session_id" in df.columns and "user_id" not in df.columns else "user_id"
+    user_col = (
+        "session_id" if "session_id" in df.columns and "user_id" not in df.columns else "user_id"
+    )
     _io.require(df, (user_col, "item_id"), source)
     user, _ = _io.ids(df, user_col, source)
     item, _ = _io.ids(df, "item_id", source)
@@ -40,17 +47,23 @@ def read_seq_tsv(path: str | Path, name: str, items: dict | None = None) -> Inte
     return _io.build(name, user, item, ts, rating=rating, items=items, notes=notes)
 
 
-def read_seq_with_attributes(path: str | Path, name: str,
-                             attributes_path: str | Path | None = None) -> Interactions:
+def read_seq_with_attributes(
+    path: str | Path, name: str, attributes_path: str | Path | None = None
+) -> Interactions:
     """A shared sequence file plus, when present, its ``*.item_attributes.tsv.xz`` table
     (item ids of the sequence file; see :mod:`seqrec.data.attributes`)."""
     inter = read_seq_tsv(path, name)
     if attributes_path is None:
         return inter
     att = read_item_attributes_tsv(attributes_path)
-    return inter.replace(item_attributes=att, notes=inter.notes + (
-        f"item attributes from {Path(attributes_path).name} ({len(att)} rows, kinds: "
-        f"{', '.join(att.kinds())})",))
+    return inter.replace(
+        item_attributes=att,
+        notes=inter.notes
+        + (
+            f"item attributes from {Path(attributes_path).name} ({len(att)} rows, kinds: "
+            f"{', '.join(att.kinds())})",
+        ),
+    )
 
 
 def read_ml1m_seq(path: str | Path, movies_path: str | Path | None = None) -> Interactions:
@@ -85,11 +98,23 @@ def read_item_attributes_tsv(path: str | Path) -> ItemAttributes:
     """A shared ``*.item_attributes.tsv.xz`` file: columns ``item_id``, ``position``,
     ``attribute_id``, ``kind`` (see the shared data README)."""
     source = str(path)
-    df = _io.read_table(_io.read_bytes(path), source, sep="\t",
-                        dtypes={"item_id": pl.Int64, "position": pl.Int64,
-                                "attribute_id": pl.Int64, "kind": pl.String})
+    df = _io.read_table(
+        _io.read_bytes(path),
+        source,
+        sep="\t",
+        dtypes={
+            "item_id": pl.Int64,
+            "position": pl.Int64,
+            "attribute_id": pl.Int64,
+            "kind": pl.String,
+        },
+    )
     _io.require(df, ("item_id", "position", "attribute_id", "kind"), source)
     if df.null_count().sum_horizontal().item():
         raise DataError(f"{source}: empty cells in the item-attribute table")
-    return ItemAttributes(df["item_id"].to_numpy(), df["attribute_id"].to_numpy(),
-                          df["kind"].to_numpy(), df["position"].to_numpy())
+    return ItemAttributes(
+        df["item_id"].to_numpy(),
+        df["attribute_id"].to_numpy(),
+        df["kind"].to_numpy(),
+        df["position"].to_numpy(),
+    )

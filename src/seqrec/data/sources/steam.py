@@ -37,7 +37,9 @@ def _unquote(col: pl.Series) -> pl.Series:
     inner = pl.select(
         pl.when(quoted).then(col.str.slice(1, col.str.len_chars() - 2)).otherwise(col)
     ).to_series()
-    escaped = np.flatnonzero((inner.str.contains("\\", literal=True) & quoted).fill_null(False).to_numpy())
+    escaped = np.flatnonzero(
+        (inner.str.contains("\\", literal=True) & quoted).fill_null(False).to_numpy()
+    )
     if escaped.size:  # rare: names with quotes or non-ASCII written as \x.. / \u....
         fixed = [str(ast.literal_eval(col[i])) for i in escaped.tolist()]
         inner = inner.scatter(escaped, pl.Series(fixed, dtype=pl.String))
@@ -46,8 +48,14 @@ def _unquote(col: pl.Series) -> pl.Series:
 
 def _block(data: bytes, first_line: int, source: str) -> pl.DataFrame:
     """The three fields of every non-empty line of ``data`` (whole lines)."""
-    lines = pl.read_csv(data, has_header=False, separator="\x1f", quote_char=None,
-                        schema={"line": pl.String}, truncate_ragged_lines=True)["line"]
+    lines = pl.read_csv(
+        data,
+        has_header=False,
+        separator="\x1f",
+        quote_char=None,
+        schema={"line": pl.String},
+        truncate_ragged_lines=True,
+    )["line"]
     keep = np.flatnonzero((lines.str.strip_chars().str.len_bytes() > 0).fill_null(False).to_numpy())
     lines = lines.gather(keep)
     cols = {k: _unquote(lines.str.extract(_pattern(k), 1)) for k in FIELDS}
@@ -57,8 +65,10 @@ def _block(data: bytes, first_line: int, source: str) -> pl.DataFrame:
     missing = np.flatnonzero(null)
     if missing.size > 1000 and missing.size > len(lines) // 2:
         i = int(missing[0])
-        raise DataError(f"{source} does not look like steam_reviews (line {first_line + keep[i]}: "
-                        f"{lines[i][:80]!r}); expected Python dict lines with {', '.join(FIELDS)}")
+        raise DataError(
+            f"{source} does not look like steam_reviews (line {first_line + keep[i]}: "
+            f"{lines[i][:80]!r}); expected Python dict lines with {', '.join(FIELDS)}"
+        )
     if missing.size:  # lines the expression cannot read: literal_eval of those lines only
         records = [_literal_line(lines[int(i)], first_line + int(keep[i]), source) for i in missing]
         for k in FIELDS:
@@ -81,19 +91,29 @@ def read_reviews(path: str | Path, name: str = "steam", block_bytes: int = 1 << 
     user, _ = _io.ids(df, "username", source, header=False)
     item, raw = _io.ids(df, "product_id", source, header=False)
     ts = _io.seconds(df, "date", source, "%Y-%m-%d", header=False)
-    return _io.build(name, user, item, ts, item_raw=raw,
-                     notes=("Steam reviews (username, product_id, date); day granularity",))
+    return _io.build(
+        name,
+        user,
+        item,
+        ts,
+        item_raw=raw,
+        notes=("Steam reviews (username, product_id, date); day granularity",),
+    )
 
 
 def _literal_line(line: str, lineno: int, source: str) -> dict:
     try:
         record = ast.literal_eval(line)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise DataError(f"{source}: line {lineno} is not a Python dict literal: {line[:80]!r}") from None
+        raise DataError(
+            f"{source}: line {lineno} is not a Python dict literal: {line[:80]!r}"
+        ) from None
     if not isinstance(record, dict):
         raise DataError(f"{source}: line {lineno} is not a dict: {line[:80]!r}")
     for k in FIELDS:
         if k not in record:
-            raise DataError(f"{source}: line {lineno} has no key '{k}' "
-                            f"(keys present: {', '.join(map(str, record))})")
+            raise DataError(
+                f"{source}: line {lineno} has no key '{k}' "
+                f"(keys present: {', '.join(map(str, record))})"
+            )
     return record

@@ -46,30 +46,52 @@ def read_frame(
         df = frame.collect()
     elif isinstance(frame, (list, tuple)) and frame and all(isinstance(r, Mapping) for r in frame):
         df = _table(lambda: pl.DataFrame(list(frame)), "the records")  # [{"user": .., "item": ..}]
-    elif isinstance(frame, (list, tuple)) and frame and all(isinstance(r, (list, tuple)) for r in frame):
+    elif (
+        isinstance(frame, (list, tuple))
+        and frame
+        and all(isinstance(r, (list, tuple)) for r in frame)
+    ):
         # [(user, item, time), ...]: the headerless layout (user, item[, rating], time)
         width = {len(r) for r in frame}
         names = _ROW_LAYOUTS.get(width.pop()) if len(width) == 1 else None
         if names is None:
-            raise DataError("rows as tuples must all be (user, item), (user, item, time) or (user, "
-                            "item, rating, time); pass dicts or a DataFrame for other layouts")
+            raise DataError(
+                "rows as tuples must all be (user, item), (user, item, time) or (user, "
+                "item, rating, time); pass dicts or a DataFrame for other layouts"
+            )
         df = _table(lambda: pl.DataFrame(list(frame), schema=names, orient="row"), "the rows")
     else:
-        raise DataError(f"expected a Polars or pandas DataFrame, a dict of columns, or a list of "
-                        f"records (dicts) or (user, item, time) tuples, got {type(frame).__name__}")
+        raise DataError(
+            f"expected a Polars or pandas DataFrame, a dict of columns, or a list of "
+            f"records (dicts) or (user, item, time) tuples, got {type(frame).__name__}"
+        )
     if df.height == 0:
         raise DataError(f"the {name} table has no rows")
     # has_header=False: a bad value is named by its row (1-based), there is no header line
     try:
-        return table_interactions(df, f"the {name} table", name, f"read the {name} table", columns, False,
-                                  time_format, timestamp_unit, item_file, item_columns, place="row",
-                                  events=events)
+        return table_interactions(
+            df,
+            f"the {name} table",
+            name,
+            f"read the {name} table",
+            columns,
+            False,
+            time_format,
+            timestamp_unit,
+            item_file,
+            item_columns,
+            place="row",
+            events=events,
+        )
     except DataError as exc:  # a table has rows, not lines (the messages are the files')
         raise DataError(re.sub(r"\bat line (\d+)", r"at row \1 (1-based)", str(exc))) from None
 
 
-_ROW_LAYOUTS = {2: ["user", "item"], 3: ["user", "item", "timestamp"],
-                4: ["user", "item", "rating", "timestamp"]}
+_ROW_LAYOUTS = {
+    2: ["user", "item"],
+    3: ["user", "item", "timestamp"],
+    4: ["user", "item", "rating", "timestamp"],
+}
 
 
 def _table(build: Any, what: str) -> pl.DataFrame:
@@ -96,6 +118,7 @@ def _from_pandas(frame: Any) -> pl.DataFrame:
                 cols[str(name)] = series.fill_nan(None) if series.dtype.is_float() else series
             else:
                 values = col.astype(object)
-                cols[str(name)] = pl.Series(str(name), values.where(values.notna(), None).tolist(),
-                                            strict=False)
+                cols[str(name)] = pl.Series(
+                    str(name), values.where(values.notna(), None).tolist(), strict=False
+                )
         return pl.DataFrame(cols)

@@ -16,13 +16,17 @@ SECONDS_MAX = 10**11
 
 def check_unit(timestamp_unit: str) -> None:
     if timestamp_unit not in TIME_UNITS:
-        raise ConfigError(f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}")
+        raise ConfigError(
+            f"timestamp_unit must be one of {', '.join(TIME_UNITS)}, got {timestamp_unit!r}"
+        )
 
 
 def implied_unit(top: float) -> str:
     """The unit numeric times whose largest value is ``top`` are in: seconds, or the finer unit
     that brings them before the year 5000 (shared by the eager and the lazy Parquet readers)."""
-    return next(u for u in ("s", "ms", "us", "ns") if top < SECONDS_MAX * PER_SECOND[u] or u == "ns")
+    return next(
+        u for u in ("s", "ms", "us", "ns") if top < SECONDS_MAX * PER_SECOND[u] or u == "ns"
+    )
 
 
 def unit_note(used: str, asked: str) -> str | None:
@@ -36,8 +40,11 @@ def unit_note(used: str, asked: str) -> str | None:
 def size_units(values: np.ndarray) -> np.ndarray:
     """Per value, the index into ``("s", "ms", "us", "ns")`` of the unit its size implies."""
     bounds = [SECONDS_MAX * PER_SECOND[u] for u in ("s", "ms", "us")]
-    return np.searchsorted(np.asarray(bounds, dtype=np.float64),
-                           np.abs(np.asarray(values, dtype=np.float64)), side="right")
+    return np.searchsorted(
+        np.asarray(bounds, dtype=np.float64),
+        np.abs(np.asarray(values, dtype=np.float64)),
+        side="right",
+    )
 
 
 def mixed_units(values: np.ndarray) -> list[tuple[str, int, int]]:
@@ -52,12 +59,17 @@ def mixed_units(values: np.ndarray) -> list[tuple[str, int, int]]:
     return [(units[u], int((sizes == u).sum()), int(np.argmax(sizes == u))) for u in present]
 
 
-def mixed_units_message(values: np.ndarray, groups: list[tuple[str, int, int]], where: str,
-                        line_of) -> str:
+def mixed_units_message(
+    values: np.ndarray, groups: list[tuple[str, int, int]], where: str, line_of
+) -> str:
     """The one-line refusal of a column that :func:`mixed_units` found mixed."""
     words = {"s": "seconds", **UNIT_WORDS}
-    parts = [f"{rows:,} look like {words[unit]} (the first at {line_of(first)}: {int(values[first])})"
-             for unit, rows, first in groups]
-    return (f"{where} mixes time units by the size of its numbers: {'; '.join(parts)}. Read in one "
-            "unit the others would be misdated by decades: convert the column to one unit (or set "
-            "data.time_unit when the odd values really are in that unit)")
+    parts = [
+        f"{rows:,} look like {words[unit]} (the first at {line_of(first)}: {int(values[first])})"
+        for unit, rows, first in groups
+    ]
+    return (
+        f"{where} mixes time units by the size of its numbers: {'; '.join(parts)}. Read in one "
+        "unit the others would be misdated by decades: convert the column to one unit (or set "
+        "data.time_unit when the odd values really are in that unit)"
+    )

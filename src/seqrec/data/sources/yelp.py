@@ -31,7 +31,11 @@ def read_reviews(path: str | Path, name: str = "yelp") -> Interactions:
     user, _ = _io.ids(df, "user_id", source, header=False)
     item, raw = _io.ids(df, "business_id", source, header=False)
     return _io.build(
-        name, user, item, _io.seconds(df, "date", source, "%Y-%m-%d %H:%M:%S", header=False),
+        name,
+        user,
+        item,
+        _io.seconds(df, "date", source, "%Y-%m-%d %H:%M:%S", header=False),
         rating=_io.numeric(df, "stars", source, pl.Float32, header=False),
-        item_raw=raw, notes=("Yelp review.json (user_id, business_id, stars, date)",),
+        item_raw=raw,
+        notes=("Yelp review.json (user_id, business_id, stars, date)",),
     )

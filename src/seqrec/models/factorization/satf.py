@@ -79,8 +79,11 @@ PAPER_GRID: dict[str, dict[str, tuple]] = {
         "scaling": (0.0, 0.2, 0.4, 0.6),
         "rescaled": (False, True),
     },
-    "la-satf_ml1m": {"attention_window": (20, 40, 60, 80), "attention_rank": (5, 10, 15, 20),
-                     "sequences_rank": (5, 10, 15, 20)},
+    "la-satf_ml1m": {
+        "attention_window": (20, 40, 60, 80),
+        "attention_rank": (5, 10, 15, 20),
+        "sequences_rank": (5, 10, 15, 20),
+    },
 }
 
 
@@ -118,8 +121,15 @@ class _CommonConfig:
     the other ranks) with a warning, so the defaults run on small data; False raises instead."""
 
     def __post_init__(self) -> None:
-        for name, low in (("max_len", 2), ("user_rank", 1), ("item_rank", 1), ("max_iters", 1),
-                          ("patience", 1), ("attention_span", 0), ("seed", 0)):
+        for name, low in (
+            ("max_len", 2),
+            ("user_rank", 1),
+            ("item_rank", 1),
+            ("max_iters", 1),
+            ("patience", 1),
+            ("attention_span", 0),
+            ("seed", 0),
+        ):
             _check_int(name, getattr(self, name), low)
         if not (np.isfinite(self.attention_decay) and self.attention_decay >= 0):
             raise ConfigError(f"attention_decay must be >= 0, got {self.attention_decay!r}")
@@ -165,15 +175,20 @@ class LASATFConfig(_CommonConfig):
         for name in ("attention_window", "attention_rank", "sequences_rank"):
             _check_int(name, getattr(self, name), 1)
         if self.attention_window > self.max_len:
-            raise ConfigError(f"attention_window must be <= max_len ({self.max_len}), "
-                              f"got {self.attention_window}")
+            raise ConfigError(
+                f"attention_window must be <= max_len ({self.max_len}), got {self.attention_window}"
+            )
         if self.attention_rank > self.attention_window:
-            raise ConfigError(f"attention_rank must be <= attention_window "
-                              f"({self.attention_window}), got {self.attention_rank}")
+            raise ConfigError(
+                f"attention_rank must be <= attention_window "
+                f"({self.attention_window}), got {self.attention_rank}"
+            )
         k_s = self.max_len - self.attention_window + 1
         if self.sequences_rank > k_s:
-            raise ConfigError(f"sequences_rank must be <= max_len - attention_window + 1 "
-                              f"({k_s}), got {self.sequences_rank}")
+            raise ConfigError(
+                f"sequences_rank must be <= max_len - attention_window + 1 "
+                f"({k_s}), got {self.sequences_rank}"
+            )
 
 
 def _orthonormal(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -216,19 +231,33 @@ class _SATF(Recommender):
             user, item = min(user, m), min(item, n)
             user, item = min(user, item * q), min(item, user * q)
             if (user, item) != (cfg.user_rank, cfg.item_rank):
-                log.warning("%s: ranks lowered to what the data allows: user_rank %d -> %d, "
-                            "item_rank %d -> %d (%d users, %d items, position ranks product %d)",
-                            self.name, cfg.user_rank, user, cfg.item_rank, item, m, n, q)
-        checks = (("user_rank", user, min(m, item * q), "min(n_users, item_rank * q)"),
-                  ("item_rank", item, min(n, user * q), "min(n_items, user_rank * q)"))
+                log.warning(
+                    "%s: ranks lowered to what the data allows: user_rank %d -> %d, "
+                    "item_rank %d -> %d (%d users, %d items, position ranks product %d)",
+                    self.name,
+                    cfg.user_rank,
+                    user,
+                    cfg.item_rank,
+                    item,
+                    m,
+                    n,
+                    q,
+                )
+        checks = (
+            ("user_rank", user, min(m, item * q), "min(n_users, item_rank * q)"),
+            ("item_rank", item, min(n, user * q), "min(n_items, user_rank * q)"),
+        )
         for name, value, limit, what in checks:
             if value > limit:
-                raise ConfigError(f"{name} must be <= {what} = {limit} (q = position ranks "
-                                  f"product {q}), got {value}; clip_ranks = true lowers it")
+                raise ConfigError(
+                    f"{name} must be <= {what} = {limit} (q = position ranks "
+                    f"product {q}), got {value}; clip_ranks = true lowers it"
+                )
         self.ranks_ = (user, item)
 
-    def _entity_update(self, mode: int, other: np.ndarray, pos: np.ndarray, rank: int,
-                       it: int) -> np.ndarray:
+    def _entity_update(
+        self, mode: int, other: np.ndarray, pos: np.ndarray, rank: int, it: int
+    ) -> np.ndarray:
         scale = self.scale if mode == 1 else None
         op = ops.entity_unfolding(self.tensor, mode, other, pos, scale)
         explicit = lambda: ops.entity_unfolding_explicit(self.tensor, mode, other, pos, scale)  # noqa: E731
@@ -285,8 +314,9 @@ class _SATF(Recommender):
     def _validate(self, valid: Targets) -> float:
         from seqrec.evaluation import evaluate
 
-        res = evaluate(self, valid, ks=(10,), seen_filter="history", average="interaction",
-                       chunk_size=2048)
+        res = evaluate(
+            self, valid, ks=(10,), seen_filter="history", average="interaction", chunk_size=2048
+        )
         return float(res.metrics["NDCG@10"])
 
     def _snapshot(self) -> dict[str, np.ndarray]:
@@ -336,8 +366,10 @@ class GASATF(_SATF):
     def _init_factors(self, rng: np.random.Generator) -> None:
         cfg = self.config
         self._check_ranks(cfg.position_rank)
-        self.factors = {"V": _orthonormal(rng, self.tensor.shape[1], self.ranks_[1]),
-                        "W": _orthonormal(rng, cfg.max_len, cfg.position_rank)}
+        self.factors = {
+            "V": _orthonormal(rng, self.tensor.shape[1], self.ranks_[1]),
+            "W": _orthonormal(rng, cfg.max_len, cfg.position_rank),
+        }
 
     def _position_factor(self) -> np.ndarray:
         return ops.attention_apply(self.attention, self.factors["W"])  # A W [K, r3]
@@ -350,10 +382,15 @@ class GASATF(_SATF):
             gram = ops.attention_apply_t(a, ops.attention_apply_t(a, c).T)  # A^T C A
             self.factors["W"] = ops.top_eigvecs(gram, cfg.position_rank)[0]
         else:
-            t_op = ops.position_unfolding(self.tensor, self.factors["U"], self.factors["V"], self.scale)
-            op = LinearOperator(t_op.shape, dtype=np.float64,
-                                matvec=lambda z: ops.attention_apply_t(a, t_op.matvec(z)),
-                                rmatvec=lambda y: t_op.rmatvec(ops.attention_apply(a, np.ravel(y))))
+            t_op = ops.position_unfolding(
+                self.tensor, self.factors["U"], self.factors["V"], self.scale
+            )
+            op = LinearOperator(
+                t_op.shape,
+                dtype=np.float64,
+                matvec=lambda z: ops.attention_apply_t(a, t_op.matvec(z)),
+                rmatvec=lambda y: t_op.rmatvec(ops.attention_apply(a, np.ravel(y))),
+            )
             self.factors["W"] = ops.left_singular(op, cfg.position_rank, cfg.solver, cfg.seed + it)
 
     def _finalize(self) -> None:
@@ -378,15 +415,19 @@ class LASATF(_SATF):
     @property
     def attention(self) -> np.ndarray:
         span = self.config.attention_span or None
-        return ops.attention_weights(self.config.attention_window, self.config.attention_decay, span)
+        return ops.attention_weights(
+            self.config.attention_window, self.config.attention_decay, span
+        )
 
     def _init_factors(self, rng: np.random.Generator) -> None:
         cfg = self.config
         self._check_ranks(cfg.attention_rank * cfg.sequences_rank)
         k_s = cfg.max_len - cfg.attention_window + 1
-        self.factors = {"V": _orthonormal(rng, self.tensor.shape[1], self.ranks_[1]),
-                        "WL": _orthonormal(rng, cfg.attention_window, cfg.attention_rank),
-                        "WS": _orthonormal(rng, k_s, cfg.sequences_rank)}
+        self.factors = {
+            "V": _orthonormal(rng, self.tensor.shape[1], self.ranks_[1]),
+            "WL": _orthonormal(rng, cfg.attention_window, cfg.attention_rank),
+            "WS": _orthonormal(rng, k_s, cfg.sequences_rank),
+        }
 
     def _position_factor(self) -> np.ndarray:
         p_l = ops.attention_apply(self.attention, self.factors["WL"])  # A_L W_L

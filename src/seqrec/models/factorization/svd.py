@@ -117,7 +117,9 @@ class PureSVD(Recommender):
         t0 = time.perf_counter()
         self.scale = scaling_weights(self.popularity[1:], self.config.scaling)
         x = binary_rows(train) @ sp.diags(self.scale)
-        self.item_factors = svd_item_factors(x, self.config.rank, self.config.solver, self.config.seed)
+        self.item_factors = svd_item_factors(
+            x, self.config.rank, self.config.solver, self.config.seed
+        )
         self.fit_seconds = time.perf_counter() - t0
         return self
 
@@ -130,7 +132,9 @@ class PureSVD(Recommender):
         from dataclasses import replace
 
         self._check_fitted()
-        cfg = replace(self.config, rank=rank, rescaled=self.config.rescaled if rescaled is None else rescaled)
+        cfg = replace(
+            self.config, rank=rank, rescaled=self.config.rescaled if rescaled is None else rescaled
+        )
         out = PureSVD(cfg)
         out.n_items, out.vocab, out.popularity = self.n_items, self.vocab, self.popularity
         out.scale, out.item_factors = self.scale, self.item_factors[:, :rank]
