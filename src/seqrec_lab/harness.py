@@ -211,6 +211,7 @@ def reproduce(
         outcome.trained.append(p.key)
 
     first = {p.key for p in todo[:workers]}  # these start at once: each trains at least a step
+
     def args(p: Planned) -> tuple:
         return (
             p.spec,
