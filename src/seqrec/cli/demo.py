@@ -129,13 +129,8 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     last = records[-1]["model"]
     users = data.prepared.user_raw
-    query = (
-        "1 2 3"
-        if not own_data
-        else f"--user {shlex.quote(str(users[0]))}"
-        if len(users)
-        else "ITEM_ID"
-    )
+    # a stored user: a model that reads time (HSTU) gets the user's stored times with it
+    query = f"--user {shlex.quote(str(users[0]))}" if len(users) else "ITEM_ID"
     print(f"\nartifacts and results in {out}/; try: seqrec recommend {out}/{last} {query}")
     return 0
 
