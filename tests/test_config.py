@@ -126,3 +126,10 @@ def test_model_training_defaults_are_data_on_the_model_config():
         class Twice(NeuralConfig):
             train_defaults = {"lr": 0.5}
             lr: float = 0.1
+
+
+def test_seqrec_config_says_which_inputs_a_model_reads():
+    from seqrec.config_dump import default_config_toml
+
+    assert "# Reads: each history's items and their timestamps" in default_config_toml("hstu")
+    assert "# Reads: each history's items." in default_config_toml("sasrec")

@@ -82,7 +82,7 @@ def default_config_toml(model: str) -> str:
     """The whole default experiment for ``model`` as TOML (loadable by ``load_experiment``)."""
     from seqrec.registry import get_model
 
-    config_cls, _ = get_model(model)
+    config_cls, model_cls = get_model(model)
     params = _defaults(config_cls)
     params.pop("seed", None)  # the top-level seed seeds the model too (one seed, not two)
     parts: dict[str, dict[str, Any]] = {"model": {"name": model}, "train": {}, "run": {}}
@@ -92,6 +92,7 @@ def default_config_toml(model: str) -> str:
     lines = [
         f"# seqrec experiment: the default config of {model}.",
         "# Run it with: seqrec train -c THIS_FILE (any value can be overridden with --set).",
+        _inputs_line(model_cls(config_cls())),
         "# Seed of the model (initialization, data order, negatives); recorded with the results.",
         "seed = 0",
         'output = "runs"',
@@ -104,3 +105,13 @@ def default_config_toml(model: str) -> str:
             lines += _section(name, parts[name], docs)
     lines += _section("eval", _defaults(EvalSection), field_docs(EvalSection))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _inputs_line(model: Any) -> str:
+    """What the model reads at inference with these settings (``Recommender.reads_time``)."""
+    if model._config_reads_time():
+        return (
+            "# Reads: each history's items and their timestamps (trained on data with real "
+            "times, it refuses histories without them: --times, 'times', times=)."
+        )
+    return "# Reads: each history's items."

@@ -795,3 +795,15 @@ def test_lists_under_a_one_item_name(tmp_path, kind):
     inter = load(path)
     assert inter.item.tolist() == [1, 2, 3, 2, 3]
     assert any(n.startswith("one row per user with lists (item_id)") for n in inter.notes)
+
+
+def test_a_header_naming_a_column_twice_is_said(tmp_path):
+    """Two columns of one name: the first was used without a note."""
+    path = tmp_path / "dup.csv"
+    path.write_text("user_id,item_id,timestamp,item_id\n1,2,1609459200,9\n1,3,1609459201,8\n")
+    inter = load(path)
+    assert inter.item.tolist() == [2, 3]
+    assert (
+        "ignored column: item_id_duplicated_0 (the header names 'item_id' twice; the first one is the item)"
+        in inter.notes
+    )
