@@ -21,8 +21,14 @@ from seqrec.config_fields import CONFIG_SECTIONS, section
 
 def field_docs(cls: type) -> dict[str, str]:
     """Each dataclass field's docstring (the string literal under it), from the source of
-    ``cls`` and its bases; fields without one are left out."""
+    ``cls`` and its bases (of each part of a flat settings class); fields without one are
+    left out."""
     docs: dict[str, str] = {}
+    parts = getattr(cls, "part_classes", None)  # flat settings: the docs of its parts
+    if parts is not None:
+        for part in parts:
+            docs |= field_docs(part)
+        return docs
     for klass in reversed(cls.__mro__):
         if not dataclasses.is_dataclass(klass):
             continue
@@ -80,9 +86,9 @@ def _defaults(cls: type) -> dict[str, Any]:
 
 def default_config_toml(model: str) -> str:
     """The whole default experiment for ``model`` as TOML (loadable by ``load_experiment``)."""
-    from seqrec.registry import get_model
+    from seqrec.registry import settings_class
 
-    config_cls, _ = get_model(model)
+    config_cls = settings_class(model)
     params = _defaults(config_cls)
     params.pop("seed", None)  # the top-level seed seeds the model too (one seed, not two)
     parts: dict[str, dict[str, Any]] = {"model": {"name": model}, "train": {}, "run": {}}
