@@ -134,7 +134,8 @@ def test_bucket_gather_gradient_matches_embedding():
 
 # --- batched encoder == plain per-sequence loop -----------------------------------------
 def _encoder(extra, n_items=20, **base):
-    cfg = HSTUConfig(
+    cfg = model_settings(
+        HSTUConfig,
         **{
             "max_len": 8,
             "dim": 12,
@@ -145,7 +146,7 @@ def _encoder(extra, n_items=20, **base):
             "dropout": 0.0,
             **base,
             **extra,
-        }
+        },
     )
     torch.manual_seed(0)
     enc = HSTUEncoder(cfg, n_items)

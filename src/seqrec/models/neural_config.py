@@ -218,15 +218,28 @@ class NeuralConfig:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        own = cls.__dict__.get("train_defaults")
-        if not own:
-            return
-        shared = TrainConfig.__dataclass_fields__
-        unknown = sorted(set(own) - set(shared))
+        own = cls.__dict__.get("train_defaults") or {}
+        annotations = set(cls.__dict__.get("__annotations__", {}))
+        unknown = sorted(set(own) - set(TrainConfig.__dataclass_fields__))
         if unknown:
             raise TypeError(
                 f"{cls.__name__}.train_defaults: {', '.join(unknown)} are not training "
                 "fields (declare a model's own hyperparameters as fields)"
+            )
+        twice = sorted(set(own) & annotations)
+        if twice:
+            raise TypeError(
+                f"{cls.__name__}: {', '.join(twice)} set both as a field and in "
+                "train_defaults; set each once"
+            )
+        elsewhere = sorted(
+            annotations
+            & (set(TrainConfig.__dataclass_fields__) | set(RunConfig.__dataclass_fields__))
+        )
+        if elsewhere:
+            raise TypeError(
+                f"{cls.__name__}: {', '.join(elsewhere)} are training / run fields, not model "
+                "hyperparameters (give a model's training defaults in train_defaults)"
             )
 
     def __post_init__(self) -> None:
