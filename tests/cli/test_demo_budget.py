@@ -43,9 +43,9 @@ def test_the_budget_is_printed_before_training():
     text = _budget_text(settings_class("sasrec")(**demo_params("sasrec")))
     assert f"at most {DEMO_PARAMS['sasrec']['epochs']} epochs" in text
     assert "validations without a better NDCG@10" in text and " s of training" not in text
-    capped = _budget_text(config_cls(**demo_params("sasrec", max_seconds=45.0)))
+    capped = _budget_text(settings_class("sasrec")(**demo_params("sasrec", max_seconds=45.0)))
     assert "at most 45 s of training" in capped
-    assert _budget_text(get_model("puresvd")[0](**demo_params("puresvd"))) == ""
+    assert _budget_text(settings_class("puresvd")(**demo_params("puresvd"))) == ""
 
 
 def test_negative_max_seconds_is_rejected(tmp_path, capsys):

@@ -17,6 +17,7 @@ from seqrec.models.hstu_bias import (
     query_time_diffs,
     time_buckets,
 )
+from seqrec.models.neural_config import settings as model_settings
 from seqrec.testing import conformance
 from seqrec.testing.conformance import ConformanceSuite
 
