@@ -20,6 +20,7 @@ TINY = dict(max_len=10, dim=16, n_blocks=1, batch_size=8, lr=3e-3, num_threads=1
 CHILD = textwrap.dedent(
     """
     import sys, time
+    from seqrec.models.neural_config import settings
     from seqrec.models.sasrec import SASRec, SASRecConfig
     from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 
@@ -29,7 +30,7 @@ CHILD = textwrap.dedent(
             return super().make_batch(train, rows, rng)
 
     train, valid, test = leave_last_out_small(markov_sequences(n_users=48, n_items=20, seed=5))
-    cfg = SASRecConfig(**eval(sys.argv[3]))
+    cfg = settings(SASRecConfig, **eval(sys.argv[3]))
     Slow(cfg).fit(train, valid, checkpoint_dir=sys.argv[1], checkpoint_every=1, progress=False)
     open(sys.argv[2], "w").write("finished")
     """
