@@ -163,7 +163,7 @@ def demo_params(name: str, quick: bool = False, max_seconds: float = 0.0) -> dic
 
 
 # How to give a losing model more, by what stopped it (only --max-seconds sets a time budget).
-_TRAIN = "seqrec train {data}-m {model} --set train.max_len=50"
+_TRAIN = "seqrec train {data}-m {model} --set model.max_len=50"
 _REMEDY = {
     "time_budget": "Rerun the demo without --max-seconds (its epoch budget alone does not "
     "depend on the machine's load)",
