@@ -39,7 +39,7 @@ def main() -> None:
             return super().compute_loss(data)
 
     train, valid, test = leave_last_out_small(markov_sequences(**DATA))
-    model = Killable(settings_class(config_cls)(**kwargs))
+    model = Killable(settings_class(name)(**kwargs))
     model.fit(
         train,
         valid,
