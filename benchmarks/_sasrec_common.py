@@ -15,6 +15,7 @@ from seqrec.data.sources import load
 from seqrec.data.splits import leave_last_out
 from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import result_record, write_result
+from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,7 +105,8 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
     t0 = time.perf_counter()
     prepared, split = prepare(dataset)
     prep_s = time.perf_counter() - t0
-    cfg = SASRecConfig(
+    cfg = settings(
+        SASRecConfig,
         max_len=args.max_len,
         dim=args.dim,
         n_blocks=args.blocks,
@@ -166,7 +168,7 @@ def run(dataset: str, args, stem: str, notes: str = "") -> dict:
         stopped=lg.stopped,
         seconds_per_epoch=lg.train_seconds
         / max(lg.global_step, 1)
-        * steps_per_epoch(split.train, cfg),
+        * steps_per_epoch(split.train, cfg.parts[1], cfg.max_len),
         batch_share=lg.batch_share,
         global_step=lg.global_step,
         resumed_from_step=lg.resumed_from_step,

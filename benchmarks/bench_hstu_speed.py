@@ -57,6 +57,7 @@ from seqrec.data.sequences import Sequences
 from seqrec.evaluation.results import base_record
 from seqrec.models.hstu import HSTU, HSTUConfig
 from seqrec.models.lrurec import LRURec, LRURecConfig
+from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
 
@@ -84,10 +85,10 @@ def build(kind: str, args, loss: str):
         seed=0,
     )
     if kind == "sasrec":
-        return SASRec(SASRecConfig(**common))
+        return SASRec(settings(SASRecConfig, **common))
     if kind == "lrurec":  # LRURec has no heads
         common.pop("n_heads")
-        return LRURec(LRURecConfig(**common))
+        return LRURec(settings(LRURecConfig, **common))
     extra = {
         "hstu_pos": {"rab_time": False},
         "hstu_pt": {},
@@ -96,7 +97,7 @@ def build(kind: str, args, loss: str):
     }[kind]
     if loss == "sampled_softmax":
         extra = {**extra, "l2_norm": True, "temperature": 0.05}
-    return HSTU(HSTUConfig(**common, **extra))
+    return HSTU(settings(HSTUConfig, **common, **extra))
 
 
 class _Saved:
@@ -123,7 +124,7 @@ def step_fn(model, train, rows_all, rng):
     opt = torch.optim.AdamW(enc.parameters(), lr=1e-3)
 
     def step(saved: _Saved | None = None):
-        rows = rng.choice(rows_all, size=model.config.batch_size, replace=False)
+        rows = rng.choice(rows_all, size=model.train_config.batch_size, replace=False)
         data = model.make_batch(train, rows, rng)
         if saved is None:
             loss = model.compute_loss(data)

@@ -63,6 +63,7 @@ from seqrec.data.sources import load
 from seqrec.data.splits import leave_last_out
 from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.models.lsan import LSAN, LSANConfig, side_information
+from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig
 
 DATASET = "amazon-beauty-s3rec"
@@ -222,19 +223,22 @@ def main() -> None:
     train = split.train
     common = {"dim": 128, "max_len": 50, "num_threads": args.threads, "eval_batch_size": 256}
     configs = {
-        f"LSAN m1={m}": (LSAN, LSANConfig(m1=m, time_slots="none", **common)) for m in (2, 3, 4)
+        f"LSAN m1={m}": (LSAN, settings(LSANConfig, m1=m, time_slots="none", **common))
+        for m in (2, 3, 4)
     }
     configs["LSAN m1=2, recompose candidates"] = (
         LSAN,
-        LSANConfig(m1=2, time_slots="none", cache_candidates=False, **common),
+        settings(LSANConfig, m1=2, time_slots="none", cache_candidates=False, **common),
     )
     configs["LSAN m1=2, mean candidates, recompose"] = (
         LSAN,
-        LSANConfig(m1=2, time_slots="none", candidates="mean", cache_candidates=False, **common),
+        settings(
+            LSANConfig, m1=2, time_slots="none", candidates="mean", cache_candidates=False, **common
+        ),
     )
-    configs["LSAN m1=2, 24 hour slots"] = (LSAN, LSANConfig(m1=2, **common))
-    configs["SASRec (2 blocks)"] = (SASRec, SASRecConfig(n_blocks=2, n_heads=1, **common))
-    configs["SASRec (1 block)"] = (SASRec, SASRecConfig(n_blocks=1, n_heads=1, **common))
+    configs["LSAN m1=2, 24 hour slots"] = (LSAN, settings(LSANConfig, m1=2, **common))
+    configs["SASRec (2 blocks)"] = (SASRec, settings(SASRecConfig, n_blocks=2, n_heads=1, **common))
+    configs["SASRec (1 block)"] = (SASRec, settings(SASRecConfig, n_blocks=1, n_heads=1, **common))
     models = {name: build(cls, cfg, train) for name, (cls, cfg) in configs.items()}
     rng = np.random.default_rng(0)
     test = split.test

@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sasrec_common import OUT, prepare  # noqa: E402
 
 from seqrec.evaluation.results import base_record, hardware_line  # noqa: E402
+from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig  # noqa: E402
 
 
@@ -97,7 +98,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     prepared, split = prepare("ml-1m")
     train = split.train
-    cfg = SASRecConfig(
+    cfg = settings(
+        SASRecConfig,
         max_len=args.max_len,
         dim=64,
         n_blocks=2,

@@ -173,6 +173,7 @@ def phase_step(work: Path, p: dict, loss: str, items: int, threads: int) -> dict
     import torch
 
     from seqrec.data.sequences import Sequences
+    from seqrec.models.neural_config import settings
     from seqrec.models.sasrec import SASRec, SASRecConfig
     from seqrec.training.negatives import NegativeSampler
 
@@ -182,7 +183,8 @@ def phase_step(work: Path, p: dict, loss: str, items: int, threads: int) -> dict
     train = Sequences.from_lists(
         rng.integers(1, items + 1, (n_rows, width)).tolist(), n_items=items
     )
-    cfg = SASRecConfig(
+    cfg = settings(
+        SASRecConfig,
         **{
             k: STEP[k]
             for k in (
@@ -242,13 +244,15 @@ def phase_rank(work: Path, p: dict, users: int, threads: int) -> dict:
 
     from seqrec.data.sequences import Sequences
     from seqrec.evaluation.ranking import apply_seen_filter, topk_items
+    from seqrec.models.neural_config import settings
     from seqrec.models.sasrec import SASRec, SASRecConfig
 
     torch.set_num_threads(threads)
     z = np.load(work / "seqs.npz")
     seqs = Sequences(z["offsets"], z["items"], int(z["n_items"]))
     n_items = seqs.n_items
-    cfg = SASRecConfig(
+    cfg = settings(
+        SASRecConfig,
         max_len=STEP["max_len"],
         dim=STEP["dim"],
         n_blocks=STEP["n_blocks"],

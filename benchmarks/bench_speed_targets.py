@@ -52,6 +52,7 @@ from seqrec.data.sources import load  # noqa: E402
 from seqrec.data.splits import leave_last_out  # noqa: E402
 from seqrec.evaluation import evaluate  # noqa: E402
 from seqrec.evaluation.results import base_record, hardware_line  # noqa: E402
+from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig  # noqa: E402
 
 
@@ -81,7 +82,8 @@ def data_path() -> dict:
 def training_step(split, steps: int) -> dict:
     torch.set_num_threads(1)
     train = split.train
-    cfg = SASRecConfig(
+    cfg = settings(
+        SASRecConfig,
         max_len=200,
         dim=64,
         n_blocks=2,
@@ -143,7 +145,7 @@ def training_step(split, steps: int) -> dict:
 
 def ranking(split, threads: int) -> dict:
     torch.set_num_threads(threads)
-    cfg = SASRecConfig(max_len=200, dim=64, n_blocks=2, n_heads=1, num_threads=threads)
+    cfg = settings(SASRecConfig, max_len=200, dim=64, n_blocks=2, n_heads=1, num_threads=threads)
     model = SASRec(cfg)
     model._remember_catalogue(split.train)
     torch.manual_seed(0)

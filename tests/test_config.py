@@ -2,6 +2,7 @@ import pytest
 
 from seqrec.config import load_experiment, parse_value
 from seqrec.errors import ConfigError
+from seqrec.models.neural_config import settings
 
 
 def test_overrides_and_unknown_keys(tmp_path):
@@ -62,7 +63,7 @@ def test_a_flat_recbole_yaml_is_recognised_and_its_keys_placed(tmp_path):
     assert (
         "RecBole's hidden_size is 'dim' here: dim = ... goes in a section: [model] dim = ..." in msg
     )
-    assert "[train] max_len = ..., --set max_len=..." in msg
+    assert "[model] max_len = ..., --set max_len=..." in msg
 
 
 def test_run_settings_have_their_own_section_and_older_files_keep_loading(tmp_path):
@@ -90,30 +91,44 @@ def test_run_settings_have_their_own_section_and_older_files_keep_loading(tmp_pa
 
 
 def test_model_training_defaults_are_data_on_the_model_config():
-    """A model's defaults of the shared training fields are its ``train_defaults`` mapping,
-    applied as field defaults; type, role and doc stay NeuralConfig's, declared once."""
-    from dataclasses import dataclass
+    """A model's defaults of the training fields are its ``train_defaults`` mapping, applied
+    when its TrainConfig is built (``TrainConfig.for_model``) and as the defaults of its flat
+    settings; type, role and doc stay TrainConfig's, declared once. A model config holds
+    model hyperparameters only."""
+    from dataclasses import dataclass, fields
 
     from seqrec.config_fields import BUDGET, role
     from seqrec.models.gru4rec import GRU4RecConfig
-    from seqrec.models.neural_config import SLIDING_RECIPE, NeuralConfig
+    from seqrec.models.neural_config import (
+        SLIDING_RECIPE,
+        NeuralConfig,
+        RunConfig,
+        TrainConfig,
+        settings_class,
+    )
     from seqrec.models.sasrec import SASRecConfig
 
-    assert SASRecConfig().lr == SASRecConfig.train_defaults["lr"] == 3e-3
-    assert SASRecConfig(lr=1e-3).lr == 1e-3 and role(SASRecConfig, "patience") == BUDGET
+    sasrec = TrainConfig.for_model(SASRecConfig)
+    assert sasrec.lr == SASRecConfig.train_defaults["lr"] == 3e-3
+    assert settings(SASRecConfig).lr == 3e-3 and settings(SASRecConfig, lr=1e-3).lr == 1e-3
+    assert role(settings_class(SASRecConfig), "patience") == BUDGET
     assert (
         GRU4RecConfig.train_defaults is SLIDING_RECIPE
-        and GRU4RecConfig().train_windows == "sliding"
+        and TrainConfig.for_model(GRU4RecConfig).train_windows == "sliding"
     )
-    assert NeuralConfig().lr == 1e-3  # the shared default is untouched
+    assert TrainConfig().lr == 1e-3  # the shared default is untouched
+    model_fields = {f.name for f in fields(SASRecConfig)}
+    assert not model_fields & {f.name for f in fields(TrainConfig) + fields(RunConfig)}
+    with pytest.raises(TypeError):
+        SASRecConfig(epochs=2)  # a training field is not a model config's
 
     @dataclass(frozen=True)
     class Mine(NeuralConfig):
         train_defaults = {"lr": 0.5}
         dim: int = 4
 
-    assert Mine().lr == 0.5 and Mine().dim == 4
-    with pytest.raises(TypeError, match="dim are not shared fields"):
+    assert TrainConfig.for_model(Mine).lr == 0.5 and Mine().dim == 4
+    with pytest.raises(TypeError, match="dim are not training fields"):
 
         @dataclass(frozen=True)
         class Bad(NeuralConfig):
@@ -126,6 +141,12 @@ def test_model_training_defaults_are_data_on_the_model_config():
         class Twice(NeuralConfig):
             train_defaults = {"lr": 0.5}
             lr: float = 0.1
+
+    with pytest.raises(TypeError, match="epochs are training / run fields"):
+
+        @dataclass(frozen=True)
+        class Mixed(NeuralConfig):
+            epochs: int = 3
 
 
 def test_seqrec_config_says_which_inputs_a_model_reads():

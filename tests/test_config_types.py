@@ -6,7 +6,7 @@ import pytest
 
 from seqrec.config import build_dataclass, coerce, load_experiment
 from seqrec.errors import ConfigError
-from seqrec.registry import get_model, model_names
+from seqrec.registry import model_names, settings_class
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ def test_yaml_and_toml_syntax_errors(tmp_path):
 def test_every_model_config_field_rejects_a_wrong_type(name):
     """Generic: for every field of every registered config, a value of a clearly wrong type
     (a dict) is refused with the key in the message, and its default is accepted as is."""
-    config_cls, _ = get_model(name)
+    config_cls = settings_class(name)  # the model's fields and the training and run fields
     defaults = {
         f.name: f.default
         for f in dataclasses.fields(config_cls)

@@ -2,14 +2,13 @@
 (ml-latest-small, default preprocessing and split), on a tiny training budget: only the
 budget fields are overridden, never a size or rank."""
 
-import dataclasses
 import math
 
 import pytest
 
 from seqrec.config import load_experiment
 from seqrec.experiment import prepare_data, run_experiment
-from seqrec.registry import get_model, model_names
+from seqrec.registry import model_names, settings_fields
 
 # budget fields only: what bounds the run's length, not what shapes the model
 BUDGET = {"epochs": 1, "max_train_seconds": 1.0, "max_iters": 1}
@@ -23,8 +22,7 @@ def data():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", model_names())
 def test_default_config_runs_on_default_dataset(name, data, tmp_path):
-    config_cls, _ = get_model(name)
-    valid = {f.name for f in dataclasses.fields(config_cls)}
+    valid = settings_fields(name)  # model, training and run keys
     overrides = [f"model.name={name}"] + [f"train.{k}={v}" for k, v in BUDGET.items() if k in valid]
     exp = load_experiment(None, overrides)
     model, record = run_experiment(exp, data=data, save_dir=tmp_path / "model")

@@ -25,6 +25,7 @@ from seqrec.errors import SeqRecError
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from seqrec.models.neural_config import settings as model_settings
 from seqrec.serving.service import create_app  # noqa: E402
 
 # examples per target at full size: 3,500 inputs in all; ~35 s on 2 idle cores (~90 s at load 12)
@@ -315,7 +316,9 @@ def artifacts(workdir):
     for name, model in {
         "pop": Pop(PopConfig()),
         "puresvd": PureSVD(PureSVDConfig(rank=3)),
-        "sasrec": SASRec(SASRecConfig(dim=8, n_blocks=1, n_heads=1, max_len=6, epochs=1)),
+        "sasrec": SASRec(
+            model_settings(SASRecConfig, dim=8, n_blocks=1, n_heads=1, max_len=6, epochs=1)
+        ),
     }.items():
         model.fit(train, valid if name == "sasrec" else None).save(workdir / "art" / name)
         out[name] = workdir / "art" / name

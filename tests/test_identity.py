@@ -26,44 +26,44 @@ from seqrec.identity import (
     training_part,
 )
 from seqrec.models.bert4rec import BERT4RecConfig
-from seqrec.models.neural_config import NeuralConfig
+from seqrec.models.neural_config import RunConfig, TrainConfig, settings, settings_class
 from seqrec.models.sasrec import SASRecConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_roles_are_declared_once_and_inherited_by_subclasses_that_change_a_default():
-    assert names_with_role(NeuralConfig, BUDGET) == ("epochs", "patience", "max_train_seconds")
-    assert set(names_with_role(NeuralConfig, PLACEMENT)) == {
+    assert names_with_role(TrainConfig, BUDGET) == ("epochs", "patience")
+    assert names_with_role(RunConfig, BUDGET) == ("max_train_seconds",)
+    assert set(names_with_role(RunConfig, PLACEMENT)) == {
         "ce_chunk",
         "device",
         "num_threads",
         "eval_batch_size",
     }
-    # SASRec redeclares min_epoch_steps (default 100) and patience: roles and legacy values stay
-    assert (
-        SASRecConfig().min_epoch_steps == 100
-        and stored_default(SASRecConfig, "min_epoch_steps") == 0
-    )
-    assert role(SASRecConfig, "patience") == BUDGET and role(SASRecConfig, "dim") == RESULT
-    assert names_with_role(SASRecConfig, BUDGET, PLACEMENT) == names_with_role(
-        NeuralConfig, BUDGET, PLACEMENT
-    )
+    assert not names_with_role(TrainConfig, PLACEMENT)
+    # the flat settings of SASRec: its train_defaults change min_epoch_steps (default 100) and
+    # patience; roles and legacy values stay those TrainConfig declares
+    flat = settings_class(SASRecConfig)
+    assert flat().min_epoch_steps == 100 and stored_default(flat, "min_epoch_steps") == 0
+    assert role(flat, "patience") == BUDGET and role(flat, "dim") == RESULT
+    assert names_with_role(flat, BUDGET) == ("epochs", "patience", "max_train_seconds")
+    assert names_with_role(flat, PLACEMENT) == names_with_role(RunConfig, PLACEMENT)
     # no legacy declared: a missing field reads as the class's default
-    assert stored_default(SASRecConfig, "l2_norm") is False
+    assert stored_default(flat, "l2_norm") is False
 
 
 def test_identity_leaves_placement_out_and_the_key_leaves_budget_and_eval_out():
     a = run_identity(
         "sasrec",
-        SASRecConfig(dim=8, num_threads=4, device="cpu", epochs=5),
+        settings(SASRecConfig, dim=8, num_threads=4, device="cpu", epochs=5),
         seed=0,
         eval={"ks": [10]},
     )
     assert "num_threads" not in a["model_config"] and a["model_config"]["epochs"] == 5
     b = run_identity(
         "sasrec",
-        SASRecConfig(dim=8, epochs=50, patience=3, max_train_seconds=60.0),
+        settings(SASRecConfig, dim=8, epochs=50, patience=3, max_train_seconds=60.0),
         seed=0,
         eval={"ks": [20]},
     )
@@ -80,7 +80,7 @@ def test_identity_leaves_placement_out_and_the_key_leaves_budget_and_eval_out():
 
 
 def test_a_missing_field_reads_as_its_legacy_value_and_inert_fields_are_skipped():
-    new = run_identity("sasrec", SASRecConfig(batch_size=0, min_epoch_steps=0), seed=0)
+    new = run_identity("sasrec", settings(SASRecConfig, batch_size=0, min_epoch_steps=0), seed=0)
     old = {
         **new,
         "model_config": {
@@ -90,12 +90,14 @@ def test_a_missing_field_reads_as_its_legacy_value_and_inert_fields_are_skipped(
         },
     }
     assert same_run(old, new, SASRecConfig)
-    today = run_identity("sasrec", SASRecConfig(batch_size=0), seed=0)  # min_epoch_steps=100
+    today = run_identity(
+        "sasrec", settings(SASRecConfig, batch_size=0), seed=0
+    )  # min_epoch_steps=100
     assert differences(old, today, SASRecConfig) == ["model.min_epoch_steps"]
     # with a given batch the automatic batch's fields are inert
-    given = run_identity("sasrec", SASRecConfig(batch_size=64, batch_targets=7), seed=0)
+    given = run_identity("sasrec", settings(SASRecConfig, batch_size=64, batch_targets=7), seed=0)
     assert same_run(
-        given, run_identity("sasrec", SASRecConfig(batch_size=64), seed=0), SASRecConfig
+        given, run_identity("sasrec", settings(SASRecConfig, batch_size=64), seed=0), SASRecConfig
     )
     # BERT4Rec's output head was added later: records without it trained the transform head
     b = run_identity("bert4rec", BERT4RecConfig(), seed=0)
@@ -116,7 +118,7 @@ def test_checkpoints_and_run_directories_use_the_same_rule(tmp_path):
     from seqrec.cli.runs import prepare_run_dir
     from seqrec.training.checkpoint import claim_run_dir as _check_same_config
 
-    cfg = SASRecConfig(dim=8)
+    cfg = settings(SASRecConfig, dim=8)
     _check_same_config(tmp_path / "ck", cfg, "sasrec", 10)
     _check_same_config(
         tmp_path / "ck", dataclasses.replace(cfg, epochs=3, num_threads=2), "sasrec", 10

@@ -57,9 +57,10 @@ def model_class(name: str, amp: bool, compile_mode: str | None):
     """The registry's model with AMP and/or a compiled encoder in its training step."""
     import torch
 
-    from seqrec.registry import get_model
+    from seqrec.registry import get_model, settings_class
 
-    config_cls, base = get_model(name)
+    _, base = get_model(name)
+    config_cls = settings_class(name)  # the flat form: model, train and run fields together
 
     class Variant(base):
         _compiled = None

@@ -215,10 +215,13 @@ class Experiment:
     """How each key of ``model_params`` is shown in messages (``train.epochs``)."""
 
     def model_config(self) -> Any:
-        """The model's frozen config dataclass built from ``model`` + ``train`` keys."""
-        from seqrec.registry import get_model
+        """The model's settings built from the ``model``, ``train`` and ``run`` keys: one flat
+        frozen dataclass (:func:`seqrec.registry.settings_class`); a neural model's ``.parts``
+        are its model config, ``TrainConfig`` and ``RunConfig``, and the model class accepts
+        it as it is."""
+        from seqrec.registry import settings_class
 
-        config_cls, _ = get_model(self.model)
+        config_cls = settings_class(self.model)
         params = dict(self.model_params)
         if "seed" in {f.name for f in fields(config_cls)}:
             params.setdefault("seed", self.seed)  # the experiment seed seeds the model too
@@ -525,12 +528,11 @@ def section_of(key: str) -> str:
     for section, cls in (("data", DataSection), ("split", SplitSection), ("eval", EvalSection)):
         if key in {f.name for f in fields(cls)}:
             return section
-    try:
-        from seqrec.models.neural_config import NeuralConfig
-    except ImportError:  # pragma: no cover - torch missing
-        return "model"
-    if key in {f.name for f in fields(NeuralConfig)}:
-        return field_section(NeuralConfig, key)
+    from seqrec.models.neural_config import RunConfig, TrainConfig
+
+    for cls in (TrainConfig, RunConfig):
+        if key in {f.name for f in fields(cls)}:
+            return field_section(cls, key)
     return "model"
 
 

@@ -21,8 +21,14 @@ from seqrec.config_fields import CONFIG_SECTIONS, section
 
 def field_docs(cls: type) -> dict[str, str]:
     """Each dataclass field's docstring (the string literal under it), from the source of
-    ``cls`` and its bases; fields without one are left out."""
+    ``cls`` and its bases (of each part of a flat settings class); fields without one are
+    left out."""
     docs: dict[str, str] = {}
+    parts = getattr(cls, "part_classes", None)  # flat settings: the docs of its parts
+    if parts is not None:
+        for part in parts:
+            docs |= field_docs(part)
+        return docs
     for klass in reversed(cls.__mro__):
         if not dataclasses.is_dataclass(klass):
             continue
@@ -80,9 +86,10 @@ def _defaults(cls: type) -> dict[str, Any]:
 
 def default_config_toml(model: str) -> str:
     """The whole default experiment for ``model`` as TOML (loadable by ``load_experiment``)."""
-    from seqrec.registry import get_model
+    from seqrec.registry import get_model, settings_class
 
-    config_cls, model_cls = get_model(model)
+    config_cls = settings_class(model)
+    model_config_cls, model_cls = get_model(model)
     params = _defaults(config_cls)
     params.pop("seed", None)  # the top-level seed seeds the model too (one seed, not two)
     parts: dict[str, dict[str, Any]] = {"model": {"name": model}, "train": {}, "run": {}}
@@ -92,7 +99,7 @@ def default_config_toml(model: str) -> str:
     lines = [
         f"# seqrec experiment: the default config of {model}.",
         "# Run it with: seqrec train -c THIS_FILE (any value can be overridden with --set).",
-        _inputs_line(model_cls(config_cls())),
+        _inputs_line(model_cls(model_config_cls())),
         "# Seed of the model (initialization, data order, negatives); recorded with the results.",
         "seed = 0",
         'output = "runs"',

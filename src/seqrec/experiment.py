@@ -133,7 +133,7 @@ def refit_model(model: Recommender) -> Recommender:
     are rebuilt from the same config."""
     import dataclasses
 
-    config = model.config
+    config = model.settings
     best = getattr(getattr(model, "training_log", None), "best_epoch", None)
     if best and "epochs" in {f.name for f in dataclasses.fields(config)}:
         config = dataclasses.replace(config, epochs=int(best))
@@ -218,13 +218,13 @@ def run_experiment(
     )
     record = result_record(
         model=exp.model,
-        variant=getattr(model.config, "loss", None) or getattr(model.config, "variant", None),
+        variant=getattr(model.settings, "loss", None) or getattr(model.config, "variant", None),
         dataset=exp.data.name,
         fingerprint=data.prepared.fingerprint(),
         protocol=split.protocol,
         results={"valid": valid, "test": test},
         seed=exp.seed,
-        config=exp.to_dict() | {"model_config": _config_dict(model.config)},
+        config=exp.to_dict() | {"model_config": _config_dict(model.settings)},
         epochs=getattr(model, "epochs_trained", None),
         train_seconds=train_seconds,
         split_info=split.info,
@@ -263,7 +263,7 @@ def _training_info(model: Recommender) -> dict[str, Any] | None:
     log_ = getattr(model, "training_log", None)
     if log_ is None or not hasattr(log_, "world_size"):
         return None
-    cfg = model.config
+    cfg = model.settings
     batch = getattr(model, "train_batch_size", None) or cfg.batch_size  # batch_targets sets it
     return {
         "world_size": log_.world_size,

@@ -45,8 +45,23 @@ def _json(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=str))  # the form it has once stored
 
 
+def _flat_class(config_cls: type | None) -> type | None:
+    """The flat settings class identities compare with (a neural model's config class alone
+    lacks the training and run fields)."""
+    if config_cls is None:
+        return None
+    from seqrec.models.neural_config import settings_class
+
+    return settings_class(config_cls)
+
+
 def model_identity(config: Any) -> dict[str, Any]:
-    """The ``model_config`` part of an identity: the config's fields, placement left out."""
+    """The ``model_config`` part of an identity: the flat settings' fields (a neural model's
+    config alone stands for itself with its default training and run configs), placement
+    left out."""
+    from seqrec.models.neural_config import flat_settings
+
+    config = flat_settings(config)
     cls = type(config)
     return {k: v for k, v in sorted(config_to_dict(config).items()) if role(cls, k) != PLACEMENT}
 
@@ -75,6 +90,7 @@ def experiment_identity(
 def training_part(ident: dict[str, Any], config_cls: type | None) -> dict[str, Any]:
     """What a run's weights depend on: the identity without the ``eval`` section and the
     budget fields."""
+    config_cls = _flat_class(config_cls)
     out = {k: v for k, v in ident.items() if k != EVAL_SECTION}
     if "model_config" in ident:
         out["model_config"] = {
@@ -122,6 +138,7 @@ def differences(
     ``config_cls`` is the current model's config class (None: compare the stored form as is).
     A ``current`` fingerprint of None (the data is not on this machine) matches any stored one.
     """
+    config_cls = _flat_class(config_cls)
     if current.get("fingerprint", "") is None:
         stored = {**stored, "fingerprint": None}
     a, b = (

@@ -95,3 +95,19 @@ def get_model(name: str) -> tuple[type, type]:
         )
     config_path, model_path = MODELS[name]
     return _resolve(config_path), _resolve(model_path)
+
+
+def settings_class(name: str) -> type:
+    """The flat settings class of ``name``: its config's fields, and for a neural model the
+    training and run fields too, as one dataclass (what experiment files, ``--set``, stored
+    artifacts and run identities hold; :func:`seqrec.models.neural_config.settings_class`)."""
+    from seqrec.models.neural_config import settings_class as flat
+
+    return flat(get_model(name)[0])
+
+
+def settings_fields(name: str) -> set[str]:
+    """Every key a flat settings dict of model ``name`` may hold."""
+    import dataclasses
+
+    return {f.name for f in dataclasses.fields(settings_class(name))}

@@ -89,12 +89,10 @@ _DEFAULT_KNOBS: list[tuple[str, str, dict[str, Any]]] = [
 
 def default_space(model: str) -> dict[str, dict[str, Any]]:
     """The built-in search space of ``model`` (the knobs of ``_DEFAULT_KNOBS`` its config has)."""
-    import dataclasses
 
-    from seqrec.registry import get_model
+    from seqrec.registry import settings_fields
 
-    config_cls, _ = get_model(model)
-    fields = {f.name for f in dataclasses.fields(config_cls)}
+    fields = settings_fields(model)
     space = {key: dict(spec) for field, key, spec in _DEFAULT_KNOBS if field in fields}
     if not space:
         raise ConfigError(
@@ -348,7 +346,7 @@ def _report_validations(model: Any, trial: Any) -> None:
     inner = getattr(model, "validation_metrics", None)
     if inner is None:
         return
-    name = model.config.val_metric
+    name = model.settings.val_metric
     count = [0]
 
     def reported(valid):

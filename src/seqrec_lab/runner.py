@@ -62,9 +62,9 @@ def config_class(model_name: str) -> type:
 
     if peers.is_peer(model_name):
         return peers.PeerConfig
-    from seqrec.registry import get_model
+    from seqrec.registry import settings_class
 
-    return get_model(model_name)[0]
+    return settings_class(model_name)
 
 
 def identity(spec: RunSpec, fingerprint: str | None) -> dict[str, Any]:
@@ -218,7 +218,7 @@ def execute(
     t_start = time.perf_counter()
     data = prepared_data(spec)
     split, exp = data.split, spec.experiment
-    config_cls, model_cls = get_model(exp.model)
+    _, model_cls = get_model(exp.model)
     cfg = exp.model_config()
     if threads and "num_threads" in {f.name for f in dataclasses.fields(cfg)}:
         cfg = dataclasses.replace(cfg, num_threads=threads)
@@ -306,7 +306,7 @@ def execute(
             # the process's peak so far: a worker that ran an earlier run reports that run's peak too
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             load_average=load.summary(),
-            refit_epochs=getattr(model.config, "epochs", None) if refitted else None,
+            refit_epochs=getattr(model.settings, "epochs", None) if refitted else None,
         )
         record["command"] = command or record["command"]
         write_record(record, results_dir, key, partial)

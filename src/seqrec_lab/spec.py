@@ -219,21 +219,20 @@ def _experiment(sections: dict[str, Any], seed: int) -> Experiment:
 def _model_defaults(model: str, values: dict[str, Any], where: str) -> dict[str, Any]:
     """The keys of ``values`` that ``model``'s config has; a key no registered model has is a
     typo (``ConfigError``)."""
-    from dataclasses import fields
 
-    from seqrec.registry import get_model, model_names
+    from seqrec.registry import model_names, settings_fields
     from seqrec_lab.peers import FIELDS, is_peer
 
     if not values:
         return {}
-    known = {f.name for name in model_names() for f in fields(get_model(name)[0])} | set(FIELDS)
+    known = {key for name in model_names() for key in settings_fields(name)} | set(FIELDS)
     if is_peer(model):
         return {k: v for k, v in values.items() if k in FIELDS}
     typos = sorted(set(values) - known)
     if typos:
         raise ConfigError(f"{where}: no model has key(s) {', '.join(typos)}")
     try:
-        own = {f.name for f in fields(get_model(model)[0])}
+        own = settings_fields(model)
     except ConfigError:
         return dict(values)  # the unknown model is reported when the run's experiment is built
     return {k: v for k, v in values.items() if k in own}

@@ -2,18 +2,14 @@
 that the same seed gives the same table on a free and on a loaded machine; ``--max-seconds``
 is the only, explicit, way to add a time cap."""
 
-from dataclasses import fields
-
 import pytest
 
 from seqrec.cli.demo import DEMO_MODELS, DEMO_PARAMS, _budget_text, demo_params
 from seqrec.cli.main import main
-from seqrec.registry import get_model
+from seqrec.registry import settings_class, settings_fields
 
 # a neural config is one with the trainer's stop rules
-NEURAL = [
-    m for m in DEMO_MODELS if "max_train_seconds" in {f.name for f in fields(get_model(m)[0])}
-]
+NEURAL = [m for m in DEMO_MODELS if "max_train_seconds" in settings_fields(m)]
 
 
 def test_the_demo_has_the_three_neural_models():
@@ -30,8 +26,7 @@ def test_demo_neural_params_contain_no_wall_clock_cap(name):
         if "second" in k or "deadline" in k or "time" in k
     ]
     assert clock_keys == []
-    config_cls, _ = get_model(name)
-    cfg = config_cls(**params)
+    cfg = settings_class(name)(**params)
     # the resolved config (the model's default included) must not bring a cap back either
     assert cfg.max_train_seconds == 0
     assert 0 < cfg.epochs <= 500
@@ -45,13 +40,12 @@ def test_max_seconds_is_an_opt_in_cap_for_neural_models_only():
 
 
 def test_the_budget_is_printed_before_training():
-    config_cls, _ = get_model("sasrec")
-    text = _budget_text(config_cls(**demo_params("sasrec")))
+    text = _budget_text(settings_class("sasrec")(**demo_params("sasrec")))
     assert f"at most {DEMO_PARAMS['sasrec']['epochs']} epochs" in text
     assert "validations without a better NDCG@10" in text and " s of training" not in text
-    capped = _budget_text(config_cls(**demo_params("sasrec", max_seconds=45.0)))
+    capped = _budget_text(settings_class("sasrec")(**demo_params("sasrec", max_seconds=45.0)))
     assert "at most 45 s of training" in capped
-    assert _budget_text(get_model("puresvd")[0](**demo_params("puresvd"))) == ""
+    assert _budget_text(settings_class("puresvd")(**demo_params("puresvd"))) == ""
 
 
 def test_negative_max_seconds_is_rejected(tmp_path, capsys):

@@ -12,7 +12,7 @@ import pytest
 from seqrec.cli import runs
 from seqrec.cli.main import main
 from seqrec.config import load_experiment
-from seqrec.registry import get_model, model_names
+from seqrec.registry import model_names, settings_class
 from seqrec.testing.synthetic import markov_sequences
 
 
@@ -276,7 +276,6 @@ def test_config_command_prints_loadable_defaults(name, tmp_path, capsys):
     path = tmp_path / "c.toml"
     path.write_text(text)
     exp = load_experiment(path)
-    config_cls, _ = get_model(name)
-    assert exp.model == name and exp.model_config() == config_cls()
+    assert exp.model == name and exp.model_config() == settings_class(name)()
     assert exp.data == load_experiment(None).data and exp.eval == load_experiment(None).eval
     assert "# " in text  # field docs as comments

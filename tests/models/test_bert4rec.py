@@ -5,6 +5,7 @@ import torch
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.bert4rec import BERT4Rec, BERT4RecConfig, BERT4RecEncoder, cloze_mask
+from seqrec.models.neural_config import settings
 from seqrec.testing import conformance as C
 from seqrec.testing.conformance import ConformanceSuite
 
@@ -114,7 +115,7 @@ def test_bidirectional_model_would_fail_the_causal_check_so_it_is_skipped():
 
 
 def _cfg(**kw):
-    return BERT4RecConfig(**{"max_len": 10, "dim": 8, **kw})
+    return settings(BERT4RecConfig, **{"max_len": 10, "dim": 8, **kw})
 
 
 def test_official_cloze_masks_round_n_rho_positions_with_the_mask_token():
@@ -182,7 +183,7 @@ def test_scoring_appends_the_mask_token_after_the_history():
 
 def test_training_batch_predicts_masked_items_of_the_training_window():
     _, train, _, _ = C._data()
-    model = BERT4Rec(BERT4RecConfig(**{**C.TINY, "dim": 8}))
+    model = BERT4Rec(settings(BERT4RecConfig, **{**C.TINY, "dim": 8}))
     model._remember_catalogue(train)
     rows = np.arange(8)
     data = model.make_batch(train, rows, np.random.default_rng(0))
@@ -248,13 +249,13 @@ def test_resume_continues_exactly(tmp_path):
     _, train, valid, test = C._data()
     kw = {**C.TINY, "dim": 8, "patience": 0, "cloze": "lrurec"}
     kw.pop("epochs")
-    BERT4Rec(BERT4RecConfig(**kw, epochs=1)).fit(
+    BERT4Rec(settings(BERT4RecConfig, **kw, epochs=1)).fit(
         train, valid, checkpoint_dir=tmp_path, progress=False
     )
-    two = BERT4Rec(BERT4RecConfig(**kw, epochs=2)).fit(
+    two = BERT4Rec(settings(BERT4RecConfig, **kw, epochs=2)).fit(
         train, valid, checkpoint_dir=tmp_path, progress=False
     )
-    straight = BERT4Rec(BERT4RecConfig(**kw, epochs=2)).fit(train, valid, progress=False)
+    straight = BERT4Rec(settings(BERT4RecConfig, **kw, epochs=2)).fit(train, valid, progress=False)
     assert two.training_log.resumed_from_step
     hist = test.histories()
     np.testing.assert_array_equal(two.score(hist), straight.score(hist))

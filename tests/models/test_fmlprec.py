@@ -12,6 +12,7 @@ from seqrec.models.fmlprec import (
     FMLPRecEncoder,
     prefix_samples,
 )
+from seqrec.models.neural_config import settings
 from seqrec.testing import conformance as C
 from seqrec.testing.conformance import ConformanceSuite
 from seqrec.training.negatives import NegativeSampler
@@ -88,7 +89,9 @@ def test_training_batch_holds_the_prefix_left_padded_and_its_target_last():
 def test_loss_uses_only_the_last_position_and_matches_the_full_forward():
     _, train, _, _ = C._data()
     for loss in ("ce", "bce"):
-        model = FMLPRec(FMLPRecConfig(**{**C.TINY, "dim": 8, "dropout": 0.0, "loss": loss}))
+        model = FMLPRec(
+            settings(FMLPRecConfig, **{**C.TINY, "dim": 8, "dropout": 0.0, "loss": loss})
+        )
         model.fit(train, None, progress=False)
         windows, model._row_source, ids = model.training_rows(train)
         model._sampler = NegativeSampler(train)
@@ -127,20 +130,20 @@ def test_output_at_a_position_sees_later_items():
 
 def test_sliding_windows_are_rejected():
     with pytest.raises(ConfigError, match="train_windows"):
-        FMLPRecConfig(train_windows="sliding")
+        settings(FMLPRecConfig, train_windows="sliding")
 
 
 def test_resume_continues_exactly(tmp_path):
     _, train, valid, test = C._data()
     kw = {**C.TINY, "dim": 8, "patience": 0, "loss": "bce"}
     kw.pop("epochs")
-    FMLPRec(FMLPRecConfig(**kw, epochs=1)).fit(
+    FMLPRec(settings(FMLPRecConfig, **kw, epochs=1)).fit(
         train, valid, checkpoint_dir=tmp_path, progress=False
     )
-    two = FMLPRec(FMLPRecConfig(**kw, epochs=2)).fit(
+    two = FMLPRec(settings(FMLPRecConfig, **kw, epochs=2)).fit(
         train, valid, checkpoint_dir=tmp_path, progress=False
     )
-    straight = FMLPRec(FMLPRecConfig(**kw, epochs=2)).fit(train, valid, progress=False)
+    straight = FMLPRec(settings(FMLPRecConfig, **kw, epochs=2)).fit(train, valid, progress=False)
     assert two.training_log.resumed_from_step
     hist = test.histories()
     np.testing.assert_array_equal(two.score(hist), straight.score(hist))

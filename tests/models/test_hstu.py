@@ -17,6 +17,7 @@ from seqrec.models.hstu_bias import (
     query_time_diffs,
     time_buckets,
 )
+from seqrec.models.neural_config import settings as model_settings
 from seqrec.testing import conformance
 from seqrec.testing.conformance import ConformanceSuite
 
@@ -134,7 +135,8 @@ def test_bucket_gather_gradient_matches_embedding():
 
 # --- batched encoder == plain per-sequence loop -----------------------------------------
 def _encoder(extra, n_items=20, **base):
-    cfg = HSTUConfig(
+    cfg = model_settings(
+        HSTUConfig,
         **{
             "max_len": 8,
             "dim": 12,
@@ -145,7 +147,7 @@ def _encoder(extra, n_items=20, **base):
             "dropout": 0.0,
             **base,
             **extra,
-        }
+        },
     )
     torch.manual_seed(0)
     enc = HSTUEncoder(cfg, n_items)

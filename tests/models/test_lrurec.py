@@ -14,6 +14,8 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError, DataError, NotFittedError
 from seqrec.models.layers import cpu_dropout
 from seqrec.models.lrurec import LRUEncoder, LRURec, LRURecConfig
+from seqrec.models.neural_config import TrainConfig
+from seqrec.models.neural_config import settings as model_settings
 from seqrec.registry import get_model
 from seqrec.testing.conformance import ConformanceSuite, _data, fitted
 
@@ -43,8 +45,8 @@ def _encoder(n_items=30, dim=8, double=False, seed=0) -> LRUEncoder:
 def test_registry_and_defaults():
     config_cls, model_cls = get_model("lrurec")
     assert config_cls is LRURecConfig and model_cls is LRURec
-    cfg = LRURecConfig()
-    assert (cfg.dim, cfg.n_blocks, cfg.weight_decay, cfg.loss) == (64, 2, 1e-2, "ce")
+    cfg, train = LRURecConfig(), TrainConfig.for_model(LRURecConfig)
+    assert (cfg.dim, cfg.n_blocks, train.weight_decay, train.loss) == (64, 2, 1e-2, "ce")
     with pytest.raises(ConfigError, match="r_min"):
         LRURecConfig(r_min=0.5, r_max=0.4)
 
@@ -180,7 +182,7 @@ def test_stream_edge_cases():
     with pytest.raises(DataError, match="k must be"):
         model.update(session, [], k=0)
     with pytest.raises(NotFittedError):
-        LRURec(LRURecConfig(**SMALL)).stream([known])
+        LRURec(model_settings(LRURecConfig, **SMALL)).stream([known])
 
 
 def test_forward_skips_all_pad_columns_exactly():
@@ -224,10 +226,13 @@ def test_weight_decay_skips_biases_and_norms_like_the_authors_code():
         "blocks.1.ffn.w2.weight",
     ):
         assert decayed not in skip
-    groups = _param_groups(enc, LRURecConfig(dim=8))
+    groups = _param_groups(enc, TrainConfig.for_model(LRURecConfig))
     assert len(groups) == 2 and groups[1]["weight_decay"] == 0.0
     assert {id(p) for p in groups[1]["params"]} == {id(names[n]) for n in skip}
     assert len(groups[0]["params"]) + len(groups[1]["params"]) == len(names)
     # the old behaviour (and any model with decay off or without the grouping): one group
-    assert len(_param_groups(enc, LRURecConfig(dim=8, decay_biases_and_norms=True))) == 1
-    assert len(_param_groups(enc, LRURecConfig(dim=8, weight_decay=0.0))) == 1
+    assert (
+        len(_param_groups(enc, model_settings(LRURecConfig, dim=8, decay_biases_and_norms=True)))
+        == 1
+    )
+    assert len(_param_groups(enc, model_settings(LRURecConfig, dim=8, weight_decay=0.0))) == 1

@@ -11,6 +11,7 @@ from seqrec.data.vocab import ItemVocab
 from seqrec.errors import DataError
 from seqrec.models.lsan import LSAN, LSANConfig, LSANEncoder, qr_indices, qr_sizes
 from seqrec.models.lsan_blocks import CausalLightConv, SelfAttentionBlock, TwinAttentionBlock
+from seqrec.models.neural_config import settings
 from seqrec.testing.conformance import TINY, ConformanceSuite, _data
 from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 
@@ -153,7 +154,7 @@ def test_light_conv_kernels_are_shared_per_head_and_normalised():
 def _enc(**kw):
     torch.manual_seed(0)
     cats = np.array([0] + [(i % 3) + 1 for i in range(20)])
-    return LSANEncoder(LSANConfig(max_len=8, dim=16, dropout=0.0, **kw), 20, cats).eval()
+    return LSANEncoder(settings(LSANConfig, max_len=8, dim=16, dropout=0.0, **kw), 20, cats).eval()
 
 
 def _batch(items, hours=None):
@@ -222,10 +223,10 @@ def test_missing_timestamps_average_the_context_over_the_hours():
 def test_l2_term_is_added_to_the_loss():
     _, train, valid, _ = _data()
     cfg = dict(TINY, dim=16, epochs=1, time_slots="none")
-    model = LSAN(LSANConfig(**cfg, l2=0.0)).fit(train, None, progress=False)
+    model = LSAN(settings(LSANConfig, **cfg, l2=0.0)).fit(train, None, progress=False)
     data = model.make_batch(train, np.arange(8), np.random.default_rng(0))
     plain = model.compute_loss(data).item()
-    model.config = LSANConfig(**cfg, l2=1e-2)
+    model.config = settings(LSANConfig, **cfg, l2=1e-2)
     penalty = 0.5 * 1e-2 * sum(p.pow(2).sum().item() for p in model.encoder.parameters())
     assert model.compute_loss(data).item() == pytest.approx(plain + penalty, rel=1e-5)
 
@@ -242,7 +243,7 @@ def test_fit_refuses_missing_side_information():
         vocab=ItemVocab(train.vocab.raw),
     )
     with pytest.raises(DataError, match=r"categories='none'.*--set model.categories=none") as err:
-        LSAN(LSANConfig(**TINY, dim=16)).fit(no_attr, None, progress=False)
+        LSAN(settings(LSANConfig, **TINY, dim=16)).fit(no_attr, None, progress=False)
     assert "--set data.item_file=" in str(err.value)  # the CLI ways out, not only Python's
     no_time = Sequences(
         train.offsets,
@@ -253,15 +254,17 @@ def test_fit_refuses_missing_side_information():
         has_time=False,
     )
     with pytest.raises(DataError, match=r"time_slots='none'.*--set model.time_slots=none"):
-        LSAN(LSANConfig(**TINY, dim=16)).fit(no_time, None, progress=False)
-    fitted = LSAN(LSANConfig(**TINY, dim=16, time_slots="none", categories="none"))
+        LSAN(settings(LSANConfig, **TINY, dim=16)).fit(no_time, None, progress=False)
+    fitted = LSAN(settings(LSANConfig, **TINY, dim=16, time_slots="none", categories="none"))
     fitted.fit(no_time, None, progress=False)  # the explicit fallbacks run
     assert (fitted.encoder.category_of[1:] == 1).all() and fitted.encoder.n_slots == 1
 
 
 def test_fit_reads_the_categories_of_the_training_data():
     _, train, _, _ = _data()
-    model = LSAN(LSANConfig(**dict(TINY, epochs=1), dim=16)).fit(train, None, progress=False)
+    model = LSAN(settings(LSANConfig, **dict(TINY, epochs=1), dim=16)).fit(
+        train, None, progress=False
+    )
     expected = np.concatenate([[0], np.arange(train.n_items) % 4 + 2])  # classes 2..5
     # four equally widespread categories: class by decreasing count, ties by attribute id
     assert model.encoder.category_of.tolist() == expected.tolist()

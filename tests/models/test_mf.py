@@ -9,6 +9,7 @@ import torch
 from seqrec.data.sequences import Sequences
 from seqrec.errors import DataError
 from seqrec.models.mf import MF, MFConfig, MFEncoder
+from seqrec.models.neural_config import settings
 from seqrec.registry import get_model
 from seqrec.testing.conformance import TINY, ConformanceSuite, _batch, _data, fitted
 
@@ -25,7 +26,7 @@ class TestMFConformance(ConformanceSuite):
         cannot hold. The stronger property holds instead: no output depends on any item, and
         every real position carries the user's factor."""
         torch.manual_seed(0)
-        enc = MFEncoder(MFConfig(**{**TINY, **SMALL}), n_items=25, n_users=3).eval()
+        enc = MFEncoder(settings(MFConfig, **{**TINY, **SMALL}), n_items=25, n_users=3).eval()
         rng = np.random.default_rng(0)
         items = rng.integers(1, 26, size=(3, 12))
         items[2, :6] = 0
@@ -73,7 +74,7 @@ def test_fit_needs_user_ids():
     _, train, _, _ = _data()
     no_users = Sequences(train.offsets, train.items, train.n_items)
     with pytest.raises(DataError, match="user ids"):
-        MF(MFConfig(**{**TINY, **SMALL})).fit(no_users, progress=False)
+        MF(settings(MFConfig, **{**TINY, **SMALL})).fit(no_users, progress=False)
 
 
 def test_user_table_size_survives_save_load(tmp_path):
@@ -88,7 +89,7 @@ def test_checkpointed_fit_resumes_with_the_user_table(tmp_path):
     """The harness fits with a checkpoint directory and refits to resume: the user table is
     rebuilt at the same size before the checkpoint is loaded."""
     _, train, valid, test = _data()
-    cfg = MFConfig(**{**TINY, **SMALL})
+    cfg = settings(MFConfig, **{**TINY, **SMALL})
     first = MF(cfg).fit(train, valid, progress=False, checkpoint_dir=tmp_path)
     again = MF(cfg).fit(train, valid, progress=False, checkpoint_dir=tmp_path)
     hist = test.histories()

@@ -4,6 +4,7 @@ import torch
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.layers import causal_padding_mask
+from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig, SASRecEncoder
 from seqrec.testing.conformance import ConformanceSuite
 
@@ -152,7 +153,7 @@ def test_too_long_input_and_unavailable_device_raise():
         enc(SequenceBatch(items=items, mask=items.ne(0)))
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError):
-            SASRec(SASRecConfig(device="cuda"))
+            SASRec(settings(SASRecConfig, device="cuda"))
 
 
 def test_an_unavailable_gpu_is_explained(monkeypatch):

@@ -13,6 +13,7 @@ import pytest
 
 import seqrec
 from seqrec.errors import ConfigError
+from seqrec.models.neural_config import settings
 from seqrec_lab import load_table, reproduce
 from seqrec_lab.runner import popularity_groups
 
@@ -665,7 +666,7 @@ def test_batch_targets_counts_in_a_run_identity_only_when_it_sizes_the_batch(tmp
         ident(batch_size=128, batch_targets=1024), ident(batch_size=0, batch_targets=1024)
     )
     # a checkpoint directory: the same rule when a run resumes
-    cfg = SASRecConfig(batch_size=64, batch_targets=0)
+    cfg = settings(SASRecConfig, batch_size=64, batch_targets=0)
     _check_same_config(tmp_path, cfg, SASRec.name, 10)
     _check_same_config(tmp_path, dataclasses.replace(cfg, batch_targets=1024), SASRec.name, 10)
     with pytest.raises(ConfigError, match="batch_size"):
@@ -696,7 +697,7 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
         ident(batch_size=128), ident(batch_size=128, min_epoch_steps=100, auto_batch_max=64)
     )
     # a checkpoint written before the field existed resumes only under the behaviour it had
-    cfg = SASRecConfig(batch_size=0, min_epoch_steps=0)
+    cfg = settings(SASRecConfig, batch_size=0, min_epoch_steps=0)
     _check_same_config(tmp_path, cfg, SASRec.name, 10)
     meta = json.loads((tmp_path / "run.json").read_text())
     del meta["config"]["min_epoch_steps"], meta["config"]["auto_batch_max"]
@@ -704,7 +705,7 @@ def test_a_record_from_before_min_epoch_steps_reads_it_as_off(tmp_path):
     _check_same_config(tmp_path, cfg, SASRec.name, 10)
     (tmp_path / "run.json").write_text(json.dumps(meta))
     with pytest.raises(ConfigError, match="min_epoch_steps"):
-        _check_same_config(tmp_path, SASRecConfig(batch_size=0), SASRec.name, 10)
+        _check_same_config(tmp_path, settings(SASRecConfig, batch_size=0), SASRec.name, 10)
 
 
 def test_readme_section_shows_the_metrics_with_published_values_first(tmp_path):

@@ -10,6 +10,7 @@ from seqrec.cli.main import main
 from seqrec.errors import DataError
 from seqrec.models.base import Recommender
 from seqrec.models.factorization.pop import Pop, PopConfig
+from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig
 from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 
@@ -17,7 +18,7 @@ from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 @pytest.fixture(scope="module")
 def sasrec_dir(tmp_path_factory):
     train, valid, _ = leave_last_out_small(markov_sequences(n_users=16, n_items=12))
-    cfg = SASRecConfig(dim=8, n_blocks=1, n_heads=1, max_len=10, epochs=1, batch_size=16)
+    cfg = settings(SASRecConfig, dim=8, n_blocks=1, n_heads=1, max_len=10, epochs=1, batch_size=16)
     path = tmp_path_factory.mktemp("art") / "sasrec"
     SASRec(cfg).fit(train, valid).save(path)
     return path

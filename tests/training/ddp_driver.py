@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from seqrec.registry import get_model
+from seqrec.registry import get_model, settings_class
 from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 
 DATA = dict(n_users=50, n_items=20, seed=5)
@@ -39,7 +39,7 @@ def main() -> None:
             return super().compute_loss(data)
 
     train, valid, test = leave_last_out_small(markov_sequences(**DATA))
-    model = Killable(config_cls(**kwargs))
+    model = Killable(settings_class(name)(**kwargs))
     model.fit(
         train,
         valid,

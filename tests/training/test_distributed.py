@@ -17,6 +17,7 @@ import pytest
 
 import seqrec
 from seqrec.errors import ConfigError
+from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig
 from seqrec.testing.synthetic import leave_last_out_small, markov_sequences, write_csv
 from seqrec.training.distributed import DistContext, shard
@@ -98,13 +99,13 @@ def test_shards_are_contiguous_and_cover_the_global_batch():
 
 
 def test_learning_rate_rule_is_explicit():
-    assert effective_lr(SASRecConfig(lr=1e-3, batch_size=256)) == 1e-3
-    cfg = SASRecConfig(lr=1e-3, batch_size=512, lr_rule="linear", lr_base_batch=128)
+    assert effective_lr(settings(SASRecConfig, lr=1e-3, batch_size=256)) == 1e-3
+    cfg = settings(SASRecConfig, lr=1e-3, batch_size=512, lr_rule="linear", lr_base_batch=128)
     assert effective_lr(cfg) == pytest.approx(4e-3)
-    cfg = SASRecConfig(lr=1e-3, batch_size=512, lr_rule="sqrt", lr_base_batch=128)
+    cfg = settings(SASRecConfig, lr=1e-3, batch_size=512, lr_rule="sqrt", lr_base_batch=128)
     assert effective_lr(cfg) == pytest.approx(2e-3)
     with pytest.raises(ConfigError, match="lr_rule"):
-        SASRecConfig(lr_rule="cubic")
+        settings(SASRecConfig, lr_rule="cubic")
 
 
 @pytest.mark.slow
@@ -114,7 +115,7 @@ def test_two_processes_match_one_and_a_killed_run_resumes_exactly(tmp_path):
     assert two["world_size"] == 2, both.stderr
 
     train, valid, test = leave_last_out_small(markov_sequences(n_users=50, n_items=20, seed=5))
-    one = SASRec(SASRecConfig(**TINY)).fit(train, valid, progress=False)
+    one = SASRec(settings(SASRecConfig, **TINY)).fit(train, valid, progress=False)
     hist = one.training_log.history
     assert one.training_log.global_step == two["global_step"] == 3 * 6
     assert len(hist) == len(two["history"]) == 3

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from seqrec.errors import ConfigError
+from seqrec.models.neural_config import TrainConfig, settings
 from seqrec.models.sasrec import SASRec, SASRecConfig
 from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 
@@ -19,6 +20,7 @@ TINY = dict(max_len=10, dim=16, n_blocks=1, batch_size=8, lr=3e-3, num_threads=1
 CHILD = textwrap.dedent(
     """
     import sys, time
+    from seqrec.models.neural_config import settings
     from seqrec.models.sasrec import SASRec, SASRecConfig
     from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
 
@@ -28,7 +30,7 @@ CHILD = textwrap.dedent(
             return super().make_batch(train, rows, rng)
 
     train, valid, test = leave_last_out_small(markov_sequences(n_users=48, n_items=20, seed=5))
-    cfg = SASRecConfig(**eval(sys.argv[3]))
+    cfg = settings(SASRecConfig, **eval(sys.argv[3]))
     Slow(cfg).fit(train, valid, checkpoint_dir=sys.argv[1], checkpoint_every=1, progress=False)
     open(sys.argv[2], "w").write("finished")
     """
@@ -57,7 +59,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path, loss):
     )
     try:
         train, valid, test = leave_last_out_small(markov_sequences(n_users=48, n_items=20, seed=5))
-        reference = SASRec(SASRecConfig(**kwargs)).fit(train, valid, progress=False)
+        reference = SASRec(settings(SASRecConfig, **kwargs)).fit(train, valid, progress=False)
         deadline = time.time() + 60
         while not (tmp_path / "run" / "last.pt").exists():
             assert proc.poll() is None, "child ended before writing a checkpoint"
@@ -70,7 +72,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path, loss):
         proc.kill()
         proc.wait()
     assert not done.exists()
-    resumed = SASRec(SASRecConfig(**kwargs)).fit(
+    resumed = SASRec(settings(SASRecConfig, **kwargs)).fit(
         train, valid, checkpoint_dir=tmp_path / "run", progress=False
     )
     assert resumed.training_log.resumed_from_step  # it really continued a partial run
@@ -89,8 +91,8 @@ def data():
 
 def test_early_stopping_restores_best_and_logs_every_validation(tmp_path, data):
     train, valid, _ = data
-    cfg = SASRecConfig(
-        **{**TINY, "lr": 5e-2}, epochs=30, patience=2
+    cfg = settings(
+        SASRecConfig, **{**TINY, "lr": 5e-2}, epochs=30, patience=2
     )  # big lr: overfits, stops early
     model = SASRec(cfg).fit(train, valid, log_path=tmp_path / "val.jsonl", progress=False)
     lg = model.training_log
@@ -109,7 +111,7 @@ def test_early_stopping_restores_best_and_logs_every_validation(tmp_path, data):
 
 def test_time_budget_and_finished_run_resume(tmp_path, data):
     train, valid, _ = data
-    cfg = SASRecConfig(**TINY, epochs=1000, patience=0, max_train_seconds=0.5)
+    cfg = settings(SASRecConfig, **TINY, epochs=1000, patience=0, max_train_seconds=0.5)
     m = SASRec(cfg).fit(train, valid, checkpoint_dir=tmp_path, progress=False)
     assert m.training_log.stopped == "time_budget" and m.training_log.epochs_run < 1000
     again = SASRec(cfg).fit(train, valid, checkpoint_dir=tmp_path, progress=False)
@@ -120,22 +122,26 @@ def test_time_budget_and_finished_run_resume(tmp_path, data):
 
 def test_checkpoint_dir_refuses_another_config(tmp_path, data):
     train, valid, _ = data
-    SASRec(SASRecConfig(**TINY, epochs=1)).fit(train, None, checkpoint_dir=tmp_path, progress=False)
+    SASRec(settings(SASRecConfig, **TINY, epochs=1)).fit(
+        train, None, checkpoint_dir=tmp_path, progress=False
+    )
     with pytest.raises(ConfigError, match="lr"):
-        SASRec(SASRecConfig(**{**TINY, "lr": 1e-2}, epochs=1)).fit(
+        SASRec(settings(SASRecConfig, **{**TINY, "lr": 1e-2}, epochs=1)).fit(
             train, None, checkpoint_dir=tmp_path, progress=False
         )
 
 
 def test_more_epochs_or_budget_continue_a_finished_run(tmp_path, data):
     train, valid, _ = data
-    one = SASRec(SASRecConfig(**TINY, epochs=1, patience=0)).fit(
+    one = SASRec(settings(SASRecConfig, **TINY, epochs=1, patience=0)).fit(
         train, valid, checkpoint_dir=tmp_path, progress=False
     )
-    two = SASRec(SASRecConfig(**TINY, epochs=2, patience=0)).fit(
+    two = SASRec(settings(SASRecConfig, **TINY, epochs=2, patience=0)).fit(
         train, valid, checkpoint_dir=tmp_path, progress=False
     )
-    straight = SASRec(SASRecConfig(**TINY, epochs=2, patience=0)).fit(train, valid, progress=False)
+    straight = SASRec(settings(SASRecConfig, **TINY, epochs=2, patience=0)).fit(
+        train, valid, progress=False
+    )
     assert two.training_log.global_step == 2 * one.training_log.global_step
     # continuing after epoch 1 is exact: identical to running 2 epochs straight
     assert _history(two) == _history(straight)
@@ -143,7 +149,7 @@ def test_more_epochs_or_budget_continue_a_finished_run(tmp_path, data):
 
 def test_training_without_validation_runs_all_epochs(data):
     train, _, _ = data
-    m = SASRec(SASRecConfig(**TINY, epochs=2)).fit(train, progress=False)
+    m = SASRec(settings(SASRecConfig, **TINY, epochs=2)).fit(train, progress=False)
     assert m.training_log.epochs_run == 2 and m.training_log.history == []
 
 
@@ -155,7 +161,7 @@ def test_tensorboard_is_optional(tmp_path, data, caplog):
         has_tb = True
     except ImportError:
         has_tb = False
-    m = SASRec(SASRecConfig(**TINY, epochs=1)).fit(
+    m = SASRec(settings(SASRecConfig, **TINY, epochs=1)).fit(
         train, tensorboard_dir=tmp_path / "tb", progress=False
     )
     assert m.training_log.epochs_run == 1
@@ -167,23 +173,25 @@ def test_tensorboard_is_optional(tmp_path, data, caplog):
 def test_sliding_windows_train_on_more_rows_and_sample_negatives_per_user(data, loss):
     train, valid, _ = data
     short = dict(TINY, max_len=4, epochs=1, patience=0, loss=loss)
-    last = SASRec(SASRecConfig(**short, train_windows="last")).fit(train, valid, progress=False)
-    sliding = SASRec(SASRecConfig(**short, train_windows="sliding")).fit(
+    last = SASRec(settings(SASRecConfig, **short, train_windows="last")).fit(
+        train, valid, progress=False
+    )
+    sliding = SASRec(settings(SASRecConfig, **short, train_windows="sliding")).fit(
         train, valid, progress=False
     )
     n_windows = int(sum(max(1, -(-(n - 1) // 4)) for n in train.lengths if n >= 2))
     assert sliding.training_log.global_step == -(-n_windows // TINY["batch_size"])
     assert sliding.training_log.global_step > last.training_log.global_step
     with pytest.raises(ConfigError):
-        SASRecConfig(train_windows="random")
+        settings(SASRecConfig, train_windows="random")
 
 
 def test_window_stride_trains_each_transition_once_with_more_windows(data):
     """Overlapping windows: more rows per epoch, the same number of targets as 'sliding'."""
     train, _, _ = data
     short = dict(TINY, max_len=4, epochs=1, patience=0)
-    plain = SASRec(SASRecConfig(**short, train_windows="sliding"))
-    overlap = SASRec(SASRecConfig(**short, train_windows="sliding", window_stride=1))
+    plain = SASRec(settings(SASRecConfig, **short, train_windows="sliding"))
+    overlap = SASRec(settings(SASRecConfig, **short, train_windows="sliding", window_stride=1))
     targets = {}
     for name, m in (("plain", plain), ("overlap", overlap)):
         windows, m._row_source, rows = m.training_rows(train)
@@ -194,9 +202,11 @@ def test_window_stride_trains_each_transition_once_with_more_windows(data):
     overlap.fit(train, progress=False)
     assert overlap.training_log.epochs_run == 1
     with pytest.raises(ConfigError, match="window_stride"):
-        SASRecConfig(**short, train_windows="last", window_stride=2)  # needs sliding windows
+        settings(
+            SASRecConfig, **short, train_windows="last", window_stride=2
+        )  # needs sliding windows
     with pytest.raises(ConfigError, match="window_stride"):
-        SASRecConfig(**short, train_windows="sliding", window_stride=5)
+        settings(SASRecConfig, **short, train_windows="sliding", window_stride=5)
 
 
 def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
@@ -206,32 +216,37 @@ def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
 
     train, _, _ = data
     for max_len in (3, 8):
-        cfg = SASRecConfig(
-            **dict(TINY, max_len=max_len, epochs=1, patience=0, batch_size=0), batch_targets=40
+        cfg = settings(
+            SASRecConfig,
+            **dict(TINY, max_len=max_len, epochs=1, patience=0, batch_size=0),
+            batch_targets=40,
         )
         model = SASRec(cfg)
         windows, _, rows = model.training_rows(train)
-        mean = targets_per_row(windows, rows, cfg).mean()
-        assert resolved_batch(cfg, windows, rows).batch_size == max(1, round(40 / mean))
+        mean = targets_per_row(windows, rows, cfg, cfg.max_len).mean()
+        assert resolved_batch(cfg, windows, rows, cfg.max_len).batch_size == max(
+            1, round(40 / mean)
+        )
         model.fit(train, progress=False)
         assert model.train_batch_size == max(1, round(40 / mean))
         assert model.training_log.global_step == -(-len(rows) // model.train_batch_size)
     # a given batch_size wins; SASRec's default (0) sizes by batch_targets
     assert (
-        resolved_batch(SASRecConfig(**TINY, batch_targets=40), windows, rows).batch_size
+        resolved_batch(TrainConfig(batch_size=8, batch_targets=40), windows, rows, 8).batch_size
         == TINY["batch_size"]
     )
-    assert SASRecConfig().batch_size == 0 and SASRecConfig().batch_targets == 1024
+    sasrec_train = TrainConfig.for_model(SASRecConfig)
+    assert sasrec_train.batch_size == 0 and sasrec_train.batch_targets == 1024
     with pytest.raises(ConfigError, match="batch_targets"):
-        SASRecConfig(**TINY, batch_targets=-1)
+        settings(SASRecConfig, **TINY, batch_targets=-1)
     with pytest.raises(ConfigError, match="batch_targets"):
-        SASRecConfig(**dict(TINY, batch_size=0), batch_targets=0)
+        settings(SASRecConfig, **dict(TINY, batch_size=0), batch_targets=0)
     from seqrec.models.bert4rec import BERT4RecConfig
     from seqrec.models.fmlprec import FMLPRecConfig
 
     for config_cls in (BERT4RecConfig, FMLPRecConfig):  # their targets are not next items
         with pytest.raises(ConfigError, match="batch_targets"):
-            config_cls(batch_size=0)
+            settings(config_cls, batch_size=0)
 
 
 def test_min_epoch_steps_raises_an_automatic_batch_where_the_data_allow(data):
@@ -241,7 +256,8 @@ def test_min_epoch_steps_raises_an_automatic_batch_where_the_data_allow(data):
     from seqrec.training.rows import resolved_batch, targets_per_row
 
     train, _, _ = data
-    cfg = SASRecConfig(
+    cfg = settings(
+        SASRecConfig,
         **dict(TINY, batch_size=0, epochs=1, patience=0),
         batch_targets=9,
         min_epoch_steps=3,
@@ -249,32 +265,36 @@ def test_min_epoch_steps_raises_an_automatic_batch_where_the_data_allow(data):
     )
     model = SASRec(cfg)
     windows, _, rows = model.training_rows(train)
-    by_targets = max(1, round(9 / targets_per_row(windows, rows, cfg).mean()))
+    by_targets = max(1, round(9 / targets_per_row(windows, rows, cfg, cfg.max_len).mean()))
     by_steps = len(rows) // 3
     assert by_steps > by_targets  # the case under test: the data allow a larger batch
-    assert resolved_batch(cfg, windows, rows).batch_size == min(64, by_steps)
-    capped = SASRecConfig(
+    assert resolved_batch(cfg, windows, rows, cfg.max_len).batch_size == min(64, by_steps)
+    capped = settings(
+        SASRecConfig,
         **dict(TINY, batch_size=0),
         batch_targets=9,
         min_epoch_steps=3,
         auto_batch_max=by_targets + 1,
     )
-    assert resolved_batch(capped, windows, rows).batch_size == by_targets + 1
-    few_rows = SASRecConfig(**dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=len(rows))
+    assert resolved_batch(capped, windows, rows, capped.max_len).batch_size == by_targets + 1
+    few_rows = settings(
+        SASRecConfig, **dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=len(rows)
+    )
     assert (
-        resolved_batch(few_rows, windows, rows).batch_size == by_targets
+        resolved_batch(few_rows, windows, rows, few_rows.max_len).batch_size == by_targets
     )  # one-row batches never win
-    off = SASRecConfig(**dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=0)
-    assert resolved_batch(off, windows, rows).batch_size == by_targets
-    given = SASRecConfig(**TINY, min_epoch_steps=3)
-    assert resolved_batch(given, windows, rows).batch_size == TINY["batch_size"]
+    off = settings(SASRecConfig, **dict(TINY, batch_size=0), batch_targets=9, min_epoch_steps=0)
+    assert resolved_batch(off, windows, rows, off.max_len).batch_size == by_targets
+    given = settings(SASRecConfig, **TINY, min_epoch_steps=3)
+    assert resolved_batch(given, windows, rows, given.max_len).batch_size == TINY["batch_size"]
     model.fit(train, progress=False)
     assert model.train_batch_size == min(64, by_steps)
     steps = model.training_log.global_step
     assert steps == -(-len(rows) // model.train_batch_size) and steps >= 3
-    assert SASRecConfig().min_epoch_steps == 100 and SASRecConfig().auto_batch_max == 128
+    sasrec_train = TrainConfig.for_model(SASRecConfig)
+    assert sasrec_train.min_epoch_steps == 100 and sasrec_train.auto_batch_max == 128
     with pytest.raises(ConfigError, match="min_epoch_steps"):
-        SASRecConfig(min_epoch_steps=-1)
+        settings(SASRecConfig, min_epoch_steps=-1)
 
 
 def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
@@ -282,7 +302,7 @@ def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
     continued from its checkpoint keeps the earlier epochs' records."""
     train, valid, _ = data
     seen = []
-    cfg = SASRecConfig(**{**TINY, "epochs": 2, "patience": 0})
+    cfg = settings(SASRecConfig, **{**TINY, "epochs": 2, "patience": 0})
     model = SASRec(cfg).fit(
         train, valid, checkpoint_dir=tmp_path / "ck", progress=False, on_epoch=seen.append
     )
@@ -291,7 +311,7 @@ def test_epoch_records_reach_the_callback_and_survive_resume(tmp_path, data):
     assert seen[-1]["seconds"] >= seen[0]["seconds"] > 0
     assert model.training_log.epoch_log == seen
     more = []
-    longer = SASRec(SASRecConfig(**{**TINY, "epochs": 3, "patience": 0}))
+    longer = SASRec(settings(SASRecConfig, **{**TINY, "epochs": 3, "patience": 0}))
     longer.fit(train, valid, checkpoint_dir=tmp_path / "ck", progress=False, on_epoch=more.append)
     assert [r["epoch"] for r in more] == [3]  # resumed: only the new epoch is run
     assert [r["epoch"] for r in longer.training_log.epoch_log] == [1, 2, 3]
@@ -305,13 +325,15 @@ def test_refit_trains_for_the_epochs_validation_selected(data):
     from seqrec.models.factorization.pop import Pop, PopConfig
 
     train, valid, _ = data
-    cfg = SASRecConfig(**{**TINY, "lr": 5e-2}, epochs=40, patience=2)  # big lr: stops early
+    cfg = settings(
+        SASRecConfig, **{**TINY, "lr": 5e-2}, epochs=40, patience=2
+    )  # big lr: stops early
     model = SASRec(cfg).fit(train, valid, progress=False)
     best = model.training_log.best_epoch
     assert best < model.training_log.epochs_run <= 40  # it did stop early, past its best
     again = refit_model(model)
-    assert isinstance(again, SASRec) and again.config.epochs == best
-    assert again.config.dim == cfg.dim and again.config.patience == cfg.patience
+    assert isinstance(again, SASRec) and again.train_config.epochs == best
+    assert again.config.dim == cfg.dim and again.train_config.patience == cfg.patience
     again.fit(train, None, progress=False)
     assert again.training_log.epochs_run == best
     closed_form = refit_model(Pop(PopConfig()).fit(train))
@@ -321,11 +343,11 @@ def test_refit_trains_for_the_epochs_validation_selected(data):
 def test_bf16_precision_trains_in_bfloat16_and_keeps_float32_weights(data):
     train, valid, _ = data
     with pytest.raises(ConfigError, match="precision"):
-        SASRecConfig(precision="fp16")
+        settings(SASRecConfig, precision="fp16")
     runs = {
-        p: SASRec(SASRecConfig(**TINY, epochs=8, patience=0, dropout=0.0, precision=p)).fit(
-            train, valid, progress=False
-        )
+        p: SASRec(
+            settings(SASRecConfig, **TINY, epochs=8, patience=0, dropout=0.0, precision=p)
+        ).fit(train, valid, progress=False)
         for p in ("fp32", "bf16")
     }
     assert all(p.dtype == torch.float32 for p in runs["bf16"].encoder.parameters())

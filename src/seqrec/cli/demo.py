@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import time
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -147,10 +146,9 @@ def demo_params(name: str, quick: bool = False, max_seconds: float = 0.0) -> dic
     """The config overrides the demo trains model ``name`` with: ``DEMO_PARAMS`` (then
     ``QUICK_PARAMS`` if ``quick``, and a cap of ``max_seconds`` of training if > 0), keeping
     only the fields its config has."""
-    from seqrec.registry import get_model
+    from seqrec.registry import settings_fields
 
-    config_cls, _ = get_model(name)
-    valid = {f.name for f in fields(config_cls)}
+    valid = settings_fields(name)
     params = dict(DEMO_PARAMS.get(name, {}))
     if quick:
         params.update(QUICK_PARAMS)
@@ -160,7 +158,7 @@ def demo_params(name: str, quick: bool = False, max_seconds: float = 0.0) -> dic
 
 
 # How to give a losing model more, by what stopped it (only --max-seconds sets a time budget).
-_TRAIN = "seqrec train {data}-m {model} --set train.max_len=50"
+_TRAIN = "seqrec train {data}-m {model} --set model.max_len=50"
 _REMEDY = {
     "time_budget": "Rerun the demo without --max-seconds (its epoch budget alone does not "
     "depend on the machine's load)",

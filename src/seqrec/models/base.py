@@ -62,6 +62,12 @@ class Recommender(ABC):
         # histories without times instead of silently scoring by positions alone
         self.reads_time = False
 
+    @property
+    def settings(self) -> Any:
+        """Every setting of the model as one flat config (what ``model.json`` stores): the
+        config itself; neural models add their training and run configs."""
+        return self.config
+
     def _config_reads_time(self) -> bool:
         """Whether the config makes scores depend on timestamps (models that read time say so)."""
         return False

@@ -88,7 +88,14 @@ from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
+from seqrec.models.neural_config import (
+    NeuralConfig,
+    RunConfig,
+    TrainConfig,
+    check_choice,
+    check_positive,
+    check_range,
+)
 from seqrec.models.sasrec import CausalSelfAttention
 from seqrec.models.torch_recommender import TorchRecommender
 
@@ -98,7 +105,7 @@ CLOZE = ("official", "lrurec")
 
 @dataclass(frozen=True)
 class BERT4RecConfig(NeuralConfig):
-    """BERT4Rec hyperparameters (training fields inherited from ``NeuralConfig``).
+    """BERT4Rec hyperparameters (its training defaults: ``train_defaults``).
 
     Defaults follow the paper (d = 64, 2 blocks, 2 heads, dropout 0.1, rho = 0.2 as on ML-1M,
     Adam lr 1e-4 with weight decay 0.01, batch 256). The paper's rho: 0.2 on ML-1M / ML-20M,
@@ -162,17 +169,20 @@ class BERT4RecConfig(NeuralConfig):
             raise ConfigError(
                 f"max_len must be >= 2 (a history item and the mask), got {self.max_len}"
             )
-        if self.window_stride or not self.batch_size:
-            raise ConfigError(
-                "window_stride and batch_size = 0 (batch_targets) are not supported by "
-                "bert4rec: its Cloze targets are masked items, not next items"
-            )
         if self.dim % self.n_heads:
             raise ConfigError(
                 f"dim must be divisible by n_heads, got dim={self.dim}, n_heads={self.n_heads}"
             )
         if self.ffn_dim < 0:
             raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
+
+    def check_training(self, train: TrainConfig, run: RunConfig) -> None:
+        super().check_training(train, run)
+        if train.window_stride or not train.batch_size:
+            raise ConfigError(
+                "window_stride and batch_size = 0 (batch_targets) are not supported by "
+                "bert4rec: its Cloze targets are masked items, not next items"
+            )
 
 
 def cloze_mask(

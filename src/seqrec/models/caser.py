@@ -61,7 +61,7 @@ ACTIVATIONS = {
 
 @dataclass(frozen=True)
 class CaserConfig(NeuralConfig):
-    """Caser hyperparameters (training fields inherited from ``NeuralConfig``)."""
+    """Caser hyperparameters (training defaults: ``train_defaults``)."""
 
     train_defaults = {
         "train_windows": "sliding",  # every transition once per epoch; validated above 'last'

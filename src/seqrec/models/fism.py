@@ -48,7 +48,7 @@ from seqrec.models.torch_recommender import TorchRecommender
 
 @dataclass(frozen=True)
 class FISMConfig(NeuralConfig):
-    """FISM hyperparameters (training fields inherited from ``NeuralConfig``)."""
+    """FISM hyperparameters (training defaults: ``train_defaults``)."""
 
     dim: int = 64
     """Factor size k of both item tables P and Q."""

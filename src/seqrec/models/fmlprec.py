@@ -58,7 +58,13 @@ from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.neural_config import NeuralConfig, check_positive, check_range
+from seqrec.models.neural_config import (
+    NeuralConfig,
+    RunConfig,
+    TrainConfig,
+    check_positive,
+    check_range,
+)
 from seqrec.models.torch_recommender import TorchRecommender
 
 INIT_STD = 0.02
@@ -66,7 +72,7 @@ INIT_STD = 0.02
 
 @dataclass(frozen=True)
 class FMLPRecConfig(NeuralConfig):
-    """FMLP-Rec hyperparameters (training fields inherited from ``NeuralConfig``).
+    """FMLP-Rec hyperparameters (training defaults: ``train_defaults``).
 
     Defaults follow the official ``main.py``: d = 64, 2 blocks, dropout 0.5, Adam lr 1e-3,
     betas (0.9, 0.999), batch 256, max_len 50.
@@ -91,12 +97,15 @@ class FMLPRecConfig(NeuralConfig):
         check_range(self, "dropout", 0.0, 0.99)
         if self.ffn_dim < 0:
             raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
-        if self.train_windows != "last":
+
+    def check_training(self, train: TrainConfig, run: RunConfig) -> None:
+        super().check_training(train, run)
+        if train.train_windows != "last":
             raise ConfigError(
                 "FMLP-Rec trains on every prefix of the last max_len items; "
-                f"train_windows must be 'last', got {self.train_windows!r}"
+                f"train_windows must be 'last', got {train.train_windows!r}"
             )
-        if not self.batch_size:
+        if not train.batch_size:
             raise ConfigError(
                 "batch_size = 0 (batch_targets) is not supported by fmlprec: each "
                 "prefix sample has one target, so batch_size already counts targets"
@@ -234,6 +243,6 @@ class FMLPRec(TorchRecommender):
     def compute_loss(self, data: dict) -> torch.Tensor:
         batch: SequenceBatch = data["batch"].to(self.device)
         hidden = self.train_forward(batch, last_only=True)  # [B, 1, D]
-        if self.config.loss == "bce":  # one negative per position: keep the predicted one's
+        if self.train_config.loss == "bce":  # one negative per position: keep the predicted one's
             data = {**data, "negatives": data["negatives"][:, -1:]}
         return self.loss_at(hidden, batch.targets[:, -1:], data)

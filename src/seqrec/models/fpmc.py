@@ -53,7 +53,7 @@ from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
 @dataclass(frozen=True)
 class FPMCConfig(NeuralConfig):
-    """FPMC hyperparameters (training fields from ``NeuralConfig``, defaults from the
+    """FPMC hyperparameters (training defaults from the
     sliding-window recipe)."""
 
     train_defaults = SLIDING_RECIPE

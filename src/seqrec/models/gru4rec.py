@@ -94,7 +94,7 @@ def uniform_glorot_(tensor: torch.Tensor, fan_in: int, fan_out: int) -> torch.Te
 
 @dataclass(frozen=True)
 class GRU4RecConfig(NeuralConfig):
-    """GRU4Rec hyperparameters (training fields from ``NeuralConfig``, defaults from the
+    """GRU4Rec hyperparameters (training defaults from the
     sliding-window recipe)."""
 
     train_defaults = SLIDING_RECIPE

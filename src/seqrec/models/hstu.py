@@ -63,7 +63,7 @@ from seqrec.models.torch_recommender import TorchRecommender
 
 @dataclass(frozen=True)
 class HSTUConfig(NeuralConfig):
-    """HSTU hyperparameters (training fields inherited from ``NeuralConfig``).
+    """HSTU hyperparameters (training defaults: ``train_defaults``).
 
     The paper's released ML-1M setting is ``dim=50, n_blocks=2, n_heads=1, dropout=0.2,
     max_len=200`` with ``loss="sampled_softmax", n_negatives=128, l2_norm=True,

@@ -85,7 +85,7 @@ EMBED_DROPOUT_AT = ("before_norm", "after_norm")
 
 @dataclass(frozen=True)
 class LRURecConfig(NeuralConfig):
-    """LRURec hyperparameters (training fields inherited from ``NeuralConfig``).
+    """LRURec hyperparameters (training defaults: ``train_defaults``).
 
     Defaults follow the paper (d = 64, 2 blocks, AdamW lr 1e-3 with weight decay 1e-2 and
     PyTorch's default betas, cross-entropy over all items, batch 128) except the patience, set
@@ -382,7 +382,7 @@ class LRURec(TorchRecommender):
         ids, unknown = self.vocab.encode_known(list(history))
         seqs = Sequences.from_lists([ids], n_items=self.n_items)
         items, _ = left_pad(seqs, np.array([0]), min(max(len(ids), 1), self.config.max_len))
-        with _Threads(self.config.num_threads), torch.inference_mode():
+        with _Threads(self.run_config.num_threads), torch.inference_mode():
             state = enc.prefill(torch.from_numpy(items).to(self.device))
         return StreamState(state, set(ids.tolist()), len(ids), unknown)
 
@@ -403,7 +403,7 @@ class LRURec(TorchRecommender):
         enc = self._stream_encoder()
         ids, unknown = self.vocab.encode_known(list(new_items))
         session.skipped_unknown += unknown
-        with _Threads(self.config.num_threads), torch.inference_mode():
+        with _Threads(self.run_config.num_threads), torch.inference_mode():
             for item in ids.tolist():
                 session.state, _ = enc.step(session.state, torch.tensor([item], device=self.device))
             session.seen.update(ids.tolist())

@@ -106,7 +106,7 @@ HOURS = 24
 
 @dataclass(frozen=True)
 class LSANConfig(NeuralConfig):
-    """LSAN hyperparameters (training fields inherited from ``NeuralConfig``; the paper's
+    """LSAN hyperparameters (training defaults: ``train_defaults``; the paper's
     batch 256 and Adam betas are the defaults here)."""
 
     train_defaults = {

@@ -46,7 +46,7 @@ from seqrec.models.user_table import UserEmbedding, UserTableRecommender
 
 @dataclass(frozen=True)
 class MFConfig(NeuralConfig):
-    """MF hyperparameters (training fields inherited from ``NeuralConfig``)."""
+    """MF hyperparameters (training defaults: ``train_defaults``)."""
 
     dim: int = 64
     """Factor size of users and items."""

@@ -65,7 +65,7 @@ _BLOCK = 1 << 24
 
 @dataclass(frozen=True)
 class NARMConfig(NeuralConfig):
-    """NARM hyperparameters (training fields from ``NeuralConfig``, defaults from the
+    """NARM hyperparameters (training defaults from the
     sliding-window recipe)."""
 
     train_defaults = SLIDING_RECIPE

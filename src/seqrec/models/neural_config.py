@@ -1,14 +1,20 @@
-"""The training fields every neural model shares (:class:`NeuralConfig`), the recipe of the
-baselines that took the measured defaults (:data:`SLIDING_RECIPE`), the checks model
-configs validate with them. Each field declares its role in a run (``seqrec.config_fields``): budget
+"""The sections of a neural model's settings: its own config (a :class:`NeuralConfig`
+subclass: model hyperparameters), :class:`TrainConfig` (section ``train``) and
+:class:`RunConfig` (section ``run``); the flat form the three take together in experiment files,
+stored artifacts and run identities (:func:`settings_class`, :func:`split_settings`); the recipe
+of the baselines that took the measured defaults (:data:`SLIDING_RECIPE`) and the checks
+configs validate with. Each field declares its role in a run (``seqrec.config_fields``): budget
 and placement fields may change when a run resumes; the others make it another run."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from seqrec.config_fields import BUDGET, PLACEMENT, setting
+from seqrec.config_fields import BUDGET, PLACEMENT, field_info, setting
 from seqrec.errors import ConfigError
 
 LOSSES = ("bce", "ce", "sampled_softmax", "gbce")
@@ -47,18 +53,11 @@ def _no_growth(config: dict[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class NeuralConfig:
-    """Training and run fields shared by every neural model; model configs inherit from it and
-    add their hyperparameters (section ``model``). A model's own defaults for the shared fields
-    are data on its config class, :attr:`train_defaults`, not redeclared fields."""
+class TrainConfig:
+    """How a neural model is trained (section ``train``): objective, optimizer, batch, windows,
+    epochs and patience. A model's own defaults are its config class's ``train_defaults``
+    (:meth:`for_model`)."""
 
-    train_defaults: ClassVar[dict[str, Any]] = {}
-    """This model's defaults of shared fields (``{"lr": 3e-3, "patience": 30}``); a subclass
-    that sets it gets them as its field defaults (the field's type, role, legacy value and doc
-    stay those declared here)."""
-
-    max_len: int = setting(50, section="train")
-    """Maximum input length n (most recent items kept)."""
     loss: str = setting("ce", section="train")
     """'bce' (paper, 1 negative/position), 'ce' (full softmax), 'sampled_softmax' or 'gbce'."""
     n_negatives: int = setting(256, section="train")
@@ -67,8 +66,6 @@ class NeuralConfig:
     """gBCE calibration parameter t in [0, 1]."""
     logq: bool = setting(False, section="train")
     """sampled_softmax: draw negatives by popularity and apply the log-Q correction."""
-    ce_chunk: int = setting(256, role=PLACEMENT, section="run")
-    """Positions per chunk in the full cross-entropy (memory chunk x I; small is cache-friendly)."""
     lr: float = setting(1e-3, section="train")
     """AdamW learning rate."""
     weight_decay: float = setting(0.0, section="train")
@@ -117,14 +114,6 @@ class NeuralConfig:
     """Clip the global gradient norm to this value (0 disables clipping)."""
     seed: int = setting(0, section="train")
     """Seed of initialization, data order, negatives and dropout."""
-    device: str = setting("cpu", role=PLACEMENT, section="run")
-    """'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)."""
-    num_threads: int = setting(0, role=PLACEMENT, section="run")
-    """torch intra-op threads during fit/score (0 leaves the global setting alone)."""
-    max_train_seconds: float = setting(0.0, role=BUDGET, section="run")
-    """Stop training after this many seconds of steps (0 = no budget)."""
-    eval_batch_size: int = setting(1024, role=PLACEMENT, section="run")
-    """Histories per scoring chunk."""
     train_windows: str = setting("last", section="train")
     """'last': each user's most recent ``max_len`` transitions (the SASRec paper); 'sliding':
     every transition once, long histories cut into windows (the LRURec code's loader)."""
@@ -142,47 +131,13 @@ class NeuralConfig:
     only where bfloat16 is native (CPUs with AVX512-BF16 or AMX, recent GPUs);
     ``docs/results/precision.md`` measures speed and accuracy against 'fp32'."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        own = cls.__dict__.get("train_defaults")
-        if not own:
-            return
-        shared = NeuralConfig.__dataclass_fields__
-        unknown = sorted(set(own) - set(shared))
-        if unknown:
-            raise TypeError(
-                f"{cls.__name__}.train_defaults: {', '.join(unknown)} are not shared "
-                "fields (declare a model's own hyperparameters as fields)"
-            )
-        annotations = dict(cls.__dict__.get("__annotations__", {}))
-        twice = sorted(set(own) & set(annotations))
-        if twice:
-            raise TypeError(
-                f"{cls.__name__}: {', '.join(twice)} set both as a field and in "
-                "train_defaults; set each once"
-            )
-        for name, value in own.items():  # picked up by @dataclass as the subclass's defaults
-            setattr(cls, name, value)
-            annotations[name] = shared[name].type
-        cls.__annotations__ = annotations
-
     def __post_init__(self) -> None:
-        check_positive(
-            self,
-            "max_len",
-            "n_negatives",
-            "ce_chunk",
-            "lr",
-            "epochs",
-            "eval_every",
-            "eval_batch_size",
-        )
+        check_positive(self, "n_negatives", "lr", "epochs", "eval_every")
         check_choice(self, "loss", LOSSES)
         check_choice(self, "train_windows", ("last", "sliding"))
-        if not 0 <= self.window_stride <= self.max_len:
+        if self.window_stride < 0:
             raise ConfigError(
-                f"window_stride must be in [0, max_len={self.max_len}] (0 = max_len), "
-                f"got {self.window_stride!r}"
+                f"window_stride must be >= 0 (0 = max_len), got {self.window_stride!r}"
             )
         if self.window_stride and self.train_windows != "sliding":
             raise ConfigError("window_stride needs train_windows = 'sliding'")
@@ -196,8 +151,6 @@ class NeuralConfig:
             "patience",
             "eval_every_steps",
             "grad_clip",
-            "num_threads",
-            "max_train_seconds",
             "batch_size",
             "batch_targets",
             "min_epoch_steps",
@@ -211,10 +164,194 @@ class NeuralConfig:
             )
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"betas must be two values in [0, 1), got {self.betas!r}")
+
+    @classmethod
+    def for_model(cls, config_cls: type, **overrides: Any) -> TrainConfig:
+        """The training config of model config class ``config_cls``: its ``train_defaults``
+        over the shared defaults, then ``overrides``."""
+        return cls(**{**getattr(config_cls, "train_defaults", {}), **overrides})
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Where and how fast a neural model runs (section ``run``): placement and the time
+    budget. None of it changes what a run computes but ``max_train_seconds``, which bounds
+    it."""
+
+    ce_chunk: int = setting(256, role=PLACEMENT, section="run")
+    """Positions per chunk in the full cross-entropy (memory chunk x I; small is cache-friendly)."""
+    device: str = setting("cpu", role=PLACEMENT, section="run")
+    """'cpu', 'cuda', 'cuda:N' or 'auto' (cuda when available)."""
+    num_threads: int = setting(0, role=PLACEMENT, section="run")
+    """torch intra-op threads during fit/score (0 leaves the global setting alone)."""
+    max_train_seconds: float = setting(0.0, role=BUDGET, section="run")
+    """Stop training after this many seconds of steps (0 = no budget)."""
+    eval_batch_size: int = setting(1024, role=PLACEMENT, section="run")
+    """Histories per scoring chunk."""
+
+    def __post_init__(self) -> None:
+        check_positive(self, "ce_chunk", "eval_batch_size")
+        for name in ("num_threads", "max_train_seconds"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
             raise ConfigError(
                 f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}"
             )
+
+
+@dataclass(frozen=True)
+class NeuralConfig:
+    """Base of every neural model's config: model hyperparameters only (section ``model``).
+    Training and run settings are :class:`TrainConfig` and :class:`RunConfig`; a model's own
+    defaults for training are data on its config class, :attr:`train_defaults`, and its
+    checks that need both sides are :meth:`check_training`."""
+
+    train_defaults: ClassVar[dict[str, Any]] = {}
+    """This model's defaults of training fields (``{"lr": 3e-3, "patience": 30}``), applied by
+    :meth:`TrainConfig.for_model` (the field's type, role, legacy value and doc stay those
+    declared on :class:`TrainConfig`)."""
+
+    max_len: int = setting(50)
+    """Maximum input length n (most recent items kept): the encoder's positions, and the
+    length of the training windows."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("train_defaults") or {}
+        annotations = set(cls.__dict__.get("__annotations__", {}))
+        unknown = sorted(set(own) - set(TrainConfig.__dataclass_fields__))
+        if unknown:
+            raise TypeError(
+                f"{cls.__name__}.train_defaults: {', '.join(unknown)} are not training "
+                "fields (declare a model's own hyperparameters as fields)"
+            )
+        twice = sorted(set(own) & annotations)
+        if twice:
+            raise TypeError(
+                f"{cls.__name__}: {', '.join(twice)} set both as a field and in "
+                "train_defaults; set each once"
+            )
+        elsewhere = sorted(
+            annotations
+            & (set(TrainConfig.__dataclass_fields__) | set(RunConfig.__dataclass_fields__))
+        )
+        if elsewhere:
+            raise TypeError(
+                f"{cls.__name__}: {', '.join(elsewhere)} are training / run fields, not model "
+                "hyperparameters (give a model's training defaults in train_defaults)"
+            )
+
+    def __post_init__(self) -> None:
+        check_positive(self, "max_len")
+
+    def check_training(self, train: TrainConfig, run: RunConfig) -> None:
+        """Refuse training settings this model cannot train with (``ConfigError``); models
+        extend it (call ``super()``)."""
+        if not 0 <= train.window_stride <= self.max_len:
+            raise ConfigError(
+                f"window_stride must be in [0, max_len={self.max_len}] (0 = max_len), "
+                f"got {train.window_stride!r}"
+            )
+
+
+SECTION_CLASSES: dict[str, type] = {"train": TrainConfig, "run": RunConfig}
+"""The section objects a neural model is built from besides its own config."""
+
+
+def split_settings(config_cls: type, flat: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """A flat dict of settings (model, training and run keys together: experiment files,
+    ``--set``, stored ``model.json`` / ``run.json`` configs) split into the keyword arguments
+    of ``config_cls``, :class:`TrainConfig` and :class:`RunConfig`; a key of none of them stays
+    with the model's, whose constructor refuses it."""
+    train_names = set(TrainConfig.__dataclass_fields__)
+    run_names = set(RunConfig.__dataclass_fields__)
+    own = set(config_cls.__dataclass_fields__)
+    model: dict[str, Any] = {}
+    train: dict[str, Any] = {}
+    run: dict[str, Any] = {}
+    for key, value in flat.items():
+        if key not in own and key in train_names:
+            train[key] = value
+        elif key not in own and key in run_names:
+            run[key] = value
+        else:
+            model[key] = value
+    return model, train, run
+
+
+def build_parts(config_cls: type, flat: dict[str, Any]) -> tuple[Any, TrainConfig, RunConfig]:
+    """The model config, :class:`TrainConfig` (with the model's ``train_defaults``) and
+    :class:`RunConfig` of a flat dict of settings, checked together."""
+    model, train, run = split_settings(config_cls, flat)
+    parts = (config_cls(**model), TrainConfig.for_model(config_cls, **train), RunConfig(**run))
+    parts[0].check_training(parts[1], parts[2])
+    return parts
+
+
+def _settings_post_init(self: Any) -> None:
+    flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+    object.__setattr__(self, "_parts", build_parts(type(self).config_cls, flat))
+
+
+@functools.lru_cache(maxsize=None)
+def settings_class(config_cls: type) -> type:
+    """The flat settings class of a neural model config class: one frozen dataclass with the
+    fields of ``config_cls``, :class:`TrainConfig` (defaults: the model's ``train_defaults``)
+    and :class:`RunConfig`, each with its declared role, section and legacy value. It is the
+    form experiment files, ``--set``, stored artifacts and run identities use; ``.parts`` are
+    the three objects a model is built from. Any other config class is its own settings."""
+    if not (isinstance(config_cls, type) and issubclass(config_cls, NeuralConfig)):
+        return config_cls
+    specs = []
+    for part, defaults in (
+        (config_cls, {}),
+        (TrainConfig, config_cls.train_defaults),
+        (RunConfig, {}),
+    ):
+        hints = typing.get_type_hints(part)
+        for f in dataclasses.fields(part):
+            meta = field_info(part, f.name)
+            if f.name in defaults:
+                spec = dataclasses.field(default=defaults[f.name], metadata=meta)
+            elif f.default_factory is not dataclasses.MISSING:
+                spec = dataclasses.field(default_factory=f.default_factory, metadata=meta)
+            else:
+                spec = dataclasses.field(default=f.default, metadata=meta)
+            specs.append((f.name, hints[f.name], spec))
+    cls = dataclasses.make_dataclass(
+        f"{config_cls.__name__}Settings",
+        specs,
+        frozen=True,
+        namespace={
+            "config_cls": config_cls,
+            "part_classes": (config_cls, TrainConfig, RunConfig),
+            "__post_init__": _settings_post_init,
+            "parts": property(lambda self: self._parts),
+            "__doc__": f"{config_cls.__name__}, TrainConfig and RunConfig as one flat set.",
+        },
+    )
+    cls.__module__ = __name__
+    return cls
+
+
+def settings(config_cls: type, **flat: Any) -> Any:
+    """A flat settings instance of ``config_cls`` (:func:`settings_class`) from keywords of any
+    of the three sections: ``settings(SASRecConfig, dim=8, epochs=2)``."""
+    return settings_class(config_cls)(**flat)
+
+
+def flat_settings(config: Any, train: Any = None, run: Any = None) -> Any:
+    """The flat settings instance of a model config with its training and run configs."""
+    cls = settings_class(type(config))
+    if cls is type(config):
+        return config
+    train = TrainConfig.for_model(type(config)) if train is None else train
+    run = RunConfig() if run is None else run
+    values = {}
+    for part in (config, train, run):
+        values.update({f.name: getattr(part, f.name) for f in dataclasses.fields(part)})
+    return cls(**values)
 
 
 SLIDING_RECIPE: dict[str, Any] = {"train_windows": "sliding", "lr": 3e-3, "patience": 30}

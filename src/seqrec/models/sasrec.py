@@ -84,7 +84,7 @@ from seqrec.models.torch_recommender import TorchRecommender
 
 @dataclass(frozen=True)
 class SASRecConfig(NeuralConfig):
-    """SASRec hyperparameters (training fields inherited from ``NeuralConfig``)."""
+    """SASRec hyperparameters (training defaults: ``train_defaults``)."""
 
     dim: int = 64
     """Embedding / hidden size d."""

@@ -1,9 +1,9 @@
-"""``NeuralConfig`` + ``TorchRecommender``: any ``SequenceEncoder`` becomes a ``Recommender``.
+"""``TorchRecommender``: any ``SequenceEncoder`` becomes a ``Recommender``.
 
 A neural model is three small pieces::
 
     @dataclass(frozen=True)
-    class MyConfig(NeuralConfig):       # training fields inherited, add model fields
+    class MyConfig(NeuralConfig):       # model hyperparameters only (max_len from the base)
         dim: int = 64
         \"\"\"Hidden size.\"\"\"
 
@@ -19,9 +19,13 @@ A neural model is three small pieces::
         config_cls = MyConfig
         encoder_cls = MyEncoder
 
+It is built from three configs: ``My(MyConfig(dim=32), TrainConfig(epochs=5), RunConfig())``
+(training and run default to ``TrainConfig.for_model(MyConfig)`` and ``RunConfig()``), or from
+the flat settings of the three (``seqrec.models.neural_config.settings``), which it splits.
+
 ``fit(train, valid)`` trains with :class:`seqrec.training.trainer.Trainer` (next-item targets at
-every position via ``training_batch``, the loss chosen by ``config.loss``), validates on
-``valid`` with full ranking and the history filter, early-stops on ``config.val_metric`` and
+every position via ``training_batch``, the loss chosen by ``train_config.loss``), validates on
+``valid`` with full ranking and the history filter, early-stops on ``train_config.val_metric`` and
 keeps the best weights. ``_score`` encodes ``inference_batch(histories, max_len)`` and scores the
 last position. Models with another training objective (e.g. masked items) override
 ``make_batch`` / ``compute_loss``.
@@ -42,7 +46,7 @@ from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, DataError
 from seqrec.models.base import Recommender
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.neural_config import NeuralConfig
+from seqrec.models.neural_config import NeuralConfig, RunConfig, TrainConfig, flat_settings
 from seqrec.training.checkpoint import claim_run_dir
 from seqrec.training.losses import next_item_loss
 from seqrec.training.negatives import negatives_for_loss
@@ -124,21 +128,45 @@ class TorchRecommender(Recommender):
     """Output at position t depends only on inputs <= t. Bidirectional models (BERT4Rec,
     FMLP-Rec) set False; the conformance suite then skips its causal-leakage check."""
 
-    def __init__(self, config: Any = None) -> None:
+    def __init__(self, config: Any = None, train: Any = None, run: Any = None) -> None:
         if config is None:
             config = self.config_cls()
+        parts = getattr(config, "parts", None)  # flat settings: the three configs in one
+        if parts is not None:
+            if train is not None or run is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}: flat settings already hold the training and run "
+                    "settings; pass either them or a model config with train / run"
+                )
+            config, train, run = parts
         if not isinstance(config, NeuralConfig):
             raise ConfigError(
                 f"{type(self).__name__} needs a NeuralConfig subclass, got {type(config).__name__}"
             )
+        train = TrainConfig.for_model(type(config)) if train is None else train
+        run = RunConfig() if run is None else run
+        if not isinstance(train, TrainConfig) or not isinstance(run, RunConfig):
+            raise ConfigError(
+                f"{type(self).__name__} needs a TrainConfig and a RunConfig, got "
+                f"{type(train).__name__} and {type(run).__name__}"
+            )
+        config.check_training(train, run)
         super().__init__(config)
+        self.train_config: TrainConfig = train
+        self.run_config: RunConfig = run
         self.encoder: SequenceEncoder | None = None
         self.training_log = None
-        self.device = resolve_device(config.device)
+        self.device = resolve_device(run.device)
         self._sampler = None
         self._row_source: np.ndarray | None = None  # window -> user row (sliding windows)
         self._net: torch.nn.Module | None = None  # what training runs forward (DDP wrapper)
         self.train_batch_size: int | None = None  # the global batch the last fit used
+
+    @property
+    def settings(self) -> Any:
+        """The model, training and run configs as one flat settings object (stored in
+        ``model.json`` and checkpoints, and the run identity's ``model_config``)."""
+        return flat_settings(self.config, self.train_config, self.run_config)
 
     @property
     def epochs_trained(self) -> int | None:
@@ -151,7 +179,8 @@ class TorchRecommender(Recommender):
 
     def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
         """Inputs/targets for ``rows`` plus the negatives the configured loss needs."""
-        batch = context_only(training_batch(train, rows, self.config.max_len), self.config)
+        max_len = self.config.max_len
+        batch = context_only(training_batch(train, rows, max_len), self.train_config, max_len)
         return {"batch": batch, **self.negatives(rows, rng)}
 
     def negatives(self, rows: np.ndarray, rng: np.random.Generator) -> dict:
@@ -159,7 +188,7 @@ class TorchRecommender(Recommender):
         ``[B, max_len]`` (bce), ``[B, n_negatives]`` (gbce) or ``[n_negatives]`` shared."""
         # negatives avoid the whole user's history, not only the window's
         users = rows if self._row_source is None else self._row_source[rows]
-        return negatives_for_loss(self._sampler, self.config, users, rng)
+        return negatives_for_loss(self._sampler, self.train_config, users, rng, self.config.max_len)
 
     def compute_loss(self, data: dict) -> torch.Tensor:
         batch: SequenceBatch = data["batch"].to(self.device)
@@ -175,11 +204,20 @@ class TorchRecommender(Recommender):
         """The configured loss of hidden states ``[B, L, D]`` against ``targets [B, L]``
         (0 = no target) with the negatives in ``data``."""
         weight, bias = self.encoder.output_embeddings()
-        return next_item_loss(self.config, hidden, targets, data, weight, bias, self.device)
+        return next_item_loss(
+            self.train_config,
+            hidden,
+            targets,
+            data,
+            weight,
+            bias,
+            self.device,
+            self.run_config.ce_chunk,
+        )
 
     def training_rows(self, train: Sequences) -> tuple[Sequences, np.ndarray | None, np.ndarray]:
         """What one epoch iterates over (see the module function :func:`training_rows`)."""
-        return training_rows(train, self.config)
+        return training_rows(train, self.train_config, self.config.max_len)
 
     def scoring_batch(
         self, histories: Sequences, width: int, query_times: np.ndarray | None
@@ -216,13 +254,13 @@ class TorchRecommender(Recommender):
         from seqrec.training.trainer import Trainer
 
         self._remember_catalogue(train)
-        cfg = self.config
+        cfg, run = self.train_config, self.run_config
         windows, self._row_source, rows = self.training_rows(train)
-        train_cfg = resolved_batch(cfg, windows, rows)
+        train_cfg = resolved_batch(cfg, windows, rows, self.config.max_len)
         self.train_batch_size = train_cfg.batch_size
         self.device = distributed.rank_device(self.device)
         ctx = distributed.init_from_env(self.device)  # None unless launched by torchrun
-        with _Threads(cfg.num_threads):
+        with _Threads(run.num_threads):
             torch.manual_seed(cfg.seed)
             self.encoder = self.build_encoder(train.n_items).to(self.device)
             self._net = distributed.wrap(self.encoder, ctx)
@@ -230,7 +268,7 @@ class TorchRecommender(Recommender):
                 pop = train.item_counts() if (cfg.loss == "sampled_softmax" and cfg.logq) else None
                 self._sampler = NegativeSampler(train, pop)
             if checkpoint_dir is not None and (ctx is None or ctx.is_main):
-                claim_run_dir(Path(checkpoint_dir), cfg, type(self).name, train.n_items)
+                claim_run_dir(Path(checkpoint_dir), self.settings, type(self).name, train.n_items)
             trainer = Trainer(
                 self.encoder,
                 train_cfg,
@@ -247,6 +285,7 @@ class TorchRecommender(Recommender):
                 on_epoch=on_epoch,
                 dist=ctx,
                 batch_weight=target_positions,
+                run=run,
             )
             self.training_log = trainer.fit(resume=resume)
         self.encoder.eval()
@@ -256,7 +295,7 @@ class TorchRecommender(Recommender):
     def _with_precision(self, compute_loss: Any) -> Any:
         """``compute_loss`` under bfloat16 autocast when ``precision = 'bf16'`` (the
         backward, which the trainer runs outside it, follows the forward's dtypes)."""
-        if self.config.precision != "bf16":
+        if self.train_config.precision != "bf16":
             return compute_loss
         if self.device.type == "cpu" and not _cpu_has_native_bf16():
             log.warning(
@@ -292,7 +331,7 @@ class TorchRecommender(Recommender):
             from seqrec.errors import NotFittedError
 
             raise NotFittedError(f"{self.name} has no encoder: call fit() or load() first")
-        cfg = self.config
+        cfg, run = self.config, self.run_config
         self.encoder.eval()
         # Chunks of similar length, each cut to its longest history: short histories are not
         # run through max_len positions of padding (encoders are left-padding invariant,
@@ -300,9 +339,9 @@ class TorchRecommender(Recommender):
         lengths = np.minimum(histories.lengths, cfg.max_len)
         order = np.argsort(lengths, kind="stable")
         buf = None
-        with _Threads(cfg.num_threads), torch.inference_mode():
-            for start in range(0, len(histories), cfg.eval_batch_size):
-                idx = order[start : start + cfg.eval_batch_size]
+        with _Threads(run.num_threads), torch.inference_mode():
+            for start in range(0, len(histories), run.eval_batch_size):
+                idx = order[start : start + run.eval_batch_size]
                 qt = None if query_times is None else np.asarray(query_times)[idx]
                 width = max(1, int(lengths[idx].max()))
                 batch = self.scoring_batch(histories.select(idx), width, qt).to(self.device)
@@ -312,7 +351,7 @@ class TorchRecommender(Recommender):
                 if self.device.type == "cpu" and hidden.dtype == torch.float32:
                     if buf is None:  # one reused block: fresh ones cost page faults
                         buf = hidden.new_empty(
-                            min(cfg.eval_batch_size, len(histories)), self.n_items + 1
+                            min(run.eval_batch_size, len(histories)), self.n_items + 1
                         )
                     yield idx, self.encoder.score(hidden, out=buf[: len(idx)])
                 else:
@@ -369,4 +408,5 @@ class TorchRecommender(Recommender):
 
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:
     """:func:`seqrec.training.checkpoint.claim_run_dir` (the name the tests and scripts use)."""
-    claim_run_dir(directory, cfg, name, n_items)
+    flat = cfg if hasattr(cfg, "parts") else flat_settings(cfg)
+    claim_run_dir(directory, flat, name, n_items)

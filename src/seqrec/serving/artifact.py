@@ -147,7 +147,7 @@ def _write_artifact(model: Any, path: Path) -> None:
     meta = {
         "format": FORMAT_VERSION,
         "model": model.name,
-        "config": config_to_dict(model.config),
+        "config": config_to_dict(model.settings),
         "n_items": int(model.n_items),
         "files": files,
         "inputs": ["items", "timestamps"] if getattr(model, "reads_time", False) else ["items"],
@@ -179,13 +179,14 @@ def artifact_dir(path: str | Path) -> Path:
 
 
 def load_recommender(path: Path) -> Any:
-    from seqrec.registry import get_model
+    from seqrec.registry import get_model, settings_class
 
     path = artifact_dir(path)
     meta = read_meta(path)
     meta_path = path / META
     try:
-        config_cls, model_cls = get_model(meta["model"])
+        _, model_cls = get_model(meta["model"])
+        config_cls = settings_class(meta["model"])
     except SeqRecError as exc:
         raise DataError(f"{meta_path}: {exc}") from None
     config = _config(config_cls, meta["config"], meta_path)

@@ -61,7 +61,9 @@ def _data(n_users: int = 48, n_items: int = 25):
 
 
 def make_config(model_cls, config_kwargs: dict[str, Any], **over: Any):
-    return model_cls.config_cls(**{**TINY, **config_kwargs, **over})
+    from seqrec.models.neural_config import settings
+
+    return settings(model_cls.config_cls, **{**TINY, **config_kwargs, **over})
 
 
 def fitted(model_cls, config_kwargs: dict[str, Any], **over: Any):
@@ -190,15 +192,14 @@ def check_batch_invariance(model_cls, config_kwargs: dict[str, Any], atol: float
     assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), (
         f"batch composition changed scores by {diff}"
     )
-    if hasattr(model.config, "eval_batch_size"):  # small scoring chunks, each cut to its width
-        config = (
-            model.config
-        )  # restored: the fitted model is cached and shared with the other checks
-        model.config = dataclasses.replace(config, eval_batch_size=3)
+    run = getattr(model, "run_config", None)
+    if run is not None:  # small scoring chunks, each cut to its width
+        # restored: the fitted model is cached and shared with the other checks
+        model.run_config = dataclasses.replace(run, eval_batch_size=3)
         try:
             chunked = model.score(hist)
         finally:
-            model.config = config
+            model.run_config = run
         diff = np.abs(chunked[:, 1:] - together[:, 1:]).max()
         assert diff <= atol * max(1.0, np.abs(together[:, 1:]).max()), (
             f"chunking changed scores by {diff}"
@@ -253,6 +254,7 @@ def check_save_load(model_cls, config_kwargs: dict[str, Any]) -> None:
         model.save(tmp)
         loaded = Recommender.load(tmp)
     assert type(loaded) is type(model) and loaded.config == model.config
+    assert loaded.settings == model.settings
     np.testing.assert_allclose(loaded.score(hist), model.score(hist), rtol=1e-6, atol=1e-6)
 
 

@@ -226,8 +226,9 @@ def next_item_loss(
     weight: torch.Tensor,
     bias: torch.Tensor | None,
     device: torch.device,
+    ce_chunk: int,
 ) -> torch.Tensor:
-    """The loss ``cfg.loss`` names ('ce', 'bce', 'gbce' or 'sampled_softmax') of hidden states
+    """The loss training config ``cfg``'s ``loss`` names ('ce', 'bce', 'gbce' or 'sampled_softmax') of hidden states
     ``[B, L, D]`` against ``targets [B, L]`` with the negatives in ``data``
     (:func:`seqrec.training.negatives.negatives_for_loss`)."""
     if cfg.loss == "ce":
@@ -236,7 +237,7 @@ def next_item_loss(
             targets,
             weight,
             bias,
-            cfg.ce_chunk,
+            ce_chunk,
             mm_dtype=torch.bfloat16 if cfg.precision == "bf16" else None,
         )
     negs = data["negatives"].to(device)

@@ -91,16 +91,20 @@ class NegativeSampler:
 
 
 def negatives_for_loss(
-    sampler: NegativeSampler | None, cfg: Any, users: np.ndarray, rng: np.random.Generator
+    sampler: NegativeSampler | None,
+    cfg: Any,
+    users: np.ndarray,
+    rng: np.random.Generator,
+    max_len: int,
 ) -> dict[str, Any]:
-    """The negatives ``cfg.loss`` needs for a batch of ``users`` (training rows): none for
+    """The negatives training config ``cfg``'s ``loss`` needs for a batch of ``users`` (training rows): none for
     'ce', ``[B, max_len]`` for 'bce', ``[B, n_negatives]`` for 'gbce', ``[n_negatives]`` shared
     by the batch (and their log-Q with popularity sampling) for 'sampled_softmax'."""
     import torch
 
     out: dict[str, Any] = {}
     if cfg.loss == "bce":
-        out["negatives"] = torch.from_numpy(sampler.per_row(rng, users, (cfg.max_len,)))
+        out["negatives"] = torch.from_numpy(sampler.per_row(rng, users, (max_len,)))
     elif cfg.loss == "gbce":
         out["negatives"] = torch.from_numpy(sampler.per_row(rng, users, (cfg.n_negatives,)))
     elif cfg.loss == "sampled_softmax":

@@ -80,8 +80,8 @@ class Trainer:
 
     Args:
         model: the torch module being trained (its parameters go to AdamW).
-        config: a ``NeuralConfig`` (lr, weight_decay, betas, batch_size, epochs, patience,
-            eval_every, eval_every_steps, val_metric, grad_clip, seed, max_train_seconds).
+        config: a ``TrainConfig`` (lr, weight_decay, betas, batch_size, epochs, patience,
+            eval_every, eval_every_steps, val_metric, grad_clip, seed).
         rows: training row indices to iterate over each epoch.
         make_batch: ``(rows, rng) -> batch`` (rng: the step's ``np.random.Generator``).
         compute_loss: ``batch -> scalar tensor``.
@@ -104,6 +104,8 @@ class Trainer:
         dist: the process group context under torchrun (None: one process).
         batch_weight: ``batch -> float``, what the loss is a mean over (e.g. target positions);
             weights each rank's share of a global batch under ``dist`` (default: rows).
+        run: a ``RunConfig``: its ``max_train_seconds`` stops training after that many seconds
+            of steps (None or 0: no time budget).
     """
 
     def __init__(
@@ -123,12 +125,14 @@ class Trainer:
         on_epoch: Callable[[dict[str, Any]], None] | None = None,
         dist: distributed.DistContext | None = None,
         batch_weight: Callable[[Any], float] | None = None,
+        run: Any = None,
     ) -> None:
         if len(rows) == 0:
             raise ConfigError("no training sequence has >= 2 items: nothing to train on")
         self.model, self.config, self.rows = model, config, np.asarray(rows, np.int64)
         self.make_batch, self.compute_loss, self.validate = make_batch, compute_loss, validate
         self.dist, self.batch_weight = dist, batch_weight
+        self.max_train_seconds = 0.0 if run is None else float(run.max_train_seconds)
         self.main = dist is None or dist.is_main
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_every = int(checkpoint_every)
@@ -252,7 +256,8 @@ class Trainer:
         self.log.earlier_wall_seconds = self.log.wall_seconds
         bs = cfg.batch_size
         n_steps = math.ceil(len(self.rows) / bs)
-        if cfg.max_train_seconds and self.log.train_seconds >= cfg.max_train_seconds:
+        budget = self.max_train_seconds
+        if budget and self.log.train_seconds >= budget:
             self.finished = True
         while not self.finished and self.epoch < cfg.epochs:
             self.log.stopped = "epochs"
@@ -283,8 +288,8 @@ class Trainer:
                     nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
                 self.optimizer.step()
                 value = float(loss.detach())
-                over_budget = bool(cfg.max_train_seconds) and (
-                    self.log.train_seconds + time.perf_counter() - t0 >= cfg.max_train_seconds
+                over_budget = bool(budget) and (
+                    self.log.train_seconds + time.perf_counter() - t0 >= budget
                 )
                 past_deadline = (
                     self.deadline is not None and time.time() >= self.deadline
