@@ -48,10 +48,13 @@ def main(run_dir: str) -> None:
         seen_i = h.items
         ts = s[rows, t][:, None]
         # seqrec: seen and PAD at -inf, pessimistic ties
-        a = s.copy(); a[seen_r, seen_i] = -np.inf; a[:, 0] = -np.inf
+        a = s.copy()
+        a[seen_r, seen_i] = -np.inf
+        a[:, 0] = -np.inf
         res["inf"].append(((a > ts).sum(1) + (a == ts).sum(1) - 1))
         # theirs: seen at 0, PAD ranked with its raw score
-        b = s.copy(); b[seen_r, seen_i] = 0.0
+        b = s.copy()
+        b[seen_r, seen_i] = 0.0
         tb = b[rows, t][:, None]
         res["zero"].append(((b > tb).sum(1) + (b == tb).sum(1) - 1))
     for k, parts in res.items():
