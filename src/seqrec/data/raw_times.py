@@ -10,12 +10,12 @@ import numpy as np
 from seqrec.errors import DataError
 
 
-def aligned_times(history: list[Any], times: Sequence[Any], vocab: Any, row: int) -> np.ndarray:
-    """Unix seconds of the known items of ``history`` (unknown ids are skipped with their time)."""
+def aligned_times(keep: list[bool], times: Sequence[Any], row: int) -> np.ndarray:
+    """Unix seconds of the kept items of history ``row`` (``keep``: one flag per item; an
+    unknown id is skipped with its time)."""
     times = list(times)
-    if len(times) != len(history):
-        raise DataError(f"times: history {row} has {len(history)} items and {len(times)} times")
-    keep = [vocab.encode_known([h])[1] == 0 for h in history]
+    if len(times) != len(keep):
+        raise DataError(f"times: history {row} has {len(keep)} items and {len(times)} times")
     seconds = []
     for t in times:
         if isinstance(t, bool):

@@ -196,11 +196,17 @@ class Recommender(ABC):
             hist = list(hist)
             ids, unknown = self.vocab.encode_known(hist)
             rows.append(ids)
-            skipped.append([h for h in hist if self.vocab.encode_known([h])[1]] if unknown else [])
+            # which ids are known, once: their times are kept, the others skipped and shown
+            known = (
+                [self.vocab.encode_known([h])[1] == 0 for h in hist]
+                if unknown
+                else [True] * len(hist)
+            )
+            skipped.append([h for h, k in zip(hist, known, strict=True) if not k])
             if unknown:  # the ids travel in Recommendation.skipped_ids for the caller to show
                 log.info("skipped %d unknown item id(s) in a history", unknown)
             if times is not None and times[r] is not None:
-                row_times.append(aligned_times(hist, times[r], self.vocab, r))
+                row_times.append(aligned_times(known, times[r], r))
             elif times is not None and hist:
                 raise DataError(f"times: history {r} has no times")
         seqs = Sequences.from_lists(
