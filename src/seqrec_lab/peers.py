@@ -87,7 +87,8 @@ class PeerConfig:
     library: str = "rectools"
     """Which library (a key of :data:`PEERS`)."""
     dim: int = 64
-    """Hidden size (RecTools ``n_factors``, RecBole ``hidden_size``; FFN = 4 x dim)."""
+    """Hidden size (RecTools ``n_factors``, RecBole ``hidden_size``). The feed-forward width
+    is each library's own: RecTools d (as seqrec's SASRec), RecBole ``inner_size`` 4 x d."""
     n_blocks: int = 2
     """Transformer blocks."""
     n_heads: int = 1
