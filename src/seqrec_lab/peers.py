@@ -87,7 +87,8 @@ class PeerConfig:
     library: str = "rectools"
     """Which library (a key of :data:`PEERS`)."""
     dim: int = 64
-    """Hidden size (RecTools ``n_factors``, RecBole ``hidden_size``; FFN = 4 x dim)."""
+    """Hidden size (RecTools ``n_factors``, RecBole ``hidden_size``). The feed-forward width
+    is each library's own: RecTools d (as seqrec's SASRec), RecBole ``inner_size`` 4 x d."""
     n_blocks: int = 2
     """Transformer blocks."""
     n_heads: int = 1
@@ -97,10 +98,16 @@ class PeerConfig:
     dropout: float = 0.2
     """Dropout rate (RecTools ``dropout_rate``; RecBole hidden and attention dropout)."""
     epochs: int = setting(100, role=BUDGET)
-    """Epoch cap (RecTools trains exactly this many: it has no early stopping)."""
+    """Epoch cap (with ``selection = "library"`` RecTools trains exactly this many: it has no
+    early stopping)."""
     patience: int = setting(10, role=BUDGET)
-    """Validations without improvement before the library's own early stopping (RecBole's
-    ``stopping_step``); RecTools ignores it."""
+    """Validations without improvement before early stopping (RecBole's ``stopping_step``;
+    RecTools only with ``selection = "filtered"``)."""
+    selection: str = setting("library", legacy="library")
+    """Which epoch a peer keeps: ``"library"``, the library's own rule (RecTools: the last
+    epoch; RecBole: the best on its own unfiltered validation); ``"filtered"``, seqrec's rule
+    (the best validation NDCG@10 on seqrec's filtered protocol, stopping after ``patience``
+    epochs without improvement) for every library."""
     k: int = 20
     """Length of the top-k lists the worker returns (metrics need cut-offs <= k)."""
     seed: int = 0
@@ -129,6 +136,10 @@ class PeerConfig:
             raise ConfigError(f"peer dropout must be in [0, 1), got {self.dropout}")
         if self.seed < 0:
             raise ConfigError(f"peer seed must be >= 0, got {self.seed}")
+        if self.selection not in ("library", "filtered"):
+            raise ConfigError(
+                f"peer selection must be 'library' or 'filtered', got {self.selection!r}"
+            )
         if self.dim % self.n_heads:
             raise ConfigError(
                 f"peer dim must be divisible by n_heads, got dim {self.dim}, n_heads {self.n_heads}"

@@ -2,6 +2,7 @@
 runs in this interpreter (no venv, no install): parsing, identity and caching, the scoring of
 its lists by seqrec's evaluator, the record and the side-by-side report columns."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -530,3 +531,58 @@ def test_time_to_reach_reads_the_validation_curve():
     assert best_point(rec)["epoch"] == 3
     assert seconds_to_reach(rec, 0.09) == 20.0 and seconds_to_reach(rec, 0.10) == 30.0
     assert seconds_to_reach(rec, 0.2) is None
+
+
+def _peer_select():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "peer_select", peers.worker_dir() / "peer_select.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_peer_selection_scores_lists_as_the_evaluator_does():
+    """The workers' own NDCG@10 (what they select epochs on) is seqrec's evaluator's."""
+    rng = np.random.default_rng(1)
+    n_items, n_users = 40, 25
+    rows = [
+        list(rng.choice(np.arange(1, n_items + 1), size=int(rng.integers(3, 9)), replace=False))
+        for _ in range(n_users)
+    ]
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    seqs = Sequences(offsets, np.concatenate(rows), n_items=n_items)
+    targets = Targets(seqs, np.arange(n_users), seqs.lengths - 1, np.array([r[-1] for r in rows]))
+    hist = targets.histories()
+    tops = []
+    for i in range(n_users):
+        order = [x for x in rng.permutation(np.arange(1, n_items + 1)) if x not in hist.row(i)]
+        if i % 3 == 0:  # put the target in the list at a random rank (hits are not rare)
+            order.remove(rows[i][-1])
+            order.insert(int(rng.integers(0, 10)), rows[i][-1])
+        tops.append(order[:20])
+    tops = np.array(tops)
+    lists = peers.TopKLists(hist, np.arange(n_users), tops, n_items, max_len=50)
+    truth = evaluate(lists, targets, ks=(10,), seen_filter="history").metrics["NDCG@10"]
+    got = _peer_select().ndcg_at(tops, np.array([r[-1] for r in rows]), 10)
+    assert truth > 0 and abs(got - truth) < 1e-12
+
+
+def test_peer_best_epoch_waits_patience_epochs_and_keeps_the_first_best():
+    pick = _peer_select().BestEpoch(patience=2)
+    seen = [
+        (e, pick.update(e, s), pick.exhausted(e)) for e, s in enumerate([0.1, 0.3, 0.3, 0.2], 1)
+    ]
+    assert seen == [(1, True, False), (2, True, False), (3, False, False), (4, False, True)]
+    assert pick.state == {"best_epoch": 2, "best_score": 0.3}
+    again = _peer_select().BestEpoch(2, dict(pick.state))  # restored from a worker's state file
+    assert again.exhausted(4) and not again.update(5, 0.3)
+
+
+def test_peer_selection_is_part_of_the_identity_and_checked():
+    with pytest.raises(ConfigError, match="selection"):
+        peers.PeerConfig(selection="last")
+    a, b = peers.PeerConfig(), peers.PeerConfig(selection="filtered")
+    assert dataclasses.asdict(a)["selection"] == "library" != dataclasses.asdict(b)["selection"]

@@ -9,8 +9,11 @@ history -> validation item, test = training + validation history -> test item. R
 is trained with its own trainer: CE loss, the sizes and dropout given (hidden and attention
 dropout both ``dropout``), its defaults otherwise (batch 2048, Adam lr 1e-3, post-LN blocks,
 GELU, layer-norm eps 1e-12, initializer range 0.02), validation every epoch and its own early
-stopping (``stopping_step`` = ``patience``) on its own validation NDCG@10, which ranks without a
-history filter (RecBole has no user history in this format); the model of its best epoch is kept.
+stopping (``stopping_step`` = ``patience``), the model of its best epoch kept. The validation
+score it stops and selects on: ``selection = "library"``, RecBole's own NDCG@10, which ranks
+without a history filter (RecBole has no user history in this format); ``"filtered"``, seqrec's
+NDCG@10 of the validation lists (``peer_select``: whole history removed), handed to RecBole's
+trainer in place of its own, so that all three libraries select on the same number.
 The lists returned are the top ``k`` of ``full_sort_predict`` after removing each user's whole
 history (the same filter as seqrec's); after every epoch the validation lists are written too
 (outside the training clock), so the harness draws the validation curve with seqrec's evaluator.
@@ -30,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import peer_stop  # beside this file (the script's directory is on sys.path)
+import peer_select  # beside this file (the script's directory is on sys.path)
+import peer_stop
 import torch
 
 
@@ -112,7 +116,9 @@ def main(work: Path, out: Path, args: dict) -> None:
     tokens = dataset.field2id_token["item_id"]
     ours = np.array([0] + [int(t) for t in tokens[1:]], np.int64)  # RecBole id -> seqrec id
     sessions = dataset.field2id_token["session_id"]
-    users = pd.read_csv(work / "valid.csv")["user_id"].to_numpy()
+    valid_rows = pd.read_csv(work / "valid.csv")
+    users, targets = valid_rows["user_id"].to_numpy(), valid_rows["item_id"].to_numpy()
+    filtered = args.get("selection", "library") == "filtered"
 
     def lists(loader, name: str) -> np.ndarray:
         """Top-k seqrec ids per evaluation user, the user's whole history removed."""
@@ -178,15 +184,17 @@ def main(work: Path, out: Path, args: dict) -> None:
     def logged_valid(*a, **kw):  # RecBole's own (unfiltered) validation, plus seqrec's lists
         score, result = orig_valid(*a, **kw)
         name = f"valid_topk_epoch{len(times):03d}.npy"
-        np.save(out / name, lists(valid_data, "valid"))
-        curve.append(
-            {
-                "epoch": len(times),
-                "seconds": sum(times),
-                "topk_file": name,
-                "recbole_valid_ndcg10": float(score),
-            }
-        )
+        arr = lists(valid_data, "valid")
+        np.save(out / name, arr)
+        point = {
+            "epoch": len(times),
+            "seconds": sum(times),
+            "topk_file": name,
+            "recbole_valid_ndcg10": float(score),
+        }
+        curve.append(point)
+        if filtered:  # RecBole's early stopping and best model then follow seqrec's metric
+            score = point["valid_ndcg10"] = peer_select.ndcg_at(arr, targets, 10)
         return score, result
 
     trainer._valid_epoch = logged_valid
@@ -211,7 +219,8 @@ def main(work: Path, out: Path, args: dict) -> None:
     )
     for name, loader in (("valid", valid_data), ("test", test_data)):
         np.save(out / f"{name}_topk.npy", lists(loader, name))
-    picked = max(curve, key=lambda p: p["recbole_valid_ndcg10"]) if curve else None
+    key = "valid_ndcg10" if filtered else "recbole_valid_ndcg10"
+    picked = max(curve, key=lambda p: p[key]) if curve else None
     info = {
         "library": "recbole",
         "version": recbole.__version__,
@@ -224,7 +233,8 @@ def main(work: Path, out: Path, args: dict) -> None:
         "params": int(sum(p.numel() for p in trainer.model.parameters())),
         "stopped": state["stopped"] or "epochs",
         "selected_epoch": picked["epoch"] if picked else None,
-        "recbole_best_valid_ndcg10": float(trainer.best_valid_score),
+        "selection": "filtered" if filtered else "library",
+        "best_valid_score": float(trainer.best_valid_score),
         "curve": curve,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }

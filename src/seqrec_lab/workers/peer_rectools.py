@@ -4,13 +4,17 @@ by ``seqrec_lab.peers``: rows ``peer:rectools`` of ``configs/reproduce/peers.tom
 Reads the split exported by the harness (``train.csv`` / ``valid.csv`` / ``test.csv``:
 seqrec's internal user and item ids, the order of each history as its datetime), trains
 RecTools' SASRec at the sizes given, with RecTools' defaults otherwise (softmax loss, lr 1e-3,
-batch 128, dropout 0.2, fixed epoch count, the model of the last epoch), one torch thread, and
+batch 128, dropout 0.2), one torch thread, and
 writes top-20 lists for the validation users (input: training items) and the test users (input:
 training + validation items, same model). After every epoch a Lightning callback writes the
 validation lists too (its time is excluded from the training clock), so that the harness draws
 the validation curve with seqrec's evaluator; past ``args["deadline"]`` (Unix seconds) it stops
 training after the current epoch (``stopped = "deadline"``; ``"interrupted"`` when the harness
-was asked to stop or the worker got a signal, ``peer_stop``). Every epoch is saved as a Lightning
+was asked to stop or the worker got a signal, ``peer_stop``). Which epoch is kept:
+``selection = "library"``, RecTools' own rule (a fixed epoch count, the model of the last epoch);
+``"filtered"``, seqrec's rule (``peer_select``: the epoch whose validation lists score the best
+NDCG@10, stopping after ``patience`` epochs without improvement; its test lists are written when
+it is reached, as the model of a later epoch replaces it). Every epoch is saved as a Lightning
 checkpoint (``ckpt/last.pth``: weights, Adam state, epoch and step counters) with its clock and
 curve (``worker_state.json``), so a worker killed outright loses at most one epoch. The next call in the same directory resumes from it: RecTools
 builds its model and trainer as usual, and the trainer's ``fit`` is handed the checkpoint
@@ -31,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import peer_stop  # beside this file (the script's directory is on sys.path)
+import peer_select  # beside this file (the script's directory is on sys.path)
+import peer_stop
 import torch
 
 
@@ -69,7 +74,9 @@ def main(work: Path, out: Path, args: dict) -> None:
     valid_rows = valid.assign(position=valid["user_id"].map(last) + 0.5)
     ds_test = Dataset.construct(interactions(pd.concat([train, valid_rows], ignore_index=True)))
     users = valid["user_id"].to_numpy()
+    targets = valid["item_id"].to_numpy()
     k = args["k"]
+    filtered = args.get("selection", "library") == "filtered"
     clock = {
         "train": 0.0,
         "start": None,
@@ -79,9 +86,11 @@ def main(work: Path, out: Path, args: dict) -> None:
         "params": None,
     }
     curve: list[dict] = []
+    picker = peer_select.BestEpoch(args.get("patience", 1))
     if resume:
         clock.update(prior["clock"], start=None, stopped="epochs")
         curve = prior["curve"]
+        picker = peer_select.BestEpoch(args.get("patience", 1), prior.get("best"))
 
     def topk(model, dataset) -> np.ndarray:
         reco = model.recommend(
@@ -120,6 +129,19 @@ def main(work: Path, out: Path, args: dict) -> None:
             clock["steps"] = int(trainer.global_step)
             clock["params"] = int(sum(p.numel() for p in pl_module.parameters()))
             why = peer_stop.reason(out, args.get("deadline"))
+            if filtered:  # seqrec's rule: keep the best epoch's lists, stop on patience
+                score = peer_select.ndcg_at(arr, targets, 10)
+                curve[-1]["valid_ndcg10"] = score
+                if picker.update(clock["epoch"], score):
+                    model.is_fitted = True
+                    np.save(out / "test_topk_best.npy", topk(model, ds_test))
+                    model.is_fitted = False
+                    pl_module.train()
+                    np.save(out / "valid_topk_best.npy", arr)
+                if picker.exhausted(clock["epoch"]) and clock["epoch"] < args["epochs"]:
+                    clock["stopped"] = "patience"
+                    trainer.should_stop = True
+                    why = None
             if why and clock["epoch"] < args["epochs"]:
                 clock["stopped"] = why
                 trainer.should_stop = True
@@ -136,7 +158,13 @@ def main(work: Path, out: Path, args: dict) -> None:
         tmp_ckpt, tmp_state = last_ckpt.with_suffix(".tmp"), saved.with_suffix(".tmp")
         trainer.save_checkpoint(tmp_ckpt)
         tmp_state.write_text(
-            json.dumps({"clock": {k: v for k, v in clock.items() if k != "start"}, "curve": curve})
+            json.dumps(
+                {
+                    "clock": {k: v for k, v in clock.items() if k != "start"},
+                    "curve": curve,
+                    "best": picker.state,
+                }
+            )
         )
         os.replace(tmp_ckpt, last_ckpt)
         os.replace(tmp_state, saved)
@@ -177,8 +205,12 @@ def main(work: Path, out: Path, args: dict) -> None:
     t0 = time.perf_counter()
     model.fit(ds_train)
     wall = time.perf_counter() - t0
-    np.save(out / "valid_topk.npy", topk(model, ds_train))
-    np.save(out / "test_topk.npy", topk(model, ds_test))
+    if filtered and picker.state["best_epoch"] is not None:  # the best epoch's lists
+        for name in ("valid", "test"):
+            os.replace(out / f"{name}_topk_best.npy", out / f"{name}_topk.npy")
+    else:  # RecTools' rule: the model of the last epoch
+        np.save(out / "valid_topk.npy", topk(model, ds_train))
+        np.save(out / "test_topk.npy", topk(model, ds_test))
     info = {
         "library": "rectools",
         "version": rectools.__version__,
@@ -193,7 +225,8 @@ def main(work: Path, out: Path, args: dict) -> None:
         "steps": clock["steps"],
         "params": clock["params"],
         "loss": "softmax",
-        "selected_epoch": clock["epoch"],
+        "selected_epoch": picker.state["best_epoch"] if filtered else clock["epoch"],
+        "selection": "filtered" if filtered else "library",
         "stopped": clock["stopped"],
         "curve": curve,
         "resumed_from_epoch": prior["clock"]["epoch"] if resume else None,
