@@ -132,6 +132,9 @@ class WindowedEncoder:
             state.reencodes += 1
             self._reencode(state)
             return state
+        if state.cache is None:  # the first event of an empty history
+            self._reencode(state)
+            return state
         with self._context():
             state.last = self._step(state, item, None if state.times is None else int(time))
         return state
