@@ -54,6 +54,29 @@ from seqrec.models.layers import causal_padding_mask
 SLIDES = ("exact", "periodic")
 
 
+class _Inference:
+    """``torch.inference_mode()`` with the model's thread count (0 = leave it)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads, self.old, self.mode = threads, None, torch.inference_mode()
+
+    def __enter__(self) -> None:
+        if self.threads:
+            self.old = torch.get_num_threads()
+            if self.old != self.threads:
+                torch.set_num_threads(self.threads)
+        self.mode.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.mode.__exit__(*exc)
+        if self.old is not None and self.old != self.threads:
+            torch.set_num_threads(self.old)
+
+
+def _ln(module: torch.nn.LayerNorm) -> tuple:
+    return (module.normalized_shape, module.weight, module.bias, module.eps)
+
+
 @dataclass
 class WindowState:
     """A user's state in a cached / recurrent encoder.
@@ -144,7 +167,8 @@ class WindowedEncoder:
             out = np.asarray(self.model.popularity, dtype=np.float32).copy()
         else:
             with self._context():
-                out = self.enc.score(state.last)[0].float().cpu().numpy()
+                weight, bias = self.enc.output_embeddings()
+                out = F.linear(state.last, weight, bias)[0].float().cpu().numpy()
         out[0] = -np.inf
         return out
 
@@ -155,15 +179,8 @@ class WindowedEncoder:
             raise DataError(f"item id {i} is not an internal id in 1..{self.model.n_items}")
         return i
 
-    def _context(self):
-        from contextlib import ExitStack
-
-        from seqrec.models.torch_recommender import _Threads
-
-        stack = ExitStack()
-        stack.enter_context(_Threads(self.model.run_config.num_threads))
-        stack.enter_context(torch.inference_mode())
-        return stack
+    def _context(self) -> _Inference:
+        return _Inference(self.model.run_config.num_threads)
 
     def _reencode(self, state: WindowState) -> None:
         if not state.items:
@@ -237,31 +254,47 @@ class SASRecCache(WindowedEncoder):
         return F.normalize(x, dim=-1) if self.enc.config.l2_norm else x
 
     def _step(self, state, item, time):
+        # the same computation as SASRecEncoder.forward at one position, in functional calls
+        # on the modules' parameters (an event costs a few dozen small ops: their overhead is
+        # what matters; eval mode: dropout is the identity)
+        enc = self.enc
         p = len(state.items) - 1  # the new event's position in the window
-        x = self._embed(torch.tensor([item], device=self.model.device), p)  # [1, 1, D]
-        for block, (keys, values) in zip(self.enc.blocks, state.cache, strict=True):
+        x = (enc.item_emb.weight[item] * enc.scale + enc.pos_emb.weight[p])[None]  # [1, D]
+        for block, (keys, values) in zip(enc.blocks, state.cache, strict=True):
             attn, h = block.attn, block.attn.n_heads
-            z = block.attn_norm(x)
-            k, v = attn.kv(z if block.layout == "pre_ln" else x).chunk(2, dim=-1)
-            keys[:, :, p : p + 1], values[:, :, p : p + 1] = _heads(k, h), _heads(v, h)
-            q = _heads(attn.q(z), h)
+            z = F.layer_norm(x, *_ln(block.attn_norm))
+            k, v = F.linear(
+                z if block.layout == "pre_ln" else x, attn.kv.weight, attn.kv.bias
+            ).chunk(2, dim=-1)
+            keys[0, :, p] = k.view(h, -1)
+            values[0, :, p] = v.view(h, -1)
+            q = F.linear(z, attn.q.weight, attn.q.bias).view(1, h, 1, -1)
             out = F.scaled_dot_product_attention(q, keys[:, :, : p + 1], values[:, :, : p + 1])
-            out = out.transpose(1, 2).reshape(1, 1, -1)
+            out = out.view(1, -1)
             if attn.out is not None:
-                out = attn.out(out)
+                out = F.linear(out, attn.out.weight, attn.out.bias)
+            ffn = block.ffn
             if block.layout == "pre_ln":
-                x = x + block.dropout(out)
-                x = x + block.ffn(block.ffn_norm(x))
+                x = x + out
+                y = F.layer_norm(x, *_ln(block.ffn_norm))
             else:
-                x = block.ffn_norm(z + block.dropout(out))
-                x = x + block.ffn(x)
-        return self._output(x[:, -1])
+                x = y = F.layer_norm(z + out, *_ln(block.ffn_norm))
+            y = F.linear(
+                F.relu(F.linear(y, ffn.fc1.weight, ffn.fc1.bias)), ffn.fc2.weight, ffn.fc2.bias
+            )
+            x = x + y
+        return self._output(x)
 
 
 # --- HSTU ------------------------------------------------------------------------------------
 class HSTUCache(WindowedEncoder):
     """HSTU with positions from the start (or none) and ``rab_time_query="self"``: per layer,
     the keys / values of the window; the relative bias of the new query is gathered for it."""
+
+    def __init__(self, model: Any, slide: str = "exact", stride: int = 0) -> None:
+        super().__init__(model, slide, stride)
+        with torch.no_grad():
+            self._flipped = {id(m): m.pos_w.detach().flip(-1) for m in self.enc.rabs}
 
     def _rab(self, i: int):
         enc = self.enc
@@ -292,6 +325,15 @@ class HSTUCache(WindowedEncoder):
             x = x + layer(x, weight_mask, rab)
         return cache, self._output(x[:, -1])
 
+    def _reencode(self, state: WindowState) -> None:
+        super()._reencode(state)
+        if state.times is not None:  # the window's times, as a tensor the steps extend
+            times = torch.zeros(self.max_len, dtype=torch.long, device=self.model.device)
+            times[: len(state.times)] = torch.tensor(state.times, dtype=torch.long)
+            state.extra["times"] = times
+        # w_p[h, i - j] read backwards: the row of query p is one slice of the flipped table
+        state.extra["flipped"] = self._flipped
+
     def _output(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(x, dim=-1) if self.enc.config.l2_norm else x
 
@@ -300,13 +342,12 @@ class HSTUCache(WindowedEncoder):
 
         enc, c = self.enc, self.enc.config
         p = len(state.items) - 1
-        device = self.model.device
         x = enc.item_emb.weight[item] * math.sqrt(enc.item_emb.embedding_dim)
         if enc.pos_emb is not None:
             x = x + enc.pos_emb.weight[p]
-        times = None
-        if state.times is not None:
-            times = torch.tensor(state.times, dtype=torch.long, device=device)  # the window
+        times = state.extra.get("times")  # int64 [max_len], the window's times
+        if times is not None:
+            times[p] = time
         if enc.time_emb is not None and times is not None:
             gap = times[p] - times[p - 1] if p > 0 else torch.zeros((), dtype=torch.long)
             bucket = bucketize(gap, c.num_time_buckets, c.time_bucket_fn, c.time_bucket_divisor)
@@ -314,26 +355,36 @@ class HSTUCache(WindowedEncoder):
         x = x[None]  # [1, D]
         time_buckets = None
         if c.rab and c.rab_time and times is not None:
-            dt = times[p] - times  # |t_i - t_j|, the anchor cancels
+            dt = times[: p + 1] - times[p]  # |t_i - t_j|: the anchor cancels
             time_buckets = bucketize(
                 dt, c.num_time_buckets, c.time_bucket_fn, c.time_bucket_divisor
             )
-        rel = p - torch.arange(p + 1, device=device) + (enc.max_len - 1)
+        first = enc.max_len - 1 - p  # w_p[h, p - j] for j = 0 .. p, from the flipped table
+        scale = 1.0 / math.sqrt(enc.layers[0].d_qk)
+        biases: dict[int, torch.Tensor] = {}
         for i, (layer, (keys, values)) in enumerate(zip(enc.layers, state.cache, strict=True)):
             h, dqk, dv = layer.n_heads, layer.d_qk, layer.d_v
-            uvqk = F.silu(layer.proj1(layer.norm_in(x)))
+            uvqk = F.silu(
+                F.linear(F.layer_norm(x, *_ln(layer.norm_in)), layer.proj1.weight, layer.proj1.bias)
+            )
             u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
-            keys[0, :, p], values[0, :, p] = k.view(h, dqk), v.view(h, dv)
-            q = q.view(h, 1, dqk) * (1.0 / math.sqrt(dqk))
-            scores = (q @ keys[0, :, : p + 1].transpose(-2, -1))[:, 0]  # [H, p + 1]
+            keys[0, :, p] = k.view(h, dqk)
+            values[0, :, p] = v.view(h, dv)
+            q = q.view(h, 1, dqk) * scale
+            scores = q @ keys[0, :, : p + 1].transpose(-2, -1)  # [H, 1, p + 1]
             module = self._rab(i)
             if module is not None:
-                scores = scores + module.pos_w[:, rel]
-                if time_buckets is not None and module.ts_w is not None:
-                    scores = scores + module.ts_w[time_buckets].T
+                key = id(module)
+                if key not in biases:
+                    bias = state.extra["flipped"][key][:, first : first + p + 1]
+                    if time_buckets is not None and module.ts_w is not None:
+                        bias = bias + module.ts_w[time_buckets].T
+                    biases[key] = bias[:, None]
+                scores = scores + biases[key]
             weights = F.silu(scores) * (1.0 / enc.max_len)
-            av = (weights[:, None] @ values[0, :, : p + 1]).reshape(1, h * dv)
-            x = x + layer.proj2(layer.dropout(layer.norm_attn(av) * u))
+            av = (weights @ values[0, :, : p + 1]).view(1, h * dv)
+            gated = F.layer_norm(av, *_ln(layer.norm_attn)) * u
+            x = x + F.linear(gated, layer.proj2.weight, layer.proj2.bias)
         return self._output(x)
 
 
@@ -422,19 +473,46 @@ class LSANCache(WindowedEncoder):
 
 # --- recurrent models ------------------------------------------------------------------------
 class LRURecRecurrent(WindowedEncoder):
-    """LRURec: the per-layer complex LRU states (``LRUEncoder.prefill`` / ``step``)."""
+    """LRURec: the per-layer complex LRU states (``LRUEncoder.prefill``, then one step of the
+    recurrence per event, as ``LRUEncoder.step`` computes it, on weights gathered once)."""
 
     kind = "recurrent"
 
+    def __init__(self, model: Any, slide: str = "exact", stride: int = 0) -> None:
+        super().__init__(model, slide, stride)
+        self._layers = []
+        with torch.no_grad():  # the step's weights (read once: rebuild the encoder after training)
+            for block in self.enc.blocks:
+                lru = block.lru
+                gamma = torch.exp(lru.gamma_log).repeat_interleave(2)
+                # gamma * (B x + b) as one linear map (rounding differs by an ulp or so)
+                w_in = torch.stack((lru.B_re, lru.B_im), dim=1).reshape(2 * lru.n, lru.d)
+                b_in = torch.stack((lru.b_re, lru.b_im), dim=1).reshape(2 * lru.n)
+                w_out = torch.stack((lru.C_re, -lru.C_im), dim=-1).reshape(lru.d, 2 * lru.n)
+                self._layers.append(
+                    (lru.lam(), w_in * gamma[:, None], b_in * gamma, w_out, lru.c, lru.n)
+                )
+
     def _prefill(self, items, times):
         state = self.enc.prefill(items[None])
-        return state, state.last
+        return list(state.h), state.last
 
     def _step(self, state, item, time):
-        state.cache, last = self.enc.step(
-            state.cache, torch.tensor([item], device=self.model.device)
-        )
-        return last
+        enc = self.enc
+        x = F.layer_norm(enc.embedding.weight[item][None], *_ln(enc.embed_norm))  # [1, D]
+        for i, (block, (lam, w_in, b_in, w_out, c, n)) in enumerate(
+            zip(enc.blocks, self._layers, strict=True)
+        ):
+            u = torch.view_as_complex(F.linear(x, w_in, b_in).view(1, n, 2))
+            h = state.cache[i] = lam * state.cache[i] + u
+            y = F.linear(torch.view_as_real(h).view(1, 2 * n), w_out, c)
+            x = F.layer_norm(y + x, *_ln(block.lru.norm))
+            ffn = block.ffn
+            y = F.linear(
+                F.gelu(F.linear(x, ffn.w1.weight, ffn.w1.bias)), ffn.w2.weight, ffn.w2.bias
+            )
+            x = F.layer_norm(x + y, *_ln(ffn.norm))
+        return x
 
 
 class GRU4RecRecurrent(WindowedEncoder):

@@ -1,0 +1,285 @@
+"""Live sessions: CPU time to absorb one event and return the top-10, incremental encoder
+against re-encoding, for SASRec, HSTU and LRURec on ML-1M (``ml-1m-sasrec``).
+
+Each model at its default size with ``max_len = 200`` (SASRec and HSTU with
+``positions = "from_start"``, which the key/value cache needs), weights from one epoch on the
+first ``--train-users`` users (not a trained model: the time of a forward pass does not depend
+on the weights). For ``--users`` users with at least 200 events (5-core, the last 200 of their
+history, times included for HSTU, which reads them):
+
+* within the window: the state of the first 199 events is built (not timed), then the timed
+  work is ``append`` of the 200th event + ``scores`` + the top-10 without seen items, with the
+  model's incremental encoder (``model.incremental()``) and with ``ReEncode`` (``model.score``
+  on the 200 events). The two alternate user by user, ``--rounds`` times; one thread.
+* past the window: users with at least ``200 + --slide-events`` events; their first 200 events
+  start the state, then each further event is timed: the default exact slide (the window is
+  re-encoded), ``slide="periodic"`` with ``--stride`` (amortized), and ``ReEncode``.
+
+The scores of both paths are compared (largest absolute difference, top-10 agreement).
+
+Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_live.py [--users 200] [--quick]``;
+writes ``docs/results/live.{json,md}``. Needs ``ml-1m-sasrec`` (the shared data).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--users", type=int, default=200, help="users timed within the window")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--slide-users", type=int, default=10, help="users streamed past max_len")
+    ap.add_argument("--slide-events", type=int, default=102, help="events past max_len each")
+    ap.add_argument("--stride", type=int, default=50, help="the periodic slide's stride")
+    ap.add_argument("--train-users", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--models", nargs="+", default=["sasrec", "hstu", "lrurec"])
+    ap.add_argument("--quick", action="store_true", help="few users (smoke test; no files)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "live"))
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
+
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from seqrec.data.preprocess import PreprocessConfig, preprocess
+from seqrec.data.sources import load
+from seqrec.evaluation.results import base_record, hardware_line
+from seqrec.models.incremental import ReEncode
+from seqrec.models.neural_config import settings
+from seqrec.registry import get_model
+
+MAX_LEN = 200
+TARGETS = {"sasrec": 5.0, "hstu": 5.0, "lrurec": 10.0}
+CONFIGS = {
+    "sasrec": {"positions": "from_start"},
+    "hstu": {"positions": "from_start"},
+    "lrurec": {},
+}
+
+
+def build(name: str, seqs, train_users: int, threads: int):
+    config_cls, model_cls = get_model(name)
+    cfg = settings(
+        config_cls,
+        max_len=MAX_LEN,
+        epochs=1,
+        patience=0,
+        seed=0,
+        num_threads=threads,
+        device="cpu",
+        **CONFIGS[name],
+    )
+    model = model_cls(cfg)
+    model.fit(seqs.select(np.arange(train_users)), None, progress=False)
+    return model
+
+
+def top10(scores: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    scores[seen] = -np.inf
+    top = np.argpartition(-scores, 10)[:10]
+    return top[np.argsort(-scores[top], kind="stable")]
+
+
+def cpu() -> float:
+    return time.process_time()
+
+
+def within_window(model, seqs, users: np.ndarray, rounds: int) -> dict:
+    """The 200th event of each user: incremental against re-encoding."""
+    inc, ref = model.incremental(), ReEncode(model)
+    t_inc, t_ref, diffs, same = [], [], [], 0
+    for r in range(rounds):
+        s_inc = s_ref = 0.0
+        for n, u in enumerate(users):
+            items, times = histories(seqs, u, MAX_LEN)
+            seen = np.unique(items)
+            order = (inc, ref) if (n + r) % 2 == 0 else (ref, inc)
+            out = {}
+            for enc in order:
+                state = enc.start(items[:-1], None if times is None else times[:-1])
+                t0 = cpu()
+                state = enc.append(state, int(items[-1]), None if times is None else int(times[-1]))
+                scores = enc.scores(state)
+                top = top10(scores.copy(), seen)
+                dt = cpu() - t0
+                out[enc is inc] = (scores, top, dt)
+            s_inc += out[True][2]
+            s_ref += out[False][2]
+            if r == 0:
+                diffs.append(float(np.abs(out[True][0][1:] - out[False][0][1:]).max()))
+                same += bool(np.array_equal(out[True][1], out[False][1]))
+        t_inc.append(s_inc / len(users))
+        t_ref.append(s_ref / len(users))
+    ratios = [b / a for a, b in zip(t_inc, t_ref, strict=True)]
+    return {
+        "kind": inc.kind,
+        "users": len(users),
+        "rounds": rounds,
+        "incremental_ms": 1e3 * statistics.median(t_inc),
+        "reencode_ms": 1e3 * statistics.median(t_ref),
+        "speedup": statistics.median(ratios),
+        "speedups_by_round": ratios,
+        "max_abs_diff": max(diffs),
+        "top10_identical": same / len(users),
+    }
+
+
+def past_window(model, seqs, users: np.ndarray, events: int, stride: int) -> dict:
+    """Per-event CPU time over ``events`` events after a full window of 200."""
+    encoders = {
+        "exact": model.incremental(),
+        "periodic": model.incremental(slide="periodic", stride=stride),
+        "reencode": ReEncode(model),
+    }
+    total = dict.fromkeys(encoders, 0.0)
+    for n, u in enumerate(users):
+        items, times = histories(seqs, u, MAX_LEN + events)
+        seen = np.unique(items)
+        names = list(encoders)
+        names = names[n % 3 :] + names[: n % 3]  # rotate the order user by user
+        for name in names:
+            enc = encoders[name]
+            state = enc.start(items[:MAX_LEN], None if times is None else times[:MAX_LEN])
+            t0 = cpu()
+            for t in range(MAX_LEN, MAX_LEN + events):
+                state = enc.append(state, int(items[t]), None if times is None else int(times[t]))
+                top10(enc.scores(state).copy(), seen)
+            total[name] += cpu() - t0
+    per_event = {k: 1e3 * v / (len(users) * events) for k, v in total.items()}
+    return {
+        "users": len(users),
+        "events": events,
+        "stride": stride,
+        "ms_per_event": per_event,
+    }
+
+
+def histories(seqs, user: int, length: int):
+    hi = seqs.offsets[user + 1]
+    items = seqs.items[hi - length : hi]
+    times = None if seqs.timestamps is None else seqs.timestamps[hi - length : hi]
+    return items, times
+
+
+def main() -> None:
+    args = parser().parse_args()
+    torch.set_num_threads(args.threads)
+    if args.quick:
+        args.users, args.rounds, args.slide_users, args.slide_events = 8, 1, 2, 12
+        args.stride, args.train_users = 5, 16
+    prepared = preprocess(load("ml-1m-sasrec"), PreprocessConfig(filter="k_core", min_item=5))
+    seqs = prepared.sequences()
+    lengths = seqs.lengths
+    long_users = np.flatnonzero(lengths >= MAX_LEN)[: args.users]
+    slide_users = np.flatnonzero(lengths >= MAX_LEN + args.slide_events)[: args.slide_users]
+    results = {}
+    for name in args.models:
+        model = build(name, seqs, args.train_users, args.threads)
+        model.encoder.eval()
+        print(f"{name}: built ({model.n_items} items, reads_time={model.reads_time})", flush=True)
+        with torch.inference_mode():
+            within = within_window(model, seqs, long_users, args.rounds)
+            print(f"  within: {within}", flush=True)
+            past = past_window(model, seqs, slide_users, args.slide_events, args.stride)
+            print(f"  past: {past}", flush=True)
+        results[name] = {
+            "config": {k: v for k, v in CONFIGS[name].items()} | {"max_len": MAX_LEN},
+            "reads_time": bool(model.reads_time),
+            "within_window": within,
+            "past_window": past,
+            "target_speedup": TARGETS.get(name),
+        }
+    record = base_record(
+        benchmark="live",
+        dataset="ml-1m-sasrec",
+        dataset_fingerprint=prepared.fingerprint(),
+        data=(
+            f"ml-1m-sasrec, 5-core; {len(long_users)} users with >= {MAX_LEN} events (the last "
+            f"{MAX_LEN} of each); {len(slide_users)} users with >= "
+            f"{MAX_LEN + args.slide_events} events for the stream past the window"
+        ),
+        protocol=(
+            "CPU time (time.process_time) of append + scores + top-10 without seen items, one "
+            "event at a time; incremental and re-encode alternate user by user"
+        ),
+        weights=f"one epoch on the first {args.train_users} users, seed 0 (timing only)",
+        seed=0,
+        threads=args.threads,
+        load_average=os.getloadavg(),
+        results=results,
+    )
+    md = render(record)
+    print(md)
+    if not args.quick:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
+        out.with_suffix(".md").write_text(md)
+
+
+def render(r: dict) -> str:
+    verdict = lambda ok: "met" if ok else "**not met**"  # noqa: E731
+    lines = [
+        "# Live sessions: one event in, top-10 out (incremental encoders against re-encoding)",
+        "",
+        f"Command: `{r['command']}`  ",
+        f"Data: {r['data']}  ",
+        f"Protocol: {r['protocol']}; {r['threads']} thread(s)  ",
+        f"Weights: {r['weights']}  ",
+        f"Hardware: {hardware_line(r['hardware'])}; load average at the end "
+        f"{', '.join(f'{x:.1f}' for x in r['load_average'])} (a shared machine: CPU times, and "
+        "ratios measured within one run, are the robust figures)  ",
+        f"Created: {r['created']}",
+        "",
+        "## The 200th event of a history (within `max_len = 200`)",
+        "",
+        "| model | config | kind | incremental, ms CPU | re-encode, ms CPU | speed-up "
+        "(median of rounds) | target | max abs score diff | top-10 identical |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for name, res in r["results"].items():
+        w = res["within_window"]
+        cfg = ", ".join(f"{k}={v}" for k, v in res["config"].items())
+        target = res["target_speedup"]
+        lines.append(
+            f"| {name} | {cfg} | {w['kind']} | {w['incremental_ms']:.2f} | "
+            f"{w['reencode_ms']:.2f} | {w['speedup']:.1f}x | >= {target:.0f}x: "
+            f"{verdict(w['speedup'] >= target)} | {w['max_abs_diff']:.1e} | "
+            f"{100 * w['top10_identical']:.0f}% |"
+        )
+    first = next(iter(r["results"].values()))["past_window"]
+    lines += [
+        "",
+        f"## Past the window: {first['events']} events after a full window, per event",
+        "",
+        f"`exact` (default) re-encodes the window at every event past `max_len`; `periodic` "
+        f"re-encodes the newest `max_len - stride` events once every `stride + 1` events "
+        f"(stride {first['stride']}) and scores a window of `max_len - stride` to `max_len` "
+        "events (docs/decisions/live-sliding-window.md).",
+        "",
+        "| model | exact, ms CPU | periodic, ms CPU | re-encode (ReEncode), ms CPU |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, res in r["results"].items():
+        p = res["past_window"]["ms_per_event"]
+        lines.append(f"| {name} | {p['exact']:.2f} | {p['periodic']:.2f} | {p['reencode']:.2f} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
