@@ -223,7 +223,41 @@ def _heads(x: torch.Tensor, h: int) -> torch.Tensor:
 
 # --- SASRec ----------------------------------------------------------------------------------
 class SASRecCache(WindowedEncoder):
-    """SASRec with ``positions="from_start"``: per block, the keys / values of the window."""
+    """SASRec with ``positions="from_start"``: per block, the keys and values of the window
+    (``[1, H, max_len, D / H]`` each).
+
+    The step computes what ``SASRecEncoder.forward`` computes at one position, in functional
+    calls on the parameters gathered once when the encoder is built (an event costs a few
+    dozen small ops, whose call overhead is most of its time; eval mode: dropout is the
+    identity). Build the encoder again after the weights change."""
+
+    def __init__(self, model: Any, slide: str = "exact", stride: int = 0) -> None:
+        super().__init__(model, slide, stride)
+        enc = self.enc
+        self._dim = enc.item_emb.weight.shape[1]
+        self._blocks = []
+        for b in enc.blocks:
+            a, f = b.attn, b.ffn
+            out = (None, None) if a.out is None else (a.out.weight.t(), a.out.bias)
+            self._blocks.append(
+                (
+                    b.layout == "pre_ln",
+                    a.n_heads,
+                    _ln(b.attn_norm),
+                    a.kv.bias[: self._dim],
+                    a.kv.weight[: self._dim].t(),
+                    a.kv.bias[self._dim :],
+                    a.kv.weight[self._dim :].t(),
+                    a.q.bias,
+                    a.q.weight.t(),
+                    *out,
+                    _ln(b.ffn_norm),
+                    f.fc1.bias,
+                    f.fc1.weight.t(),
+                    f.fc2.bias,
+                    f.fc2.weight.t(),
+                )
+            )
 
     def _embed(self, items: torch.Tensor, first: int) -> torch.Tensor:  # [1, n, D]
         enc = self.enc
@@ -239,12 +273,10 @@ class SASRecCache(WindowedEncoder):
         cache = []
         for block in enc.blocks:
             keys_in = block.attn_norm(x) if block.layout == "pre_ln" else x
+            h = block.attn.n_heads
             k, v = block.attn.kv(keys_in).chunk(2, dim=-1)
-            kv = self._new_kv(block.attn.n_heads, *(2 * [x.shape[-1] // block.attn.n_heads]))
-            kv[0][:, :, :n], kv[1][:, :, :n] = (
-                _heads(k, block.attn.n_heads),
-                _heads(v, block.attn.n_heads),
-            )
+            kv = self._new_kv(h, self._dim // h, self._dim // h)
+            kv[0][:, :, :n], kv[1][:, :, :n] = _heads(k, h), _heads(v, h)
             cache.append(kv)
             x = block(x, mask, valid)
         return cache, self._output(x[:, -1])
@@ -254,35 +286,31 @@ class SASRecCache(WindowedEncoder):
         return F.normalize(x, dim=-1) if self.enc.config.l2_norm else x
 
     def _step(self, state, item, time):
-        # the same computation as SASRecEncoder.forward at one position, in functional calls
-        # on the modules' parameters (an event costs a few dozen small ops: their overhead is
-        # what matters; eval mode: dropout is the identity)
-        enc = self.enc
+        enc, d = self.enc, self._dim
         p = len(state.items) - 1  # the new event's position in the window
         x = (enc.item_emb.weight[item] * enc.scale + enc.pos_emb.weight[p])[None]  # [1, D]
-        for block, (keys, values) in zip(enc.blocks, state.cache, strict=True):
-            attn, h = block.attn, block.attn.n_heads
-            z = F.layer_norm(x, *_ln(block.attn_norm))
-            k, v = F.linear(
-                z if block.layout == "pre_ln" else x, attn.kv.weight, attn.kv.bias
-            ).chunk(2, dim=-1)
-            keys[0, :, p] = k.view(h, -1)
-            values[0, :, p] = v.view(h, -1)
-            q = F.linear(z, attn.q.weight, attn.q.bias).view(1, h, 1, -1)
-            out = F.scaled_dot_product_attention(q, keys[:, :, : p + 1], values[:, :, : p + 1])
-            out = out.view(1, -1)
-            if attn.out is not None:
-                out = F.linear(out, attn.out.weight, attn.out.bias)
-            ffn = block.ffn
-            if block.layout == "pre_ln":
-                x = x + out
-                y = F.layer_norm(x, *_ln(block.ffn_norm))
+        for weights, (keys, values) in zip(self._blocks, state.cache, strict=True):
+            pre, h, norm1, k_b, k_w, v_b, v_w, q_b, q_w, o_w, o_b, norm2, b1, w1, b2, w2 = weights
+            z = F.layer_norm(x, *norm1)
+            kv_in = z if pre else x
+            if h == 1:  # this position's key and value, written in place
+                torch.addmm(k_b, kv_in, k_w, out=keys[0, 0, p : p + 1])
+                torch.addmm(v_b, kv_in, v_w, out=values[0, 0, p : p + 1])
             else:
-                x = y = F.layer_norm(z + out, *_ln(block.ffn_norm))
-            y = F.linear(
-                F.relu(F.linear(y, ffn.fc1.weight, ffn.fc1.bias)), ffn.fc2.weight, ffn.fc2.bias
-            )
-            x = x + y
+                keys[0, :, p] = torch.addmm(k_b, kv_in, k_w).view(h, -1)
+                values[0, :, p] = torch.addmm(v_b, kv_in, v_w).view(h, -1)
+            q = torch.addmm(q_b, z, q_w).view(1, h, 1, -1)
+            out = F.scaled_dot_product_attention(
+                q, keys[:, :, : p + 1], values[:, :, : p + 1]
+            ).view(1, d)
+            if o_w is not None:
+                out = torch.addmm(o_b, out, o_w)
+            if pre:
+                x = x + out
+                y = F.layer_norm(x, *norm2)
+            else:
+                x = y = F.layer_norm(z + out, *norm2)
+            x = torch.addmm(b2, torch.addmm(b1, y, w1).relu_(), w2).add_(x)
         return self._output(x)
 
 
@@ -504,7 +532,7 @@ class LRURecRecurrent(WindowedEncoder):
             zip(enc.blocks, self._layers, strict=True)
         ):
             u = torch.view_as_complex(F.linear(x, w_in, b_in).view(1, n, 2))
-            h = state.cache[i] = lam * state.cache[i] + u
+            h = state.cache[i] = torch.addcmul(u, lam, state.cache[i])  # lam * h + u
             y = F.linear(torch.view_as_real(h).view(1, 2 * n), w_out, c)
             x = F.layer_norm(y + x, *_ln(block.lru.norm))
             ffn = block.ffn
