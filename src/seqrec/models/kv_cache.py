@@ -35,6 +35,10 @@ position, and in the recurrent models the items its state has seen). ``slide`` c
 
 Every ``append`` advances the state in place and returns it. Item ids are the model's internal
 ids (``1 .. n_items``); times are Unix seconds, required by models that read time.
+
+An encoder reads the model's weights when it is built (the steps run on them in functional
+calls, since an event costs a few dozen small ops whose call overhead is most of its time):
+build it again after the weights change (training, ``load``).
 """
 
 from __future__ import annotations
@@ -74,7 +78,13 @@ class _Inference:
 
 
 def _ln(module: torch.nn.LayerNorm) -> tuple:
-    return (module.normalized_shape, module.weight, module.bias, module.eps)
+    """``F.layer_norm``'s arguments after the input (weights detached: see ``_d``)."""
+    return (module.normalized_shape, _d(module.weight), _d(module.bias), module.eps)
+
+
+def _d(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A parameter as the steps use it: detached (no autograd bookkeeping, a view: no copy)."""
+    return None if t is None else t.detach()
 
 
 @dataclass
@@ -118,6 +128,9 @@ class WindowedEncoder:
             )
         self.slide, self.stride = slide, int(stride)
         self.enc.eval()
+        with torch.no_grad():  # the prediction layer, read once (as the steps' weights)
+            weight, bias = self.enc.output_embeddings()
+            self._out = (_d(weight), _d(bias))
 
     # --- interface -----------------------------------------------------------------------
     def start(self, items: np.ndarray, times: np.ndarray | None = None) -> WindowState:
@@ -167,8 +180,7 @@ class WindowedEncoder:
             out = np.asarray(self.model.popularity, dtype=np.float32).copy()
         else:
             with self._context():
-                weight, bias = self.enc.output_embeddings()
-                out = F.linear(state.last, weight, bias)[0].float().cpu().numpy()
+                out = F.linear(state.last, *self._out)[0].float().cpu().numpy()
         out[0] = -np.inf
         return out
 
@@ -235,27 +247,29 @@ class SASRecCache(WindowedEncoder):
         super().__init__(model, slide, stride)
         enc = self.enc
         self._dim = enc.item_emb.weight.shape[1]
+        self._items, self._positions = _d(enc.item_emb.weight), _d(enc.pos_emb.weight)
+        self._scale, self._final_norm = enc.scale, _ln(enc.final_norm)
         self._blocks = []
         for b in enc.blocks:
             a, f = b.attn, b.ffn
-            out = (None, None) if a.out is None else (a.out.weight.t(), a.out.bias)
+            out = (None, None) if a.out is None else (_d(a.out.weight).t(), _d(a.out.bias))
             self._blocks.append(
                 (
                     b.layout == "pre_ln",
                     a.n_heads,
                     _ln(b.attn_norm),
-                    a.kv.bias[: self._dim],
-                    a.kv.weight[: self._dim].t(),
-                    a.kv.bias[self._dim :],
-                    a.kv.weight[self._dim :].t(),
-                    a.q.bias,
-                    a.q.weight.t(),
+                    _d(a.kv.bias)[: self._dim],
+                    _d(a.kv.weight)[: self._dim].t(),
+                    _d(a.kv.bias)[self._dim :],
+                    _d(a.kv.weight)[self._dim :].t(),
+                    _d(a.q.bias),
+                    _d(a.q.weight).t(),
                     *out,
                     _ln(b.ffn_norm),
-                    f.fc1.bias,
-                    f.fc1.weight.t(),
-                    f.fc2.bias,
-                    f.fc2.weight.t(),
+                    _d(f.fc1.bias),
+                    _d(f.fc1.weight).t(),
+                    _d(f.fc2.bias),
+                    _d(f.fc2.weight).t(),
                 )
             )
 
@@ -282,13 +296,13 @@ class SASRecCache(WindowedEncoder):
         return cache, self._output(x[:, -1])
 
     def _output(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.enc.final_norm(x)
+        x = F.layer_norm(x, *self._final_norm)
         return F.normalize(x, dim=-1) if self.enc.config.l2_norm else x
 
     def _step(self, state, item, time):
-        enc, d = self.enc, self._dim
+        d = self._dim
         p = len(state.items) - 1  # the new event's position in the window
-        x = (enc.item_emb.weight[item] * enc.scale + enc.pos_emb.weight[p])[None]  # [1, D]
+        x = (self._items[item] * self._scale + self._positions[p])[None]  # [1, D]
         for weights, (keys, values) in zip(self._blocks, state.cache, strict=True):
             pre, h, norm1, k_b, k_w, v_b, v_w, q_b, q_w, o_w, o_b, norm2, b1, w1, b2, w2 = weights
             z = F.layer_norm(x, *norm1)
@@ -321,8 +335,30 @@ class HSTUCache(WindowedEncoder):
 
     def __init__(self, model: Any, slide: str = "exact", stride: int = 0) -> None:
         super().__init__(model, slide, stride)
+        enc = self.enc
         with torch.no_grad():
-            self._flipped = {id(m): m.pos_w.detach().flip(-1) for m in self.enc.rabs}
+            # w_p[h, i - j] read backwards: the row of query p is one slice of the flipped table
+            self._flipped = {id(m): m.pos_w.detach().flip(-1) for m in enc.rabs}
+        self._items = _d(enc.item_emb.weight)
+        self._scale = math.sqrt(enc.item_emb.embedding_dim)
+        self._positions = None if enc.pos_emb is None else _d(enc.pos_emb.weight)
+        self._time_emb = None if enc.time_emb is None else _d(enc.time_emb.weight)
+        self._layers = []
+        for i, layer in enumerate(enc.layers):
+            rab = self._rab(i)
+            self._layers.append(
+                (
+                    _ln(layer.norm_in),
+                    _d(layer.proj1.bias),
+                    _d(layer.proj1.weight).t(),
+                    _ln(layer.norm_attn),
+                    _d(layer.proj2.bias),
+                    _d(layer.proj2.weight).t(),
+                    (layer.n_heads, layer.d_qk, layer.d_v),
+                    None if rab is None else id(rab),
+                    None if rab is None or rab.ts_w is None else _d(rab.ts_w),
+                )
+            )
 
     def _rab(self, i: int):
         enc = self.enc
@@ -359,8 +395,6 @@ class HSTUCache(WindowedEncoder):
             times = torch.zeros(self.max_len, dtype=torch.long, device=self.model.device)
             times[: len(state.times)] = torch.tensor(state.times, dtype=torch.long)
             state.extra["times"] = times
-        # w_p[h, i - j] read backwards: the row of query p is one slice of the flipped table
-        state.extra["flipped"] = self._flipped
 
     def _output(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(x, dim=-1) if self.enc.config.l2_norm else x
@@ -368,18 +402,18 @@ class HSTUCache(WindowedEncoder):
     def _step(self, state, item, time):
         from seqrec.models.hstu_bias import bucketize
 
-        enc, c = self.enc, self.enc.config
+        c = self.enc.config
         p = len(state.items) - 1
-        x = enc.item_emb.weight[item] * math.sqrt(enc.item_emb.embedding_dim)
-        if enc.pos_emb is not None:
-            x = x + enc.pos_emb.weight[p]
+        x = self._items[item] * self._scale
+        if self._positions is not None:
+            x = x + self._positions[p]
         times = state.extra.get("times")  # int64 [max_len], the window's times
         if times is not None:
             times[p] = time
-        if enc.time_emb is not None and times is not None:
+        if self._time_emb is not None and times is not None:
             gap = times[p] - times[p - 1] if p > 0 else torch.zeros((), dtype=torch.long)
             bucket = bucketize(gap, c.num_time_buckets, c.time_bucket_fn, c.time_bucket_divisor)
-            x = x + enc.time_emb.weight[bucket]
+            x = x + self._time_emb[bucket]
         x = x[None]  # [1, D]
         time_buckets = None
         if c.rab and c.rab_time and times is not None:
@@ -387,32 +421,26 @@ class HSTUCache(WindowedEncoder):
             time_buckets = bucketize(
                 dt, c.num_time_buckets, c.time_bucket_fn, c.time_bucket_divisor
             )
-        first = enc.max_len - 1 - p  # w_p[h, p - j] for j = 0 .. p, from the flipped table
-        scale = 1.0 / math.sqrt(enc.layers[0].d_qk)
+        first = self.max_len - 1 - p  # w_p[h, p - j] for j = 0 .. p, from the flipped table
         biases: dict[int, torch.Tensor] = {}
-        for i, (layer, (keys, values)) in enumerate(zip(enc.layers, state.cache, strict=True)):
-            h, dqk, dv = layer.n_heads, layer.d_qk, layer.d_v
-            uvqk = F.silu(
-                F.linear(F.layer_norm(x, *_ln(layer.norm_in)), layer.proj1.weight, layer.proj1.bias)
-            )
+        for weights, (keys, values) in zip(self._layers, state.cache, strict=True):
+            norm_in, b1, w1, norm_attn, b2, w2, (h, dqk, dv), rab, ts_w = weights
+            uvqk = F.silu(torch.addmm(b1, F.layer_norm(x, *norm_in), w1))
             u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
             keys[0, :, p] = k.view(h, dqk)
             values[0, :, p] = v.view(h, dv)
-            q = q.view(h, 1, dqk) * scale
+            q = q.view(h, 1, dqk) * (1.0 / math.sqrt(dqk))
             scores = q @ keys[0, :, : p + 1].transpose(-2, -1)  # [H, 1, p + 1]
-            module = self._rab(i)
-            if module is not None:
-                key = id(module)
-                if key not in biases:
-                    bias = state.extra["flipped"][key][:, first : first + p + 1]
-                    if time_buckets is not None and module.ts_w is not None:
-                        bias = bias + module.ts_w[time_buckets].T
-                    biases[key] = bias[:, None]
-                scores = scores + biases[key]
-            weights = F.silu(scores) * (1.0 / enc.max_len)
-            av = (weights @ values[0, :, : p + 1]).view(1, h * dv)
-            gated = F.layer_norm(av, *_ln(layer.norm_attn)) * u
-            x = x + F.linear(gated, layer.proj2.weight, layer.proj2.bias)
+            if rab is not None:
+                if rab not in biases:
+                    bias = self._flipped[rab][:, first : first + p + 1]
+                    if time_buckets is not None and ts_w is not None:
+                        bias = bias + ts_w[time_buckets].T
+                    biases[rab] = bias[:, None]
+                scores = scores + biases[rab]
+            attn = F.silu(scores).mul_(1.0 / self.max_len)
+            av = (attn @ values[0, :, : p + 1]).view(1, h * dv)
+            x = torch.addmm(b2, F.layer_norm(av, *norm_attn) * u, w2).add_(x)
         return self._output(x)
 
 
@@ -517,29 +545,41 @@ class LRURecRecurrent(WindowedEncoder):
                 w_in = torch.stack((lru.B_re, lru.B_im), dim=1).reshape(2 * lru.n, lru.d)
                 b_in = torch.stack((lru.b_re, lru.b_im), dim=1).reshape(2 * lru.n)
                 w_out = torch.stack((lru.C_re, -lru.C_im), dim=-1).reshape(lru.d, 2 * lru.n)
+                ffn = block.ffn
                 self._layers.append(
-                    (lru.lam(), w_in * gamma[:, None], b_in * gamma, w_out, lru.c, lru.n)
+                    (
+                        lru.lam(),
+                        (b_in * gamma).detach(),
+                        (w_in * gamma[:, None]).t().detach(),
+                        _d(lru.c),
+                        w_out.t().detach(),
+                        lru.n,
+                        _ln(lru.norm),
+                        _d(ffn.w1.bias),
+                        _d(ffn.w1.weight).t(),
+                        _d(ffn.w2.bias),
+                        _d(ffn.w2.weight).t(),
+                        _ln(ffn.norm),
+                    )
                 )
+        self._embedding, self._embed_norm = _d(self.enc.embedding.weight), _ln(self.enc.embed_norm)
 
     def _prefill(self, items, times):
         state = self.enc.prefill(items[None])
         return list(state.h), state.last
 
     def _step(self, state, item, time):
-        enc = self.enc
-        x = F.layer_norm(enc.embedding.weight[item][None], *_ln(enc.embed_norm))  # [1, D]
-        for i, (block, (lam, w_in, b_in, w_out, c, n)) in enumerate(
-            zip(enc.blocks, self._layers, strict=True)
-        ):
-            u = torch.view_as_complex(F.linear(x, w_in, b_in).view(1, n, 2))
-            h = state.cache[i] = torch.addcmul(u, lam, state.cache[i])  # lam * h + u
-            y = F.linear(torch.view_as_real(h).view(1, 2 * n), w_out, c)
-            x = F.layer_norm(y + x, *_ln(block.lru.norm))
-            ffn = block.ffn
-            y = F.linear(
-                F.gelu(F.linear(x, ffn.w1.weight, ffn.w1.bias)), ffn.w2.weight, ffn.w2.bias
+        x = F.layer_norm(self._embedding[item][None], *self._embed_norm)  # [1, D]
+        hs = state.cache
+        for i, weights in enumerate(self._layers):
+            lam, b_in, w_in, c, w_out, n, norm1, b1, w1, b2, w2, norm2 = weights
+            u = torch.view_as_complex(torch.addmm(b_in, x, w_in).view(1, n, 2))
+            h = hs[i] = torch.addcmul(u, lam, hs[i])  # lam * h + u
+            x = F.layer_norm(
+                torch.addmm(c, torch.view_as_real(h).view(1, 2 * n), w_out).add_(x), *norm1
             )
-            x = F.layer_norm(x + y, *_ln(ffn.norm))
+            y = torch.addmm(b2, F.gelu(torch.addmm(b1, x, w1)), w2)
+            x = F.layer_norm(y.add_(x), *norm2)
         return x
 
 
