@@ -180,7 +180,11 @@ class WindowedEncoder:
             out = np.asarray(self.model.popularity, dtype=np.float32).copy()
         else:
             with self._context():
-                out = F.linear(state.last, *self._out)[0].float().cpu().numpy()
+                logits = F.linear(state.last, *self._out)[0]
+                if logits.dtype == torch.float32 and logits.device.type == "cpu":
+                    out = logits.numpy()
+                else:
+                    out = logits.float().cpu().numpy()
         out[0] = -np.inf
         return out
 
@@ -302,7 +306,8 @@ class SASRecCache(WindowedEncoder):
     def _step(self, state, item, time):
         d = self._dim
         p = len(state.items) - 1  # the new event's position in the window
-        x = (self._items[item] * self._scale + self._positions[p])[None]  # [1, D]
+        # item * scale + position, [1, D]
+        x = torch.add(self._positions[p : p + 1], self._items[item : item + 1], alpha=self._scale)
         for weights, (keys, values) in zip(self._blocks, state.cache, strict=True):
             pre, h, norm1, k_b, k_w, v_b, v_w, q_b, q_w, o_w, o_b, norm2, b1, w1, b2, w2 = weights
             z = F.layer_norm(x, *norm1)
@@ -315,7 +320,7 @@ class SASRecCache(WindowedEncoder):
                 values[0, :, p] = torch.addmm(v_b, kv_in, v_w).view(h, -1)
             q = torch.addmm(q_b, z, q_w).view(1, h, 1, -1)
             out = F.scaled_dot_product_attention(
-                q, keys[:, :, : p + 1], values[:, :, : p + 1]
+                q, keys.narrow(2, 0, p + 1), values.narrow(2, 0, p + 1)
             ).view(1, d)
             if o_w is not None:
                 out = torch.addmm(o_b, out, o_w)
