@@ -78,7 +78,9 @@ class _Inference:
 
 
 def _ln(module: torch.nn.LayerNorm) -> tuple:
-    """``F.layer_norm``'s arguments after the input (weights detached: see ``_d``)."""
+    """``torch.layer_norm``'s arguments after the input (weights detached: see ``_d``); the
+    steps call ``torch.layer_norm``, not ``F.layer_norm``, whose Python wrapper costs about as
+    much as the op on one position."""
     return (module.normalized_shape, _d(module.weight), _d(module.bias), module.eps)
 
 
@@ -300,7 +302,7 @@ class SASRecCache(WindowedEncoder):
         return cache, self._output(x[:, -1])
 
     def _output(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.layer_norm(x, *self._final_norm)
+        x = torch.layer_norm(x, *self._final_norm)
         return F.normalize(x, dim=-1) if self.enc.config.l2_norm else x
 
     def _step(self, state, item, time):
@@ -310,7 +312,7 @@ class SASRecCache(WindowedEncoder):
         x = torch.add(self._positions[p : p + 1], self._items[item : item + 1], alpha=self._scale)
         for weights, (keys, values) in zip(self._blocks, state.cache, strict=True):
             pre, h, norm1, k_b, k_w, v_b, v_w, q_b, q_w, o_w, o_b, norm2, b1, w1, b2, w2 = weights
-            z = F.layer_norm(x, *norm1)
+            z = torch.layer_norm(x, *norm1)
             kv_in = z if pre else x
             if h == 1:  # this position's key and value, written in place
                 torch.addmm(k_b, kv_in, k_w, out=keys[0, 0, p : p + 1])
@@ -326,9 +328,9 @@ class SASRecCache(WindowedEncoder):
                 out = torch.addmm(o_b, out, o_w)
             if pre:
                 x = x + out
-                y = F.layer_norm(x, *norm2)
+                y = torch.layer_norm(x, *norm2)
             else:
-                x = y = F.layer_norm(z + out, *norm2)
+                x = y = torch.layer_norm(z + out, *norm2)
             x = torch.addmm(b2, torch.addmm(b1, y, w1).relu_(), w2).add_(x)
         return self._output(x)
 
@@ -430,7 +432,7 @@ class HSTUCache(WindowedEncoder):
         biases: dict[int, torch.Tensor] = {}
         for weights, (keys, values) in zip(self._layers, state.cache, strict=True):
             norm_in, b1, w1, norm_attn, b2, w2, (h, dqk, dv), rab, ts_w = weights
-            uvqk = F.silu(torch.addmm(b1, F.layer_norm(x, *norm_in), w1))
+            uvqk = F.silu(torch.addmm(b1, torch.layer_norm(x, *norm_in), w1))
             u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
             keys[0, :, p] = k.view(h, dqk)
             values[0, :, p] = v.view(h, dv)
@@ -445,7 +447,7 @@ class HSTUCache(WindowedEncoder):
                 scores = scores + biases[rab]
             attn = F.silu(scores).mul_(1.0 / self.max_len)
             av = (attn @ values[0, :, : p + 1]).view(1, h * dv)
-            x = torch.addmm(b2, F.layer_norm(av, *norm_attn) * u, w2).add_(x)
+            x = torch.addmm(b2, torch.layer_norm(av, *norm_attn) * u, w2).add_(x)
         return self._output(x)
 
 
@@ -568,23 +570,23 @@ class LRURecRecurrent(WindowedEncoder):
                     )
                 )
         self._embedding, self._embed_norm = _d(self.enc.embedding.weight), _ln(self.enc.embed_norm)
+        double = self._embedding.dtype == torch.float64
+        self._complex = torch.complex128 if double else torch.complex64
 
     def _prefill(self, items, times):
         state = self.enc.prefill(items[None])
         return list(state.h), state.last
 
     def _step(self, state, item, time):
-        x = F.layer_norm(self._embedding[item][None], *self._embed_norm)  # [1, D]
+        x = torch.layer_norm(self._embedding[item][None], *self._embed_norm)  # [1, D]
         hs = state.cache
         for i, weights in enumerate(self._layers):
             lam, b_in, w_in, c, w_out, n, norm1, b1, w1, b2, w2, norm2 = weights
-            u = torch.view_as_complex(torch.addmm(b_in, x, w_in).view(1, n, 2))
+            u = torch.addmm(b_in, x, w_in).view(self._complex)  # (re, im) pairs, [1, N]
             h = hs[i] = torch.addcmul(u, lam, hs[i])  # lam * h + u
-            x = F.layer_norm(
-                torch.addmm(c, torch.view_as_real(h).view(1, 2 * n), w_out).add_(x), *norm1
-            )
+            x = torch.layer_norm(torch.addmm(c, h.view(x.dtype), w_out).add_(x), *norm1)
             y = torch.addmm(b2, F.gelu(torch.addmm(b1, x, w1)), w2)
-            x = F.layer_norm(y.add_(x), *norm2)
+            x = torch.layer_norm(y.add_(x), *norm2)
         return x
 
 
