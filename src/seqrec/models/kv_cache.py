@@ -493,20 +493,17 @@ class LSANCache(WindowedEncoder):
         return cache, x[:, -1]
 
     def _step(self, state, item, time):
-        from seqrec.models.lsan import HOURS
-
         enc = self.enc
         p = len(state.items) - 1
         device = self.model.device
-        ids = torch.tensor([item], device=device)
-        cur = enc.category_of[ids]
-        prev = (
-            enc.category_of[torch.tensor([state.items[p - 1]], device=device)] if p > 0 else 0 * cur
-        )
-        slot = None
+        # the context of the new event, as the encoder computes it: the last of the window's
+        # last two events (one at the window's start: its previous category is the padding)
+        recent = torch.tensor([state.items[max(0, p - 1) :]], device=device)
+        times = None
         if state.times is not None:
-            slot = torch.tensor([(int(time) // 3600) % HOURS], device=device)
-        x = enc.compose(enc.base_embeddings(ids), enc.tuple_context(prev, cur, slot))  # [1, D]
+            times = torch.tensor([state.times[max(0, p - 1) :]], device=device)
+        ctx = enc.context_vectors(recent, times)[0, -1:]  # [1, D]
+        x = enc.compose(enc.base_embeddings(recent[0, -1:]), ctx)  # [1, D]
         if enc.pos_emb is not None:
             x = x + enc.pos_emb.weight[p]
         x = x[None]  # [1, 1, D]
