@@ -19,6 +19,11 @@ history, times included for HSTU, which reads them):
 
 The scores of both paths are compared (largest absolute difference, top-10 agreement).
 
+``--part window`` measures instead what the approximate ``slide="periodic"`` costs in
+accuracy: a SASRec (positions from the start) trained on ``--window-data`` scores every test
+history with its last ``max_len - stride`` events against its last ``max_len``; writes
+``docs/results/live_window.{json,md}``.
+
 Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_live.py [--users 200] [--quick]``;
 writes ``docs/results/live.{json,md}``. Needs ``ml-1m-sasrec`` and ``ml-1m-ts`` (the shared
 data).
