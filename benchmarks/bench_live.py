@@ -283,10 +283,10 @@ def render_window(r: dict) -> str:
         "",
         f"Command: `{r['command']}`  ",
         f"Data: {r['dataset']}, 5-core, leave-last-out; {r['users']:,} test users, "
-        f"{r['users_long']:,} of them with more than `max_len - {max(x['stride'] for x in r['rows'])}`"
-        " events of history  ",
+        f"{r['users_long']:,} of them (the long histories) with more than "
+        f"`max_len - {max(x['stride'] for x in r['rows'])}` events of history  ",
         f"Model: SASRec, default recipe, `max_len = {c['max_len']}`, positions from the start, "
-        f"at most {c['epochs']} epochs (trained {r['epochs_trained']}, best validation NDCG@10 "
+        f"at most {c['epochs']} epochs (ran {r['epochs_trained']}, best validation NDCG@10 "
         f"{r['best_valid_ndcg10']:.4f}), seed {r['seed']}  ",
         f"Protocol: {r['protocol']}  ",
         f"Hardware: {hardware_line(r['hardware'])}  ",
@@ -298,16 +298,25 @@ def render_window(r: dict) -> str:
         "history with its last `window` events, the periodic window's worst case.",
         "",
         "| stride | window | test NDCG@10 | change | test HR@10 | NDCG@10 of the long histories "
-        "| users whose history is cut further |",
+        "| test histories longer than the window |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in r["rows"]:
         lines.append(
             f"| {row['stride']} | {row['window']} | {row['ndcg10']:.4f} | "
             f"{row['ndcg10'] - base['ndcg10']:+.4f} | {row['hr10']:.4f} | "
-            f"{row['ndcg10_long']:.4f} | {row['users_cut'] - base['users_cut']:,} |"
+            f"{row['ndcg10_long']:.4f} | {row['users_cut']:,} |"
         )
-    lines.append("")
+    worst = max(abs(row["ndcg10"] - base["ndcg10"]) for row in r["rows"])
+    lines += [
+        "",
+        f"One model, one seed, {r['users']:,} test users: the differences, up to {worst:.4f} "
+        "NDCG@10, go both ways, and no paired test or second seed was run: read them as no "
+        "measurable cost of these shorter windows here, not as a gain. This is a small "
+        f"dataset at `max_len = {c['max_len']}`, not ML-1M at 200; the periodic slide stays "
+        "an approximation, and the default slide is exact.",
+        "",
+    ]
     return "\n".join(lines)
 
 
