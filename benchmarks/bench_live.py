@@ -61,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--window-data", default="ml-latest-small")
     ap.add_argument("--window-max-len", type=int, default=50)
-    ap.add_argument("--window-epochs", type=int, default=30)
+    ap.add_argument("--window-epochs", type=int, default=40)
     ap.add_argument("--strides", type=int, nargs="+", default=[5, 10, 25])
     ap.add_argument("--quick", action="store_true", help="few users (smoke test; no files)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "live"))
