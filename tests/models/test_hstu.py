@@ -34,7 +34,29 @@ class TestHSTUConformance(ConformanceSuite):
         {"temperature": 0.0},
         {"d_qk": -1},
         {"num_time_buckets": 0},
+        {"positions": "from_left"},
     ]
+
+
+class TestHSTUPositionsFromStart(ConformanceSuite):
+    """Positions counted from the oldest item of the window (Meta's reference): the live
+    sessions' key/value cache applies (``test_incremental_parity``), with the input-side time
+    embedding and one shared rab."""
+
+    model_cls = HSTU
+    config_kwargs = {
+        "dim": 16,
+        "n_blocks": 2,
+        "n_heads": 2,
+        "positions": "from_start",
+        "time_embedding": True,
+        "rab_shared": True,
+    }
+    test_all_losses = None
+    test_bad_configs = None
+    test_seeded_refit = None
+    test_exclude_seen = None
+    test_learns = None
 
 
 # --- variants: encoder-level conformance checks only (fast) -------------------------------
@@ -44,6 +66,7 @@ VARIANTS = [
     {"time_embedding": True, "time_bucket_fn": "sqrt", "time_bucket_divisor": 1.0},
     {"l2_norm": True, "temperature": 0.05, "d_qk": 3, "d_v": 5},
     {"rab": False},
+    {"positions": "from_start", "l2_norm": True},
 ]
 
 

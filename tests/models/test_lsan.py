@@ -33,7 +33,21 @@ class TestLSANConformance(ConformanceSuite):
         {"candidates": "context"},
         {"composition": "product"},
         {"composition": "max", "dynamic": False},
+        {"positions": "from_left"},
     ]
+
+
+class TestLSANPositionsFromStart(ConformanceSuite):
+    """Positions counted from the oldest item of the window: the live sessions' key/value
+    cache (attention keys / values and the convolution's inputs) applies."""
+
+    model_cls = LSAN
+    config_kwargs = {"dim": 16, "n_heads": 2, "dropout": 0.1, "m1": 3, "positions": "from_start"}
+    test_all_losses = None
+    test_bad_configs = None
+    test_seeded_refit = None
+    test_exclude_seen = None
+    test_learns = None
 
 
 class TestLSANMeanCandidatesConformance(ConformanceSuite):

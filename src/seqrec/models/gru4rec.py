@@ -181,3 +181,12 @@ class GRU4Rec(TorchRecommender):
     name = "gru4rec"
     config_cls = GRU4RecConfig
     encoder_cls = GRU4RecEncoder
+
+    def incremental(self, slide: str = "exact", stride: int = 0):
+        """The live-session encoder: the hidden state of every GRU layer
+        (:mod:`seqrec.models.kv_cache`).
+
+        ``slide`` / ``stride``: what happens beyond ``max_len`` (see there)."""
+        from seqrec.models.kv_cache import GRU4RecRecurrent, cached_encoder
+
+        return cached_encoder(self, GRU4RecRecurrent, slide=slide, stride=stride)

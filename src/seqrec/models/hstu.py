@@ -21,7 +21,8 @@ encoder output and the item table are L2-normalised and logits are cosine / ``te
 Choices and deviations (the write-up leaves them open or differs from the paper):
 
 * Absolute positions are counted from the right (the most recent item always has position
-  ``max_len - 1``); Meta's reference counts from the oldest item of the window.
+  ``max_len - 1``); Meta's reference counts from the oldest item of the window
+  (``positions="from_start"``, which live sessions can serve from a key/value cache).
 * The input-side time embedding (off by default) embeds the bucketed gap ``t_i - t_{i-1}`` to
   the previous event; the write-up's ``query_time - t_i`` would let position ``i`` see the time
   of the last event during training (a causal leak), so it is not used.
@@ -44,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqrec.config_fields import setting
 from seqrec.data.batching import SequenceBatch, _shift_view, left_pad
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
@@ -116,6 +118,11 @@ class HSTUConfig(NeuralConfig):
     """Bucket width after the map (0.301: each log bucket spans a factor of 1.35)."""
     position_embedding: bool = True
     """Add the absolute position embedding to the input (write-up §4)."""
+    positions: str = setting("from_end", legacy="from_end")
+    """Absolute positions: 'from_end' (the most recent item always has position ``max_len - 1``)
+    or 'from_start' (counted from the oldest item of the window, as Meta's reference; a new
+    event then leaves every earlier position unchanged, so live sessions can cache keys and
+    values: ``seqrec.models.kv_cache``)."""
     time_embedding: bool = False
     """Add an input-side embedding of the bucketed gap to the previous event."""
     l2_norm: bool = False
@@ -148,6 +155,7 @@ class HSTUConfig(NeuralConfig):
                 "or set allow_target_time=true to run it anyway (recorded with the run)"
             )
         check_choice(self, "time_bucket_fn", TIME_BUCKET_FNS)
+        check_choice(self, "positions", ("from_end", "from_start"))
         for name in ("d_qk", "d_v"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -252,7 +260,10 @@ class HSTUEncoder(SequenceEncoder):
         if n > self.max_len:
             raise ValueError(f"batch length {n} exceeds max_len {self.max_len}")
         x = self.item_emb(items) * math.sqrt(self.item_emb.embedding_dim)
-        if self.pos_emb is not None:
+        if self.pos_emb is not None and self.config.positions == "from_start":
+            # number of earlier real items in the window; independent of left padding
+            x = x + self.pos_emb((batch.mask.long().cumsum(1) - 1).clamp_(min=0))
+        elif self.pos_emb is not None:
             x = x + self.pos_emb.weight[self.max_len - n :]  # right-anchored positions
         if self.time_emb is not None and batch.timestamps is not None:
             x = x + self.time_emb(self._gap_buckets(batch))
@@ -297,6 +308,22 @@ class HSTU(TorchRecommender):
     name = "hstu"
     config_cls = HSTUConfig
     encoder_cls = HSTUEncoder
+
+    def incremental(self, slide: str = "exact", stride: int = 0):
+        """The live-session encoder: a key/value cache per layer (:mod:`seqrec.models.kv_cache`);
+        ``None`` (re-encode) with absolute positions counted from the end, where every new event
+        moves every position, and with ``rab_time_query="next"``, where it changes the time of the
+        previous query.
+
+        ``slide`` / ``stride``: what happens beyond ``max_len`` (see there)."""
+        from seqrec.models.kv_cache import HSTUCache, cached_encoder
+
+        c = self.config
+        if c.position_embedding and c.positions != "from_start":
+            return None
+        if c.rab and c.rab_time and c.rab_time_query == "next":
+            return None
+        return cached_encoder(self, HSTUCache, slide=slide, stride=stride)
 
     def _config_reads_time(self) -> bool:
         c = self.config

@@ -375,6 +375,15 @@ class LRURec(TorchRecommender):
     config_cls = LRURecConfig
     encoder_cls = LRUEncoder
 
+    def incremental(self, slide: str = "exact", stride: int = 0):
+        """The live-session encoder: the per-layer recurrent states, exact within ``max_len``
+        (:mod:`seqrec.models.kv_cache`).
+
+        ``slide`` / ``stride``: what happens beyond ``max_len`` (see there)."""
+        from seqrec.models.kv_cache import LRURecRecurrent, cached_encoder
+
+        return cached_encoder(self, LRURecRecurrent, slide=slide, stride=stride)
+
     # --- streaming ---------------------------------------------------------------------
     def stream(self, history: Iterable[Any] = ()) -> StreamState:
         """Start a streaming session from a history of raw item ids (oldest first)."""

@@ -43,7 +43,8 @@ paper: "a multi-layer perceptron 2D -> D", "a non-linear operation").
 
 **Positions.** The prose does not mention position embeddings; we add SASRec's learned absolute
 positions (counted from the most recent item) to ``h~_i``, since the self-attention branch is
-otherwise order-blind beyond its causal mask. ``position_embedding=False`` drops them.
+otherwise order-blind beyond its causal mask. ``position_embedding=False`` drops them;
+``positions="from_start"`` counts them from the oldest item of the window instead.
 
 **Twin attention** (:mod:`seqrec.models.lsan_blocks`): Lite-Transformer-style split of the
 channels between a causal self-attention branch and a causal lightweight depthwise convolution
@@ -161,6 +162,10 @@ class LSANConfig(NeuralConfig):
     three per-field embeddings."""
     position_embedding: bool = True
     """Add learned absolute position embeddings (not in the paper's prose; see the docstring)."""
+    positions: str = setting("from_end", legacy="from_end")
+    """'from_end' (the most recent item always has the same position) or 'from_start' (counted
+    from the oldest item of the window: a new event leaves earlier positions unchanged, so live
+    sessions can cache keys and values, ``seqrec.models.kv_cache``)."""
     cache_candidates: bool = True
     """Keep the composed candidate table between scoring calls (faster scoring; False recomposes
     it at every call and holds no full-size table)."""
@@ -177,6 +182,7 @@ class LSANConfig(NeuralConfig):
         check_choice(self, "context_embedding", ("tuple", "sum"))
         check_choice(self, "candidates", ("mean", "input"))
         check_choice(self, "composition", ("sum", "product"))
+        check_choice(self, "positions", ("from_end", "from_start"))
         if self.composition == "product" and self.dynamic:
             raise ConfigError(
                 "composition='product' has no weights to make dynamic: set dynamic=False"
@@ -351,7 +357,9 @@ class LSANEncoder(SequenceEncoder):
             raise ConfigError(f"input length {length} exceeds max_len {self.config.max_len}")
         valid = batch.mask if batch.mask is not None else items.ne(0)
         x = self.input_embeddings(batch)
-        if self.pos_emb is not None:  # counted from the most recent item: padding-invariant
+        if self.pos_emb is not None and self.config.positions == "from_start":
+            x = x + self.pos_emb((valid.long().cumsum(1) - 1).clamp_(min=0))
+        elif self.pos_emb is not None:  # counted from the most recent item: padding-invariant
             x = (
                 x
                 + self.pos_emb(
@@ -400,6 +408,18 @@ class LSAN(TorchRecommender):
     name = "lsan"
     config_cls = LSANConfig
     encoder_cls = LSANEncoder
+
+    def incremental(self, slide: str = "exact", stride: int = 0):
+        """The live-session encoder: per layer, a key/value cache and the convolution's inputs
+        (:mod:`seqrec.models.kv_cache`); ``None`` (re-encode) with positions counted from the end,
+        where every new event moves every position.
+
+        ``slide`` / ``stride``: what happens beyond ``max_len`` (see there)."""
+        from seqrec.models.kv_cache import LSANCache, cached_encoder
+
+        if self.config.position_embedding and self.config.positions != "from_start":
+            return None
+        return cached_encoder(self, LSANCache, slide=slide, stride=stride)
 
     def _config_reads_time(self) -> bool:
         return self.config.time_slots == "hour"

@@ -264,3 +264,15 @@ class SASRec(TorchRecommender):
     name = "sasrec"
     config_cls = SASRecConfig
     encoder_cls = SASRecEncoder
+
+    def incremental(self, slide: str = "exact", stride: int = 0):
+        """The live-session encoder: a key/value cache per block (:mod:`seqrec.models.kv_cache`);
+        ``None`` (re-encode) with ``positions="from_end"``, where every new event moves every
+        position.
+
+        ``slide`` / ``stride``: what happens beyond ``max_len`` (see there)."""
+        from seqrec.models.kv_cache import SASRecCache, cached_encoder
+
+        if self.config.positions != "from_start":
+            return None
+        return cached_encoder(self, SASRecCache, slide=slide, stride=stride)

@@ -21,7 +21,8 @@ last item); an optional ``encode_last`` agrees
 with ``forward``; left-padding invariance; batch-size
 invariance; save/load keeps scores; seeded refit is deterministic; bad configs raise
 ``ConfigError``; ``recommend(exclude_seen=True)`` never returns history items; every loss runs;
-the model learns an easy synthetic pattern.
+the model learns an easy synthetic pattern; the incremental encoder of live sessions
+(``seqrec.models.incremental``) gives ``model.score``'s scores after every event of a stream.
 """
 
 from __future__ import annotations
@@ -346,6 +347,61 @@ def check_learns(
     assert best is not None and best >= min_ndcg, f"validation NDCG@10 {best} < {min_ndcg}"
 
 
+def stream_parity(model, encoder, n_events: int = 200, seed: int = 0) -> float:
+    """Largest ``|encoder.scores - model.score|`` over the prefixes of a random stream.
+
+    The stream (``n_events`` items of the model's catalogue, times hours to days apart when the
+    model reads time) starts with its first three events (``start``) and then appends one event
+    at a time; after each, the encoder's scores are compared with ``model.score`` on the full
+    history so far.
+    """
+    from seqrec.data.sequences import Sequences
+
+    rng = np.random.default_rng(seed)
+    items = rng.integers(1, model.n_items + 1, size=n_events)
+    times = None
+    if model.reads_time:
+        times = 1_000_000_000 + np.cumsum(rng.integers(0, 3 * 86_400, size=n_events))
+    state = encoder.start(items[:3], None if times is None else times[:3])
+    worst = 0.0
+    for t in range(3, n_events + 1):
+        if t > 3:
+            state = encoder.append(
+                state, int(items[t - 1]), None if times is None else int(times[t - 1])
+            )
+        history = Sequences.from_lists(
+            [items[:t].tolist()],
+            n_items=model.n_items,
+            timestamps=None if times is None else [times[:t].tolist()],
+        )
+        ref = model.score(history)[0]
+        got = encoder.scores(state)
+        assert got.shape == ref.shape and got.dtype == np.float32 and got[0] == -np.inf
+        worst = max(worst, float(np.abs(got[1:] - ref[1:]).max()))
+    return worst
+
+
+def check_incremental_parity(
+    model_cls, config_kwargs: dict[str, Any], atol: float = 1e-5, n_events: int = 200
+) -> None:
+    """The model's incremental encoder (``incremental_encoder``: its own, else re-encoding)
+    gives ``model.score``'s scores after every event of a stream of ``n_events``: once within
+    ``max_len`` (a model with ``max_len = n_events``) and once crossing it many times (the
+    suite's ``max_len``, where the window slides)."""
+    from seqrec.models.incremental import incremental_encoder
+
+    for model in (
+        fitted(model_cls, config_kwargs, max_len=n_events, epochs=1),
+        fitted(model_cls, config_kwargs),
+    ):
+        encoder = incremental_encoder(model)
+        worst = stream_parity(model, encoder, n_events)
+        assert worst <= atol, (
+            f"{type(encoder).__name__} ({encoder.kind}) differs from model.score by {worst} "
+            f"(max_len {model.config.max_len}, {n_events} events)"
+        )
+
+
 CHECKS = (
     check_shapes,
     check_no_causal_leakage,
@@ -358,6 +414,7 @@ CHECKS = (
     check_exclude_seen,
     check_all_losses,
     check_learns,
+    check_incremental_parity,
 )
 
 
@@ -418,3 +475,6 @@ class ConformanceSuite:
 
     def test_learns(self):
         check_learns(self.model_cls, self.config_kwargs, self.learn_epochs, self.learn_min_ndcg)
+
+    def test_incremental_parity(self):
+        check_incremental_parity(self.model_cls, self.config_kwargs, self.atol)
