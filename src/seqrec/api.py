@@ -90,6 +90,23 @@ class TrainedRun:
         (rec,) = batch.recommend_requests(self.model, [request], k, exclude_seen, allow, deny)
         return rec
 
+    def session(
+        self,
+        user: Any = None,
+        history: list[Any] | None = None,
+        times: list[Any] | None = None,
+        store: Any = None,
+        unknown_users: str = "error",
+    ) -> Any:
+        """A live stream for ``user`` (their stored history) or a new one: ``.append(item,
+        time=None)`` then ``.recommend(k, exclude_seen, allow, deny)``, answered through the
+        model's incremental encoder with the filters and unknown-id rule of :meth:`recommend`;
+        ``store`` (a file path or ``redis://`` URL) keeps the events, else they stay in memory
+        (:func:`seqrec.live.session.session`)."""
+        from seqrec.live.session import session
+
+        return session(self.model, user, history, times, store, unknown_users)
+
     def __repr__(self) -> str:
         # the default dataclass repr prints the whole record (hundreds of numbers) in a notebook
         rec = self.record
