@@ -126,6 +126,7 @@ def create_app(
             allow_headers=["content-type"],
         )
     app.state.example_query = _example_query(model)
+    app.state.events = None if live is None else live.store.url
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
