@@ -32,7 +32,7 @@ def trained(tmp_path_factory):
     run = seqrec.train(
         str(tmp / "log.csv"),
         "sasrec",
-        data_options={"columns": {"user": "customer", "item": "sku", "timestamp": "event_ms"}},
+        data_options={"columns": "user=customer,item=sku,timestamp=event_ms"},
         epochs=1,
         dim=8,
         max_len=5,
