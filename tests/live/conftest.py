@@ -2,7 +2,8 @@
 
 The Redis tests need ``redis-server`` (Debian: ``apt-get install redis-server``) and the
 ``redis`` client (the ``live`` extra). Without them they skip locally; in CI (``CI`` set, as
-``.ci/run`` sets it) a missing server is a failure, never a skip."""
+``.ci/run`` sets it, with ``SEQREC_TEST_REDIS`` naming the server it started) a missing server
+is a failure, never a skip."""
 
 from __future__ import annotations
 
@@ -52,7 +53,12 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory):
     """``redis://127.0.0.1:PORT/0`` of a redis-server started for the tests (append-only file,
-    fsync on every write), stopped at the end."""
+    fsync on every write), stopped at the end; ``$SEQREC_TEST_REDIS`` names a server already
+    running (``.ci/run`` starts one)."""
+    given = os.environ.get("SEQREC_TEST_REDIS")
+    if given:
+        yield given
+        return
     binary = shutil.which("redis-server")
     try:
         import redis  # noqa: F401
