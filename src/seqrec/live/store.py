@@ -99,6 +99,21 @@ def open_store(spec: str | Path) -> EventStore:
     return SQLiteStore(text.removeprefix("sqlite://") if text.startswith("sqlite://") else text)
 
 
+class _Job:
+    """One ``append`` call waiting for a group commit."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+        self.stored: list[bool] = []
+        self.error: BaseException | None = None
+        self.done = False
+
+    def result(self) -> list[bool]:
+        if self.error is not None:
+            raise self.error
+        return self.stored
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -126,6 +141,9 @@ class SQLiteStore:
                 raise ConfigError(f"event store {self.path}: folder {parent} does not exist")
         self._local = threading.local()
         self._write = threading.Lock()
+        self._turn = threading.Condition()
+        self._queue: list[_Job] = []
+        self._leader = False
         self._shared: sqlite3.Connection | None = None
         if self.path == ":memory:":  # one database: every thread shares its connection
             self._shared = self._connect()
@@ -151,8 +169,37 @@ class SQLiteStore:
         return conn
 
     def append(self, events: list[Event]) -> list[bool]:
+        """Group commit: the appends of concurrent threads that arrive while one commit is
+        being fsynced go into the next transaction together (one fsync for all of them); each
+        call still returns only after its own events are committed."""
         if not events:
             return []
+        job = _Job(list(events))
+        with self._turn:
+            self._queue.append(job)
+            while not job.done and self._leader:
+                self._turn.wait()
+            if job.done:
+                return job.result()
+            self._leader = True  # this thread commits what is queued now, its own job included
+            batch, self._queue = self._queue, []
+        try:
+            flat = [ev for j in batch for ev in j.events]
+            stored = self._commit(flat)
+            for j in batch:
+                j.stored, stored = stored[: len(j.events)], stored[len(j.events) :]
+        except BaseException as exc:
+            for j in batch:
+                j.error = exc
+        finally:
+            with self._turn:
+                for j in batch:
+                    j.done = True
+                self._leader = False
+                self._turn.notify_all()
+        return job.result()
+
+    def _commit(self, events: list[Event]) -> list[bool]:
         conn = self._conn()
         stored = []
         with self._write:
