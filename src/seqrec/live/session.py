@@ -102,8 +102,13 @@ class Live:
             )
         users = [str(u) for u in users]
         rows, seen, skipped = [], [], []
+        stored = getattr(self.model, "user_histories", None)
         with self._lock:
-            unknown = [u for u in users if not self.known(u)]
+            # one count per user: whether they exist, and how many events their state lacks
+            counts = {u: self.store.count(u) for u in users}
+            unknown = [
+                u for u in users if counts[u] == 0 and not (stored is not None and u in stored)
+            ]
             if unknown and unknown_users == "error":
                 self._unknown_error(unknown)
             for user in users:
@@ -114,7 +119,7 @@ class Live:
                     seen.append(np.zeros(0, np.int64))
                     skipped.append([])
                     continue
-                entry = self._entry(user)
+                entry = self._entry(user, counts[user])
                 rows.append(np.asarray(self.encoder.scores(entry.state), np.float32))
                 seen.append(np.fromiter(entry.seen, np.int64, len(entry.seen)))
                 skipped.append(list(entry.skipped))
@@ -140,8 +145,9 @@ class Live:
         }
 
     # --- states ---------------------------------------------------------------------------
-    def _entry(self, user: str) -> _Entry:
-        """The user's state, up to date with the store (call under the lock)."""
+    def _entry(self, user: str, count: int) -> _Entry:
+        """The user's state, up to date with the store's ``count`` events of the user (call
+        under the lock)."""
         entry = self._cache.get(user)
         if entry is None:
             self.misses += 1
@@ -152,7 +158,7 @@ class Live:
         else:
             self.hits += 1
             self._cache.move_to_end(user)
-            if self.store.count(user) > entry.absorbed:
+            if count > entry.absorbed:
                 for ev in self.store.history(user, entry.absorbed):
                     self._absorb(entry, ev)
         return entry
