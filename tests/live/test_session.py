@@ -84,3 +84,35 @@ def test_two_processes_over_one_store_see_each_other(run, trained, tmp_path):
     want = run.recommend(history=stored + [info["items"][7]], k=3).items
     assert b.recommend([user], k=3)[0].items == want
     assert open_store(spec).count(user) == 1
+
+
+def test_a_model_that_reads_time_gets_the_events_times(tmp_path):
+    """HSTU reads each history's times: the live answer equals recommend(history, times) with
+    the stored times followed by the events' times; an event without a time is refused."""
+    from seqrec.testing.synthetic import write_log_csv
+
+    info = write_log_csv(tmp_path / "log.csv", n_users=30, n_items=20, time_unit="s")
+    run = seqrec.train(
+        str(tmp_path / "log.csv"),
+        "hstu",
+        data_options={"columns": "user=customer,item=sku,timestamp=event_ms"},
+        epochs=1,
+        dim=8,
+        max_len=6,
+        num_threads=1,
+        progress=False,
+    )
+    assert run.model.reads_time
+    user = info["users"][5]
+    stored = list(run.model.vocab.decode(run.model.user_histories.internal([user])[0]))
+    (stored_times,) = run.model.user_histories.times_of([user])
+    session = run.session(user)
+    items, times = _stream(info, 8, seed=2), [stored_times[-1] + 600 * (n + 1) for n in range(8)]
+    for n, (item, t) in enumerate(zip(items, times, strict=True), 1):
+        session.append(item, time=t)
+        got = session.recommend(k=4)
+        want = run.recommend(history=stored + items[:n], times=list(stored_times) + times[:n], k=4)
+        assert got.items == want.items
+        np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-5)
+    with pytest.raises(DataError, match="reads time"):
+        session.append(items[0])
