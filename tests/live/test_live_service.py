@@ -23,6 +23,7 @@ def test_events_then_recommend_answers_from_the_history_now(trained, tmp_path):
     artifact, info = trained
     run = seqrec.load(artifact)
     client = TestClient(create_app(artifact, events=str(tmp_path / "e.db")))
+    assert "POST /events" in client.get("/").json()["endpoints"]
     info_body = client.get("/info").json()
     assert info_body["incremental"] in ("recurrent", "kv-cache", "re-encode")
     assert info_body["events"]["store"].endswith("e.db")
@@ -62,6 +63,7 @@ def test_without_a_store_events_are_a_404_that_says_how(trained):
     resp = client.post("/events", json={"user": "a", "item": "b"})
     assert resp.status_code == 404 and "--events" in resp.json()["detail"]
     assert client.get("/info").json()["events"] is None
+    assert "POST /events" not in client.get("/").json()["endpoints"]
 
 
 @pytest.mark.parametrize("events", [False, True])

@@ -208,7 +208,8 @@ def _print_one(model, request, rec, stored: bool) -> None:
     from seqrec.serving import batch
 
     if stored:
-        print(f"user {request.key}: {len(batch.histories_of(model, [request])[0])} stored items")
+        n = len(batch.histories_of(model, [request], "empty")[0])  # unknown: 0 (--unknown-users)
+        print(f"user {request.key}: {n} stored items")
     if rec.skipped_ids:
         print(
             f"note: skipped {len(rec.skipped_ids)} unknown item id(s): "

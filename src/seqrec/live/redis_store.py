@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from seqrec.errors import ConfigError, DataError
-from seqrec.live.store import Event
+from seqrec.live.events import Event
 
 _APPEND = """
 local p = ARGV[1]

@@ -156,20 +156,23 @@ def create_app(
 
     @app.get("/")
     def index() -> dict[str, Any]:  # what a person opening the address in a browser sees
+        endpoints = {
+            "POST /recommend": '{"history": [item ids, oldest first]} or '
+            '{"user": id}, optional "k", "exclude_seen", "allow", "deny", "unknown_users"',
+            "GET /recommend": "?user=id or ?history=id,id,id (oldest first), &k=10, "
+            "the other fields as for POST (lists comma-separated)",
+            "POST /recommend/batch": '{"requests": [...], "k": ...}',
+            "GET /info": "the model and its artifact",
+            "GET /health": "liveness",
+        }
+        if live is not None:
+            endpoints["POST /events"] = (
+                '{"user": id, "item": id, "time": t, "id": client id} or {"events": [...]}'
+            )
         return {
             "service": f"seqrec: {model.name} recommendations",
             "docs": "/docs",
-            "endpoints": {
-                "POST /recommend": '{"history": [item ids, oldest first]} or '
-                '{"user": id}, optional "k", "exclude_seen", "allow", "deny", "unknown_users"',
-                "GET /recommend": "?user=id or ?history=id,id,id (oldest first), &k=10, "
-                "the other fields as for POST (lists comma-separated)",
-                "POST /recommend/batch": '{"requests": [...], "k": ...}',
-                "POST /events": '{"user": id, "item": id, "time": t} or {"events": [...]} '
-                "(with seqrec serve --events)",
-                "GET /info": "the model and its artifact",
-                "GET /health": "liveness",
-            },
+            "endpoints": endpoints,
         }
 
     @app.get("/health")
