@@ -5,7 +5,8 @@
 
 1. Trains each model on the shipped ml-latest-small (5-core, leave-last-out; dim 64, 2 blocks,
    max_len 50, at most 3 epochs / 60 s, one thread: accuracy is not the point, the model's size
-   is that of a real one) and saves it with its users' histories.
+   is that of a real one) and saves it with its users' histories (``--data ml-1m-sasrec
+   --max-len 200``: the paper's ML-1M and window, written to ``live_serve_ml-1m-sasrec``).
 2. Starts the real server (``uvicorn seqrec.serving.service:app_from_env``, what ``seqrec serve``
    runs) on 127.0.0.1, one worker, pinned to one core (``taskset -c --server-cpu``), with a fresh
    SQLite event store (``--store redis://...`` for Redis) and a state cache of ``--state-cache``
@@ -38,6 +39,14 @@ OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="sasrec,lrurec", help="comma-separated model names")
+    ap.add_argument(
+        "--data",
+        default="ml-latest-small",
+        help="dataset the models train on (default: the shipped ml-latest-small); another one "
+        "writes live_serve_DATA.{json,md}",
+    )
+    ap.add_argument("--max-len", type=int, default=50, help="the models' max_len")
+    ap.add_argument("--train-seconds", type=float, default=60.0, help="training budget per model")
     ap.add_argument("--requests", type=int, default=10000, help="requests (appends + recommends)")
     ap.add_argument("--users", type=int, default=10000, help="distinct user ids written")
     ap.add_argument("--clients", type=int, default=8)
@@ -75,15 +84,17 @@ from seqrec.experiment import run_experiment
 from seqrec.serving.loadtest import HOST, live_load_test
 
 
-def train_overrides(model: str) -> list[str]:
+def train_overrides(
+    model: str, data: str = "ml-latest-small", max_len: int = 50, seconds: float = 60.0
+) -> list[str]:
     return [
-        "data.name=ml-latest-small",
+        f"data.name={data}",
         f"model.name={model}",
         "model.dim=64",
         "model.n_blocks=2",
-        "model.max_len=50",
+        f"model.max_len={max_len}",
         "train.epochs=3",
-        "train.max_train_seconds=60",
+        f"train.max_train_seconds={seconds:g}",
         "train.num_threads=1",
         "seed=0",
     ]
@@ -128,7 +139,7 @@ def markdown(rec: dict) -> str:
         "",
         f"`{rec['command']}`",
         "",
-        f"Data: ml-latest-small (shipped), 5-core, leave-last-out; each model trained with "
+        f"Data: {rec['dataset']}, leave-last-out; each model trained with "
         f"`{' '.join('--set ' + s for s in rec['train_overrides_template'])}` (NAME: the model). "
         f"Server: the real `seqrec serve --events` app (uvicorn, 1 worker) on {HOST}, pinned to "
         f"core {rec['server_cpu']} (taskset), OMP_NUM_THREADS=1, event store "
@@ -187,8 +198,9 @@ def main() -> int:
         commit = commit_ms(Path(probe))
     for name in [m.strip() for m in args.models.split(",") if m.strip()]:
         with tempfile.TemporaryDirectory() as tmp:
+            overrides = train_overrides(name, args.data, args.max_len, args.train_seconds)
             model, _ = run_experiment(
-                load_experiment(None, train_overrides(name)), save_dir=Path(tmp) / "model"
+                load_experiment(None, overrides), save_dir=Path(tmp) / "model"
             )
             from seqrec.models.incremental import incremental_encoder
 
@@ -228,7 +240,7 @@ def main() -> int:
                 "incremental": incremental_encoder(model).kind,
                 "n_items": int(model.n_items),
                 "n_users": len(model.user_histories),
-                "train_overrides": train_overrides(name),
+                "train_overrides": overrides,
                 "result": res,
                 "one_client": one,
                 "passed": passed,
@@ -237,10 +249,12 @@ def main() -> int:
         print(f"{name}: {json.dumps({k: v for k, v in res.items() if 'ms' in k})}", flush=True)
     rec = base_record(
         benchmark="live_serve",
-        dataset="ml-latest-small",
+        dataset=args.data,
         protocol="leave-last-out (training only)",
         seed=0,
-        train_overrides_template=train_overrides("NAME"),
+        train_overrides_template=train_overrides(
+            "NAME", args.data, args.max_len, args.train_seconds
+        ),
         clients=args.clients,
         requests_asked=args.requests,
         users=args.users,
@@ -257,8 +271,9 @@ def main() -> int:
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "live_serve.json").write_text(json.dumps(rec, indent=2, default=str) + "\n")
-    (out / "live_serve.md").write_text(markdown(rec))
+    stem = "live_serve" if args.data == "ml-latest-small" else f"live_serve_{args.data}"
+    (out / f"{stem}.json").write_text(json.dumps(rec, indent=2, default=str) + "\n")
+    (out / f"{stem}.md").write_text(markdown(rec))
     print(markdown(rec))
     return 0 if rec["passed"] else 1
 
