@@ -49,6 +49,9 @@ def test_unknown_items_are_skipped_and_listed_unknown_users_refused(run, trained
     assert rec.items == want.items and rec.skipped_ids == ["new-sku"] == want.skipped_ids
     with pytest.raises(DataError, match="'nobody'"):
         run.session("nobody")
+    with pytest.raises(DataError, match="'nobody'"):  # the same rule in run.recommend
+        run.recommend(user="nobody")
+    assert run.recommend(user="nobody", unknown_users="empty").fallback == "popularity"
     fresh = run.session("nobody", unknown_users="empty")
     assert fresh.recommend(k=2).fallback == "popularity"
     fresh.append(info["items"][4])
