@@ -44,6 +44,12 @@ def rss_mb(pid: int) -> float:
     raise SeqRecError(f"no VmRSS for process {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far, all its threads (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def running_server(
     artifact: str | Path,
@@ -304,11 +310,13 @@ def live_load_test(
     ):
         drive_pairs(url, warmup, clients, max_seconds)
         rss_warm = rss_mb(proc.pid)
+        cpu_start = cpu_seconds(proc.pid)
         half = len(pairs) // 2
         first = drive_pairs(url, pairs[:half], clients, max_seconds / 2)
         rss_half = rss_mb(proc.pid)
         second = drive_pairs(url, pairs[half:], clients, max_seconds / 2)
         rss_end = rss_mb(proc.pid)
+        cpu = cpu_seconds(proc.pid) - cpu_start
     out = summary([first, second])
 
     def pct(key: str) -> dict[str, float]:
@@ -337,6 +345,9 @@ def live_load_test(
             "rss_half_mb": rss_half,
             "rss_end_mb": rss_end,
             "rss_growth_mb": rss_end - rss_half,
+            # the server's own CPU per measured request: what the load costs it, whatever else
+            # runs on the machine (latencies include waiting for a shared core)
+            "server_cpu_ms_per_request": 1000.0 * cpu / max(1, out["requests"]),
         }
     )
     return out
