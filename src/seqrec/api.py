@@ -72,10 +72,13 @@ class TrainedRun:
         allow: list[Any] | None = None,
         deny: list[Any] | None = None,
         times: list[Any] | None = None,
+        unknown_users: str = "error",
     ) -> Recommendation:
         """Top-``k`` raw item ids for a stored ``user`` (their training history) or for a
         ``history`` of raw item ids, oldest first (unknown ids are skipped and counted), with its
-        ``times`` (one per item) for a model that reads time (``model.reads_time``)."""
+        ``times`` (one per item) for a model that reads time (``model.reads_time``). A ``user``
+        the artifact does not store is an error, or with ``unknown_users="empty"`` gets the
+        popularity ranking (``fallback``), as everywhere (docs/serving.md)."""
         from seqrec.serving import batch
 
         if (user is None) == (history is None):
@@ -87,8 +90,27 @@ class TrainedRun:
             if user is not None
             else batch.Request("-", list(history), None if times is None else list(times))
         )
-        (rec,) = batch.recommend_requests(self.model, [request], k, exclude_seen, allow, deny)
+        (rec,) = batch.recommend_requests(
+            self.model, [request], k, exclude_seen, allow, deny, unknown_users=unknown_users
+        )
         return rec
+
+    def session(
+        self,
+        user: Any = None,
+        history: list[Any] | None = None,
+        times: list[Any] | None = None,
+        store: Any = None,
+        unknown_users: str = "error",
+    ) -> Any:
+        """A live stream for ``user`` (their stored history) or a new one: ``.append(item,
+        time=None)`` then ``.recommend(k, exclude_seen, allow, deny)``, answered through the
+        model's incremental encoder with the filters and unknown-id rule of :meth:`recommend`;
+        ``store`` (a file path or ``redis://`` URL) keeps the events, else they stay in memory
+        (:func:`seqrec.live.session.session`)."""
+        from seqrec.live.session import session
+
+        return session(self.model, user, history, times, store, unknown_users)
 
     def __repr__(self) -> str:
         # the default dataclass repr prints the whole record (hundreds of numbers) in a notebook

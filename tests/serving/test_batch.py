@@ -178,21 +178,25 @@ def test_batch_file_of_users_and_histories(run, ext, capsys):
 
 
 def test_batch_unknown_users_get_the_fallback_and_are_named(run, capsys):
-    """One new user must not stop a batch: it gets the popularity ranking, and a note names it
-    (and says whether preprocessing removed it); a single --user stays an error."""
+    """The one rule of every path: an unknown user is an error naming it; with --unknown-users
+    empty (a nightly batch that one new user must not stop) it gets the popularity ranking, and
+    a note names it (and says whether preprocessing removed it)."""
     tmp, artifact, info = run
     (tmp / "u2.csv").write_text("user\nc1\nnobody\nlonely\n")
+    args = ["recommend", str(artifact), "--input", str(tmp / "u2.csv")]
+    assert main([*args, "--output", str(tmp / "x.csv"), "-k", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "'nobody'" in err and "'lonely'" in err and not (tmp / "x.csv").exists()
     assert (
         main(
             [
-                "recommend",
-                str(artifact),
-                "--input",
-                str(tmp / "u2.csv"),
+                *args,
                 "--output",
                 str(tmp / "x.csv"),
                 "-k",
                 "3",
+                "--unknown-users",
+                "empty",
             ]
         )
         == 0
@@ -219,6 +223,8 @@ def test_batch_unknown_users_get_the_fallback_and_are_named(run, capsys):
                 str(tmp / "x.parquet"),
                 "-k",
                 "2",
+                "--unknown-users",
+                "empty",
             ]
         )
         == 0
@@ -231,6 +237,9 @@ def test_batch_unknown_users_get_the_fallback_and_are_named(run, capsys):
     ]
     assert main(["recommend", str(artifact), "--user", "nobody"]) == 2
     assert "'nobody'" in capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["recommend", str(artifact), "--user", "nobody", "--unknown-users", "empty"]) == 0
+    assert "note: empty history, showing the popularity ranking" in capsys.readouterr().out
 
 
 def test_long_format_requests_group_by_user_in_time_order(tmp_path):
@@ -312,7 +321,10 @@ def test_batch_without_output_is_csv_on_stdout_and_reads_semicolons_and_xlsx(run
 
     tmp, artifact, _ = run
     (tmp / "eu.csv").write_text("customer;segment\nc1;a\nc2;b\nnobody;c\n")
-    assert main(["recommend", str(artifact), "--input", str(tmp / "eu.csv"), "-k", "3"]) == 0
+    empty = ["--unknown-users", "empty"]
+    assert (
+        main(["recommend", str(artifact), "--input", str(tmp / "eu.csv"), "-k", "3", *empty]) == 0
+    )
     out, err = capsys.readouterr()
     streamed = pl.read_csv(io.StringIO(out))
     assert streamed.columns[:4] == ["user", "rank", "item", "score"] and streamed.height == 9
@@ -328,6 +340,7 @@ def test_batch_without_output_is_csv_on_stdout_and_reads_semicolons_and_xlsx(run
                 "3",
                 "--output",
                 str(tmp / "eu-top.csv"),
+                *empty,
             ]
         )
         == 0
@@ -339,5 +352,8 @@ def test_batch_without_output_is_csv_on_stdout_and_reads_semicolons_and_xlsx(run
         book.active.append(row)
     book.save(tmp / "users.xlsx")
     capsys.readouterr()
-    assert main(["recommend", str(artifact), "--input", str(tmp / "users.xlsx"), "-k", "3"]) == 0
+    assert (
+        main(["recommend", str(artifact), "--input", str(tmp / "users.xlsx"), "-k", "3", *empty])
+        == 0
+    )
     assert pl.read_csv(io.StringIO(capsys.readouterr().out)).equals(streamed)

@@ -49,12 +49,19 @@ def dispatch(args: argparse.Namespace) -> int:
         "tune": cmd_tune,
         "runs": cmd_runs,
         "doctor": cmd_doctor,
+        "events": cmd_events,
     }[args.command]
     return handler(args)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from seqrec.cli.doctor import cmd_doctor as run
+
+    return run(args)
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from seqrec.cli.events import cmd_events as run
 
     return run(args)
 
@@ -526,9 +533,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sock = _listen(args.host, args.port)  # bound before the banner, so --port 0 shows its port
     key = getattr(args, "api_key", None) or os.environ.get("SEQREC_API_KEY") or None
     try:
-        app = create_app(
-            args.artifact, getattr(args, "cors", None), key
-        )  # a damaged artifact fails here
+        app = create_app(  # a damaged artifact (or an unreachable event store) fails here
+            args.artifact,
+            getattr(args, "cors", None),
+            key,
+            getattr(args, "events", None),
+            getattr(args, "state_cache", 10_000),
+        )
     except BaseException:
         sock.close()
         raise
@@ -537,7 +548,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     url = f"http://{shown}:{port}"
     auth = ' -H "Authorization: Bearer $KEY"' if key else ""
     print(
-        f"serving {args.artifact} on {url} (API docs: {url}/docs){'; API key required' if key else ''}; "
+        f"serving {args.artifact} on {url} (API docs: {url}/docs){'; API key required' if key else ''}"
+        f"{'; events in ' + app.state.events if app.state.events else ''}; "
         f"try:\n  curl{auth} '{url}/recommend?{app.state.example_query}'",
         file=sys.stderr,
         flush=True,

@@ -20,6 +20,7 @@ EXTRAS = {
     "export": ("onnxruntime", "seqrec export --format onnx (+ parity)"),
     "tune": ("optuna", "seqrec tune"),
     "excel": ("openpyxl", ".xlsx logs and request files"),
+    "live": ("redis", "seqrec serve --events redis://... (the Redis event store)"),
 }
 
 

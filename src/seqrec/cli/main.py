@@ -235,6 +235,24 @@ def build_parser() -> argparse.ArgumentParser:
         "$SEQREC_API_KEY, else open",
     )
 
+    s.add_argument(
+        "--events",
+        default=None,
+        metavar="PATH_OR_URL",
+        help="turn on POST /events and live answers for users: the event store, a SQLite file "
+        "(created if missing) or redis://host:port/db (the live extra); default: off",
+    )
+    s.add_argument(
+        "--state-cache",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="with --events: users whose encoder state stays in memory (LRU; default 10000)",
+    )
+    from seqrec.cli.events import add_events_args
+
+    add_events_args(sub.add_parser("events", help="the live service's event log: export"))
+
     sub.add_parser(
         "doctor",
         help="what this installation can do: versions, PyTorch build and "

@@ -33,6 +33,20 @@ def add_recommend_args(r: argparse.ArgumentParser) -> None:
         "--output",
         help="batch: where the top-k lists go (.csv/.tsv/.parquet; default: CSV on standard output)",
     )
+    r.add_argument(
+        "--events",
+        help="offline replay: a file of events (user, item[, timestamp] columns, as a log) "
+        "appended to the users' stored histories first, through the live path; answers "
+        "--user / --input users, else every user of the file",
+    )
+    r.add_argument(
+        "--unknown-users",
+        choices=["error", "empty"],
+        default="error",
+        help="a user id with no stored history (and no events): error (default, naming it) or "
+        "empty (the popularity ranking, marked as the fallback); the same rule as the HTTP "
+        "service's unknown_users",
+    )
     r.add_argument("--allow", help="only these item ids: a comma list or a file (one per line)")
     r.add_argument("--deny", help="never these item ids: a comma list or a file")
     r.add_argument("-k", type=int, default=10, help="how many items to recommend (default 10)")
@@ -68,16 +82,29 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     modes = [bool(history), bool(users), args.input is not None]
     if sum(modes) > 1:
         raise ConfigError("give one of: a history, --user ID, or --input FILE")
-    if args.output and not args.input:
+    if args.output and not (args.input or getattr(args, "events", None)):
         raise ConfigError("--output goes with --input FILE (a batch of users or histories)")
     allow = batch.read_id_list(args.allow) if args.allow else None
     deny = batch.read_id_list(args.deny) if args.deny else None
+    unknown_users = getattr(args, "unknown_users", "error")
     model = Recommender.load(args.artifact)
+    if getattr(args, "events", None):
+        if history:
+            raise ConfigError(
+                "--events replays users' events: give --user / --input, not a history"
+            )
+        return _replay(model, args, users, allow, deny, unknown_users)
     if args.input:
         requests = batch.read_requests(args.input)
-        # one new user must not stop a nightly batch: it gets the fallback ranking, and a note
+        # --unknown-users empty: a new user gets the fallback ranking, and a note names them
         recs = batch.recommend_requests(
-            model, requests, args.k, not args.include_seen, allow, deny, unknown_users="empty"
+            model,
+            requests,
+            args.k,
+            not args.include_seen,
+            allow,
+            deny,
+            unknown_users=unknown_users,
         )
         # without --output the table is CSV on stdout: notes go to stderr, so a pipe gets data only
         notes_to = sys.stdout if args.output else sys.stderr
@@ -104,11 +131,75 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if times is not None and not history:
         raise ConfigError("--times goes with a history (a stored user's times are stored)")
     requests = [batch.Request(u) for u in users] or [batch.Request("-", history, times)]
-    recs = batch.recommend_requests(model, requests, args.k, not args.include_seen, allow, deny)
+    recs = batch.recommend_requests(
+        model, requests, args.k, not args.include_seen, allow, deny, unknown_users=unknown_users
+    )
     for i, (request, rec) in enumerate(zip(requests, recs, strict=True)):
         if i:
             print()
         _print_one(model, request, rec, bool(users))
+    return 0
+
+
+def _replay(model, args, users, allow, deny, unknown_users: str) -> int:
+    """``--events FILE``: the events appended (in an in-memory store) through the live path,
+    then the answers of --user users (tables), --input users or every user of the file (CSV)."""
+    from seqrec.live.session import Live
+    from seqrec.live.store import make_event
+    from seqrec.serving import batch
+
+    df = batch._canonical(batch._read_table(Path(args.events)), str(args.events))
+    if "user" not in df.columns or "item" not in df.columns:
+        raise ConfigError(
+            f"{args.events}: events need 'user' and 'item' columns (and 'timestamp'); "
+            f"columns present: {', '.join(df.columns)}"
+        )
+    has_time = "timestamp" in df.columns
+    if not has_time and getattr(model, "reads_time", False):
+        raise ConfigError(f"{model.name} reads time: {args.events} needs a 'timestamp' column")
+    live = Live(model, ":memory:", capacity=max(1, df["user"].n_unique()))
+    # file order is event order; without timestamps each event gets its row number
+    evs = [
+        make_event(u, i, t if has_time else None, now=n)
+        for n, (u, i, t) in enumerate(
+            zip(
+                df["user"].to_list(),
+                df["item"].to_list(),
+                df["timestamp"].to_list() if has_time else [None] * df.height,
+                strict=True,
+            )
+        )
+    ]
+    got = live.append(evs)
+    if got["unknown_items"]:
+        print(
+            f"note: {len(got['unknown_items'])} event item id(s) the model does not know were "
+            f"skipped: {batch.describe_skipped(model.vocab, got['unknown_items'])}",
+            file=sys.stderr,
+        )
+    if args.input:
+        requests = batch.read_requests(args.input)
+        if any(r.history is not None for r in requests):
+            raise ConfigError("--events with --input takes a file of user ids (a 'user' column)")
+        wanted = [str(r.key) for r in requests]
+    else:
+        wanted = users or list(dict.fromkeys(str(u) for u in df["user"].to_list()))
+    recs = live.recommend(wanted, args.k, not args.include_seen, allow, deny, unknown_users)
+    requests = [batch.Request(u) for u in wanted]
+    print(f"replayed {len(evs)} events of {args.events}", file=sys.stderr)
+    if users:
+        for i, (request, rec) in enumerate(zip(requests, recs, strict=True)):
+            if i:
+                print()
+            print(f"user {request.key}: {len(live.history(request.key))} items with the events")
+            _print_one(model, request, rec, False)
+        return 0
+    table = batch.to_frame(model, requests, recs)
+    if not args.output:
+        sys.stdout.write(table.write_csv())
+        return 0
+    batch.write_table(table, args.output)
+    print(f"wrote {table.height} rows ({len(requests)} users, top-{args.k}) to {args.output}")
     return 0
 
 
@@ -117,7 +208,8 @@ def _print_one(model, request, rec, stored: bool) -> None:
     from seqrec.serving import batch
 
     if stored:
-        print(f"user {request.key}: {len(batch.histories_of(model, [request])[0])} stored items")
+        n = len(batch.histories_of(model, [request], "empty")[0])  # unknown: 0 (--unknown-users)
+        print(f"user {request.key}: {n} stored items")
     if rec.skipped_ids:
         print(
             f"note: skipped {len(rec.skipped_ids)} unknown item id(s): "

@@ -213,8 +213,29 @@ class Recommender(ABC):
             rows, n_items=self.n_items, timestamps=row_times if times is not None else None
         )
         scores = self.score(seqs)
+        seen = [seqs.items[seqs.offsets[r] : seqs.offsets[r + 1]] for r in range(len(rows))]
+        return self.rank(scores, seen, k, exclude_seen, allow, deny, skipped)
+
+    def rank(
+        self,
+        scores: np.ndarray,
+        seen: Sequence[np.ndarray],
+        k: int = 10,
+        exclude_seen: bool = True,
+        allow: Sequence[Any] | None = None,
+        deny: Sequence[Any] | None = None,
+        skipped: Sequence[list[Any]] | None = None,
+    ) -> list[Recommendation]:
+        """The answers of :meth:`recommend` from scores ``[B, n_items + 1]`` (modified in
+        place): ``seen`` internal ids of each row (excluded with ``exclude_seen``; an empty row
+        is the popularity fallback), the same allow / deny rule; ``skipped`` raw ids per row.
+        Also what a live session (``seqrec.live``) answers with."""
+        if k < 1:
+            raise DataError(f"k must be >= 1, got {k}")
+        skipped = [[] for _ in seen] if skipped is None else skipped
         if exclude_seen:
-            scores[seqs.row_ids, seqs.items] = -np.inf
+            for r, ids in enumerate(seen):
+                scores[r, ids] = -np.inf
         if allow is not None:
             keep = np.zeros(self.n_items + 1, dtype=bool)
             keep[self._list_ids(allow, "allow")] = True
@@ -225,15 +246,15 @@ class Recommender(ABC):
 
         top = topk_items(scores, min(k, self.n_items))  # best first, 0 after the eligible ones
         out = []
-        for r in range(len(rows)):
+        for r in range(len(seen)):
             order = top[r][top[r] > 0]
             out.append(
                 Recommendation(
                     items=self.vocab.decode(order).tolist(),  # plain ints / strs, not numpy scalars
                     scores=[float(s) for s in scores[r, order]],
                     skipped_unknown=len(skipped[r]),
-                    fallback="popularity" if len(rows[r]) == 0 else None,
-                    skipped_ids=skipped[r],
+                    fallback="popularity" if len(seen[r]) == 0 else None,
+                    skipped_ids=list(skipped[r]),
                 )
             )
         return out

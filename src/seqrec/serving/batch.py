@@ -14,10 +14,12 @@ the artifact's raw ids by their text) take one of three layouts, told apart by t
 Common spellings of these names (``user_id``, ``userId``, ``item_id``, ...) are accepted too,
 and the names a log's reader guesses (``CustomerID``, ``product_sku``, ...).
 
-``seqrec recommend --input`` answers a user id the artifact does not store (a new user, or one
-its preprocessing removed) with the empty history's fallback ranking and a note naming them, so
-that one new user does not stop a batch; a single ``--user`` refuses it, and the HTTP service
-does unless the request says ``"unknown_users": "empty"``.
+Unknown ids follow one rule in every path (``seqrec recommend`` single and ``--input``, HTTP
+single and batch, Python): an unknown history item is skipped and listed (``skipped_ids``); an
+allow / deny id the model never saw is an error naming it; a user id the artifact does not store
+(a new user, or one its preprocessing removed) is an error naming it, unless
+``unknown_users="empty"`` (``--unknown-users empty``, ``"unknown_users": "empty"``) answers it with
+the empty history's fallback ranking, marked ``fallback`` and named in a note.
 
 The answer is one row per recommended item: ``user`` (or the request's row number), ``rank``,
 ``item``, ``score``, when the artifact has them ``title`` and ``categories``, and ``fallback``

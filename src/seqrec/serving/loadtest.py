@@ -44,16 +44,33 @@ def rss_mb(pid: int) -> float:
     raise SeqRecError(f"no VmRSS for process {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far, all its threads (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def running_server(
-    artifact: str | Path, port: int | None = None, start_timeout: float = 120.0
+    artifact: str | Path,
+    port: int | None = None,
+    start_timeout: float = 120.0,
+    events: str | None = None,
+    state_cache: int | None = None,
+    cpus: list[int] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """``uvicorn seqrec.serving.service:app_from_env`` on 127.0.0.1 in a subprocess; yields
-    ``(base_url, process)`` once ``/health`` answers, and stops the process on exit."""
+    ``(base_url, process)`` once ``/health`` answers, and stops the process on exit.
+    ``events`` / ``state_cache``: the live event store and its state cache (``seqrec serve
+    --events``); ``cpus``: the cores the server may run on (``taskset``)."""
     import httpx
 
     port = port or free_port()
     env = dict(os.environ, SEQREC_ARTIFACT=str(artifact), OMP_NUM_THREADS="1")
+    if events is not None:
+        env["SEQREC_EVENTS"] = str(events)
+    if state_cache is not None:
+        env["SEQREC_STATE_CACHE"] = str(state_cache)
     src = str(Path(__file__).resolve().parents[2])  # this checkout's src/, first on the path
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [
@@ -70,6 +87,8 @@ def running_server(
         "warning",
         "--no-access-log",
     ]
+    if cpus:
+        cmd = ["taskset", "-c", ",".join(map(str, cpus)), *cmd]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://{HOST}:{port}"
     try:
@@ -203,6 +222,132 @@ def load_test(
             "rss_half_mb": rss_half,
             "rss_end_mb": rss_end,
             "rss_growth_mb": rss_end - rss_half,
+        }
+    )
+    return out
+
+
+def drive_pairs(
+    url: str,
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+    clients: int,
+    max_seconds: float,
+) -> dict[str, Any]:
+    """The live mix: each of ``clients`` threads takes the next ``(event, query)`` of ``pairs``
+    and sends ``POST /events`` with the event, then ``POST /recommend`` with the query (the same
+    user), on its keep-alive connection. Returns what :func:`drive` does, over both requests
+    (``latencies_ms``), plus ``pair_latencies_ms`` (append sent to recommendation received)
+    and the latencies of each kind."""
+    import httpx
+
+    lock = threading.Lock()
+    state = {"next": 0}
+    out: dict[str, list] = {"all": [], "pair": [], "append": [], "recommend": [], "errors": []}
+    deadline = time.monotonic() + max_seconds
+
+    def send(client: Any, path: str, body: dict[str, Any]) -> tuple[float, str | None]:
+        t0 = time.perf_counter()
+        try:
+            resp = client.post(path, json=body)
+            why = None if resp.status_code == 200 else f"HTTP {resp.status_code}: {resp.text[:200]}"
+        except httpx.HTTPError as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        return (time.perf_counter() - t0) * 1000.0, why
+
+    def worker() -> None:
+        with httpx.Client(base_url=url, timeout=30.0) as client:
+            while time.monotonic() < deadline:
+                with lock:
+                    i = state["next"]
+                    if i >= len(pairs):
+                        return
+                    state["next"] = i + 1
+                event, query = pairs[i]
+                a, err_a = send(client, "/events", event)
+                r, err_r = send(client, "/recommend", query)
+                with lock:
+                    out["all"] += [a, r]
+                    out["append"].append(a)
+                    out["recommend"].append(r)
+                    out["pair"].append(a + r)
+                    out["errors"] += [e for e in (err_a, err_r) if e]
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max_seconds + 60)
+    seconds = time.perf_counter() - t0
+    return {
+        "requests": len(out["all"]),
+        "errors": len(out["errors"]),
+        "error_examples": out["errors"][:3],
+        "seconds": seconds,
+        "latencies_ms": out["all"],
+        "pair_latencies_ms": out["pair"],
+        "append_latencies_ms": out["append"],
+        "recommend_latencies_ms": out["recommend"],
+        "timed_out": len(out["pair"]) < len(pairs),
+    }
+
+
+def live_load_test(
+    artifact: str | Path,
+    events: str,
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+    warmup: list[tuple[dict[str, Any], dict[str, Any]]],
+    clients: int = 8,
+    max_seconds: float = 600.0,
+    state_cache: int | None = None,
+    cpus: list[int] | None = None,
+) -> dict[str, Any]:
+    """The live service under :func:`drive_pairs`: warm-up pairs, then two halves of ``pairs``,
+    the server's RSS sampled after the warm-up, half-way and at the end (module docstring)."""
+    with running_server(artifact, events=events, state_cache=state_cache, cpus=cpus) as (
+        url,
+        proc,
+    ):
+        drive_pairs(url, warmup, clients, max_seconds)
+        rss_warm = rss_mb(proc.pid)
+        cpu_start = cpu_seconds(proc.pid)
+        half = len(pairs) // 2
+        first = drive_pairs(url, pairs[:half], clients, max_seconds / 2)
+        rss_half = rss_mb(proc.pid)
+        second = drive_pairs(url, pairs[half:], clients, max_seconds / 2)
+        rss_end = rss_mb(proc.pid)
+        cpu = cpu_seconds(proc.pid) - cpu_start
+    out = summary([first, second])
+
+    def pct(key: str) -> dict[str, float]:
+        lat = np.asarray(first[key] + second[key], dtype=float)
+        if not len(lat):
+            return {"p50_ms": float("nan"), "p99_ms": float("nan"), "max_ms": float("nan")}
+        return {
+            "p50_ms": float(np.percentile(lat, 50)),
+            "p99_ms": float(np.percentile(lat, 99)),
+            "max_ms": float(lat.max()),
+        }
+
+    out.update(
+        {
+            "clients": clients,
+            "pairs": len(first["pair_latencies_ms"]) + len(second["pair_latencies_ms"]),
+            "warmup_pairs": len(warmup),
+            "append_then_recommend": pct("pair_latencies_ms"),
+            "append": pct("append_latencies_ms"),
+            "recommend": pct("recommend_latencies_ms"),
+            "throughput_rps_halves": [
+                summary([first])["throughput_rps"],
+                summary([second])["throughput_rps"],
+            ],
+            "rss_warm_mb": rss_warm,
+            "rss_half_mb": rss_half,
+            "rss_end_mb": rss_end,
+            "rss_growth_mb": rss_end - rss_half,
+            # the server's own CPU per measured request: what the load costs it, whatever else
+            # runs on the machine (latencies include waiting for a shared core)
+            "server_cpu_ms_per_request": 1000.0 * cpu / max(1, out["requests"]),
         }
     )
     return out

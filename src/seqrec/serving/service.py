@@ -21,6 +21,11 @@ fallback ranking instead); unknown history ids are skipped and listed in ``skipp
 with ``removed`` (filtered out by preprocessing) or ``never_seen``. Unknown request fields are a
 422 naming the valid ones. A POST body without a JSON content type (``curl -d``'s default) is
 read as JSON.
+
+With an event store (``seqrec serve --events PATH_OR_URL``), ``POST /events`` takes
+``{"user": id, "item": id, "time": t, "id": client-id}`` or ``{"events": [...]}`` (at most
+10,000) and answers after they are durable; ``{"user": id}`` is then answered from the user's
+stored history plus their events, and a user's first event creates them (seqrec.live).
 """
 
 import os
@@ -31,20 +36,33 @@ from seqrec.errors import SeqRecError
 
 
 def create_app(
-    artifact: str | Path, cors_origins: list[str] | None = None, api_key: str | None = None
+    artifact: str | Path,
+    cors_origins: list[str] | None = None,
+    api_key: str | None = None,
+    events: str | None = None,
+    state_cache: int = 10_000,
 ) -> Any:
     """A FastAPI app serving the recommender saved at ``artifact`` (loaded once);
     ``cors_origins``: web origins whose pages may call it from a browser (``["*"]``: any);
     ``api_key``: every endpoint that answers from the model then needs ``Authorization: Bearer KEY`` or
-    ``X-API-Key: KEY`` (a 401 otherwise)."""
-    from fastapi import FastAPI, HTTPException, Request
+    ``X-API-Key: KEY`` (a 401 otherwise); ``events``: an event store (a file path or a
+    ``redis://`` URL, :func:`seqrec.live.store.open_store`) that turns on ``POST /events`` and
+    answers ``{"user": id}`` from the stored history plus the user's events, with the encoder
+    states of ``state_cache`` users kept in memory (:class:`seqrec.live.session.Live`)."""
+    from fastapi import Body, FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
     from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
     from seqrec.models.base import Recommender
+    from seqrec.models.incremental import incremental_encoder
 
     model = Recommender.load(artifact)
+    live = None
+    if events is not None:
+        from seqrec.live.session import Live
+
+        live = Live(model, str(events), state_cache)
 
     # JSON's true / false are not numbers: pydantic's lax mode would read {"k": true} as k = 1
     # and a history [true] as item 1. Query parameters arrive as text and are not affected.
@@ -81,6 +99,19 @@ def create_app(
     class BatchRequest(Options):
         requests: list[Query] = Field(min_length=1, max_length=1000)
 
+    class EventIn(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        user: Id
+        item: Id
+        # Unix seconds or an ISO date; left out: the time the service received it
+        time: Id | None = None
+        # a client id: an event re-sent with the same id (after a lost answer) is stored once
+        id: Id | None = None
+
+    class EventBatch(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        events: list[EventIn] = Field(min_length=1, max_length=10_000)
+
     app = FastAPI(title="seqrec", description=f"{model.name} recommendations")
     app.add_middleware(_JsonBody)
     if api_key:
@@ -95,6 +126,7 @@ def create_app(
             allow_headers=["content-type"],
         )
     app.state.example_query = _example_query(model)
+    app.state.events = None if live is None else live.store.url
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
@@ -113,7 +145,9 @@ def create_app(
     def _message(err: dict[str, Any], path: str) -> str:
         if err.get("type") == "extra_forbidden":  # name the fields that are valid there
             loc = [str(p) for p in err.get("loc", ())]
-            if path.rstrip("/").endswith("/batch"):
+            if path.rstrip("/").endswith("/events"):
+                fields = EventBatch.model_fields if "events" in loc else EventIn.model_fields
+            elif path.rstrip("/").endswith("/batch"):
                 fields = (Query if "requests" in loc else BatchRequest).model_fields
             else:
                 fields = RecommendRequest.model_fields
@@ -122,18 +156,23 @@ def create_app(
 
     @app.get("/")
     def index() -> dict[str, Any]:  # what a person opening the address in a browser sees
+        endpoints = {
+            "POST /recommend": '{"history": [item ids, oldest first]} or '
+            '{"user": id}, optional "k", "exclude_seen", "allow", "deny", "unknown_users"',
+            "GET /recommend": "?user=id or ?history=id,id,id (oldest first), &k=10, "
+            "the other fields as for POST (lists comma-separated)",
+            "POST /recommend/batch": '{"requests": [...], "k": ...}',
+            "GET /info": "the model and its artifact",
+            "GET /health": "liveness",
+        }
+        if live is not None:
+            endpoints["POST /events"] = (
+                '{"user": id, "item": id, "time": t, "id": client id} or {"events": [...]}'
+            )
         return {
             "service": f"seqrec: {model.name} recommendations",
             "docs": "/docs",
-            "endpoints": {
-                "POST /recommend": '{"history": [item ids, oldest first]} or '
-                '{"user": id}, optional "k", "exclude_seen", "allow", "deny", "unknown_users"',
-                "GET /recommend": "?user=id or ?history=id,id,id (oldest first), &k=10, "
-                "the other fields as for POST (lists comma-separated)",
-                "POST /recommend/batch": '{"requests": [...], "k": ...}',
-                "GET /info": "the model and its artifact",
-                "GET /health": "liveness",
-            },
+            "endpoints": endpoints,
         }
 
     @app.get("/health")
@@ -147,7 +186,39 @@ def create_app(
             "n_items": model.n_items,
             "artifact": str(artifact),
             "inputs": ["items", "timestamps"] if model.reads_time else ["items"],
+            # how a new event is absorbed (models.incremental): recurrent, kv-cache, re-encode
+            "incremental": incremental_encoder(model).kind if live is None else live.kind,
+            "events": None if live is None else live.info(),
         }
+
+    @app.post("/events")
+    def post_events(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+        """Append one event (``{"user", "item", "time", "id"}``) or a batch
+        (``{"events": [...]}``); answers only once they are durable."""
+        import time
+
+        from seqrec.live.store import make_event
+
+        kind = EventBatch if "events" in body else EventIn  # one model's errors, not a union's
+        try:
+            req = kind.model_validate(body)
+        except ValidationError as exc:
+            raise RequestValidationError(
+                [{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]
+            ) from None
+        if live is None:
+            raise HTTPException(
+                status_code=404,
+                detail="events are off: start the service with `seqrec serve ARTIFACT --events "
+                "PATH_OR_URL` (a SQLite file or a redis:// URL)",
+            )
+        given = req.events if isinstance(req, EventBatch) else [req]
+        now = int(time.time())
+        try:
+            evs = [make_event(e.user, e.item, e.time, e.id, now) for e in given]
+            return live.append(evs)
+        except SeqRecError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
 
     def answer(queries: list[Any], opts: Any) -> list[dict[str, Any]]:
         from seqrec.serving.batch import Request, recommend_requests
@@ -164,16 +235,30 @@ def create_app(
             Request(q.user) if q.user is not None else Request(None, q.history, q.times)
             for q in queries
         ]
+        # with an event store, a user's answer comes from their history now (live)
+        by_live = [live is not None and q.user is not None for q in queries]
+        recs: list[Any] = [None] * len(reqs)
         try:
-            recs = recommend_requests(
-                model,
-                reqs,
-                opts.k,
-                opts.exclude_seen,
-                opts.allow,
-                opts.deny,
-                unknown_users=opts.unknown_users,
-            )
+            if any(by_live):
+                users = [q.user for q, on in zip(queries, by_live, strict=True) if on]
+                got = live.recommend(
+                    users, opts.k, opts.exclude_seen, opts.allow, opts.deny, opts.unknown_users
+                )
+                for i in [i for i, on in enumerate(by_live) if on]:
+                    recs[i] = got.pop(0)
+            if not all(by_live):
+                rest = [i for i, on in enumerate(by_live) if not on]
+                got = recommend_requests(
+                    model,
+                    [reqs[i] for i in rest],
+                    opts.k,
+                    opts.exclude_seen,
+                    opts.allow,
+                    opts.deny,
+                    unknown_users=opts.unknown_users,
+                )
+                for i, rec in zip(rest, got, strict=True):
+                    recs[i] = rec
         except SeqRecError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
         return [_body(model, rec) for rec in recs]
@@ -307,9 +392,16 @@ def _jsonable(value: Any) -> Any:
 
 
 def app_from_env() -> Any:
-    """App factory for ``uvicorn --factory``: the artifact path comes from $SEQREC_ARTIFACT."""
+    """App factory for ``uvicorn --factory``: the artifact path comes from $SEQREC_ARTIFACT
+    (and the event store from $SEQREC_EVENTS, its state cache size from $SEQREC_STATE_CACHE)."""
     path = os.environ.get("SEQREC_ARTIFACT")
     if not path:
         raise SeqRecError("set SEQREC_ARTIFACT to the directory of a saved model")
     cors = [o.strip() for o in os.environ.get("SEQREC_CORS", "").split(",") if o.strip()]
-    return create_app(path, cors, os.environ.get("SEQREC_API_KEY") or None)
+    return create_app(
+        path,
+        cors,
+        os.environ.get("SEQREC_API_KEY") or None,
+        os.environ.get("SEQREC_EVENTS") or None,
+        int(os.environ.get("SEQREC_STATE_CACHE", "10000")),
+    )
