@@ -83,16 +83,21 @@ from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.experiment import run_experiment
 from seqrec.serving.loadtest import HOST, live_load_test
 
+# the attention models serve from a key/value cache only with positions counted from the start
+CACHE_POSITIONS = ("sasrec", "hstu", "lsan")
+
 
 def train_overrides(
     model: str, data: str = "ml-latest-small", max_len: int = 50, seconds: float = 60.0
 ) -> list[str]:
+    positions = ["model.positions=from_start"] if model in CACHE_POSITIONS else []
     return [
         f"data.name={data}",
         f"model.name={model}",
         "model.dim=64",
         "model.n_blocks=2",
         f"model.max_len={max_len}",
+        *positions,
         "train.epochs=3",
         f"train.max_train_seconds={seconds:g}",
         "train.num_threads=1",
