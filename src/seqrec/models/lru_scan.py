@@ -29,6 +29,8 @@ Python loop over time steps. The powers ``lam**1..lam**b`` are built by doubling
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from seqrec.errors import DataError
@@ -62,29 +64,45 @@ def _powers(lam: torch.Tensor, count: int) -> torch.Tensor:
     return powers
 
 
-def _scan_(h: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Tensor:
-    """In place: the recursive scan of ``h`` ``[..., 2**k, N]`` (no autograd).
+def _chunk_size(length: int) -> int:
+    """Block length of the two-level scan: about ``sqrt(L)`` balances its two loops."""
+    return max(1, math.isqrt(max(length - 1, 0)) + 1)
 
-    ``reverse`` scans backwards in time (``h_t = lam * h_{t+1} + u_t``): the first element of
-    each right block is carried into the left block with ``lam**(b - j)``.
+
+def _scan_(h: torch.Tensor, lam: torch.Tensor, chunk: int, reverse: bool = False) -> torch.Tensor:
+    """In place: the two-level (blocked) scan of ``h`` ``[..., K * chunk, N]`` (no autograd).
+
+    1. within every block, all ``K`` blocks at once: ``chunk - 1`` steps of
+       ``h_j += lam * h_{j-1}``;
+    2. across blocks: ``K - 1`` steps of ``end_k += lam**chunk * end_{k-1}`` on the blocks'
+       last states only;
+    3. one broadcast update: element ``j`` of block ``k`` gets ``lam**(j + 1) * end_{k-1}``.
+
+    ``reverse`` scans backwards in time (``h_t = lam * h_{t+1} + u_t``): the same three steps
+    mirrored, block ``k`` getting ``lam**(chunk - j) * start_{k+1}``.
     """
     *batch, full, n = h.shape
     if full < 2:
         return h
-    powers = _powers(lam, full // 2)  # [full/2, N]: lam**1 .. lam**(full/2), built once
+    blocks = full // chunk
+    view = h.view(*batch, blocks, chunk, n)
+    steps = range(chunk - 2, -1, -1) if reverse else range(1, chunk)
+    for j in steps:  # 1. within blocks
+        view[..., j, :].addcmul_(view[..., j + 1 if reverse else j - 1, :], lam)
+    if blocks < 2:
+        return h
+    powers = _powers(lam, chunk)[:chunk]  # [chunk, N]: lam**1 .. lam**chunk
+    lam_chunk = powers[-1]
     if reverse:
-        flipped = powers.flip(0)  # lam**(b - j) for the last b rows: flipped[-b:]
-    block = 1
-    while block < full:
-        # all pairs of neighbouring blocks at once: [..., pairs, 2, b, N]
-        view = h.view(*batch, full // (2 * block), 2, block, n)
-        if reverse:
-            carry = view[..., 1, :1, :]  # first element of each right block
-            view[..., 0, :, :].addcmul_(carry, flipped[full // 2 - block :])
-        else:
-            carry = view[..., 0, -1:, :]  # [..., pairs, 1, N] last element of each left block
-            view[..., 1, :, :].addcmul_(carry, powers[:block])  # right j += lam**j * carry
-        block *= 2
+        starts = view[..., 0, :].clone()  # [..., K, N]
+        for k in range(blocks - 2, -1, -1):  # 2. across blocks
+            starts[..., k, :].addcmul_(starts[..., k + 1, :], lam_chunk)
+        view[..., :-1, :, :].addcmul_(starts[..., 1:, None, :], powers.flip(0))  # 3.
+    else:
+        ends = view[..., -1, :].clone()  # [..., K, N]
+        for k in range(1, blocks):  # 2. across blocks
+            ends[..., k, :].addcmul_(ends[..., k - 1, :], lam_chunk)
+        view[..., 1:, :, :].addcmul_(ends[..., :-1, None, :], powers)  # 3.
     return h
 
 
@@ -92,7 +110,8 @@ def _scan_forward(
     u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None, reverse: bool = False
 ) -> torch.Tensor:
     *batch, length, n = u.shape
-    full = next_power_of_two(length)
+    chunk = _chunk_size(length)
+    full = -(-length // chunk) * chunk
     if full == length:
         h = u.clone()
     else:
@@ -102,8 +121,9 @@ def _scan_forward(
             h[..., :length, :] = u
         else:
             h[..., full - length :, :] = u
-    h = _scan_(h, lam, reverse)
-    h = h[..., :length, :] if reverse else h[..., full - length :, :]
+    h = _scan_(h, lam, chunk, reverse)
+    if full != length:  # contiguous, so that views of it (view_as_real, reshape) stay views
+        h = (h[..., :length, :] if reverse else h[..., full - length :, :]).contiguous()
     if h0 is not None:
         h = h + _powers(lam, length)[:length] * h0.unsqueeze(-2)
     return h

@@ -132,6 +132,81 @@ def _trunc_normal_(t: torch.Tensor) -> None:
     nn.init.trunc_normal_(t, mean=0.0, std=INIT_STD, a=-2 * INIT_STD, b=2 * INIT_STD)
 
 
+def _dropout_mask(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Keep-mask of ``x``'s shape, drawn as :func:`seqrec.models.layers.cpu_dropout` draws it
+    (``uniform_() >= p`` in float32: the same random stream), stored as bool."""
+    return torch.empty(x.shape, dtype=torch.float32, device=x.device).uniform_().ge(p)
+
+
+def _dropout_scale(p: float) -> float:
+    """``1 / (1 - p)`` rounded to float32, as ``cpu_dropout``'s float32 mask holds it."""
+    return float(torch.tensor(1.0 / (1.0 - p), dtype=torch.float32))
+
+
+class _BoolMaskDropout(torch.autograd.Function):
+    """Inverted dropout that keeps a one-byte mask for backward (the float mask of
+    ``layers.Dropout`` costs four bytes an element); same values and random stream."""
+
+    @staticmethod
+    def forward(ctx, x, p):  # noqa: D401
+        mask = _dropout_mask(x, p)
+        ctx.save_for_backward(mask)
+        ctx.scale = _dropout_scale(p)
+        return x.mul(mask).mul_(ctx.scale)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        return grad.mul(mask).mul_(ctx.scale), None
+
+
+def _dropout(module: Dropout, x: torch.Tensor) -> torch.Tensor:
+    """``module(x)``, in training through :class:`_BoolMaskDropout`."""
+    p = module.p
+    if not module.training or p == 0.0 or p >= 1.0:
+        return module(x)
+    return _BoolMaskDropout.apply(x, p)
+
+
+class _GeluDropoutLinear(torch.autograd.Function):
+    """``Dropout(GELU(a)) W^T + b``, keeping only ``a`` and a one-byte dropout mask for
+    backward: the activation is recomputed there instead of holding three ``[..., 4D]`` float
+    tensors (GELU input, dropout mask, dropout output). Same values and random stream as the
+    three modules in a row."""
+
+    @staticmethod
+    def forward(ctx, a, weight, bias, p):  # noqa: D401
+        act = nn.functional.gelu(a)
+        mask = None
+        if p > 0.0:
+            mask = _dropout_mask(act, p)
+            act.mul_(mask).mul_(_dropout_scale(p))
+        out = nn.functional.linear(act, weight, bias)
+        ctx.save_for_backward(a, weight, mask)
+        ctx.p = p
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, weight, mask = ctx.saved_tensors
+        p = ctx.p
+        g2 = grad.reshape(-1, grad.shape[-1])
+        grad_a = grad_w = grad_b = None
+        if ctx.needs_input_grad[1]:
+            act = nn.functional.gelu(a)
+            if mask is not None:
+                act.mul_(mask).mul_(_dropout_scale(p))
+            grad_w = g2.T @ act.reshape(-1, act.shape[-1])
+        if ctx.needs_input_grad[2]:
+            grad_b = g2.sum(0)
+        if ctx.needs_input_grad[0]:
+            grad_act = (g2 @ weight).reshape(a.shape)
+            if mask is not None:
+                grad_act.mul_(mask).mul_(_dropout_scale(p))
+            grad_a = torch.ops.aten.gelu_backward(grad_act, a)
+        return grad_a, grad_w, grad_b, None
+
+
 @dataclass
 class LRUState:
     """Cached recurrent state of a batch of users.
@@ -182,12 +257,18 @@ class LRULayer(nn.Module):
 
     def inputs(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """``gamma * (B x + b)`` as complex ``[..., N]``, zero at PAD positions."""
-        # one real matmul with interleaved (re, im) rows, viewed as complex without a copy
+        # one real matmul with interleaved (re, im) rows, viewed as complex without a copy;
+        # gamma is folded into the (small) weights and PAD rows of x are zeroed before the
+        # product, so autograd keeps only the masked [..., D] input, not [..., 2N] products
+        gamma = torch.exp(self.gamma_log).repeat_interleave(2)
         w = torch.stack((self.B_re, self.B_im), dim=1).reshape(2 * self.n, self.d)
-        b = torch.stack((self.b_re, self.b_im), dim=1).reshape(2 * self.n)
-        z = nn.functional.linear(x, w, b) * torch.exp(self.gamma_log).repeat_interleave(2)
-        if mask is not None:
-            z = z * mask.unsqueeze(-1).to(z.dtype)
+        b = torch.stack((self.b_re, self.b_im), dim=1).reshape(2 * self.n) * gamma
+        w = w * gamma.unsqueeze(-1)
+        if mask is None:
+            z = nn.functional.linear(x, w, b)
+        else:
+            m = mask.unsqueeze(-1).to(x.dtype)
+            z = nn.functional.linear(x * m, w).addcmul_(m, b)  # the bias only at real items
         return torch.view_as_complex(z.reshape(*z.shape[:-1], self.n, 2))
 
     def output(self, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -196,7 +277,7 @@ class LRULayer(nn.Module):
         w = torch.stack((self.C_re, -self.C_im), dim=-1).reshape(self.d, 2 * self.n)
         hr = torch.view_as_real(h).reshape(*h.shape[:-1], 2 * self.n)
         y = nn.functional.linear(hr, w, self.c)
-        return self.norm(self.dropout(y) + x)
+        return self.norm(_dropout(self.dropout, y) + x)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x`` ``[B, L, D]`` -> (outputs ``[B, L, D]``, states ``[B, L, N]``)."""
@@ -218,8 +299,14 @@ class PFFN(nn.Module):
             _trunc_normal_(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.w2(self.dropout(self.act(self.w1(x))))
-        return self.norm(x + self.dropout(y))
+        a = self.w1(x)
+        if torch.is_grad_enabled() and self.training:
+            # one autograd node for GELU, dropout and w2: it recomputes GELU in backward
+            # instead of saving three [..., 4D] tensors (the memory saved for backward)
+            y = _GeluDropoutLinear.apply(a, self.w2.weight, self.w2.bias, self.dropout.p)
+        else:
+            y = self.w2(self.dropout(self.act(a)))
+        return self.norm(x + _dropout(self.dropout, y))
 
 
 class LRUBlock(nn.Module):
@@ -256,8 +343,8 @@ class LRUEncoder(SequenceEncoder):
     def _embed(self, items: torch.Tensor) -> torch.Tensor:
         e = self.embedding(items)
         if self.dropout_before_norm:
-            return self.embed_norm(self.embed_dropout(e))
-        return self.embed_dropout(self.embed_norm(e))
+            return self.embed_norm(_dropout(self.embed_dropout, e))
+        return _dropout(self.embed_dropout, self.embed_norm(e))
 
     def encode(
         self, items: torch.Tensor, mask: torch.Tensor
