@@ -69,62 +69,77 @@ def _chunk_size(length: int) -> int:
     return max(1, math.isqrt(max(length - 1, 0)) + 1)
 
 
-def _scan_(h: torch.Tensor, lam: torch.Tensor, chunk: int, reverse: bool = False) -> torch.Tensor:
-    """In place: the two-level (blocked) scan of ``h`` ``[..., K * chunk, N]`` (no autograd).
+def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    """The two-level (blocked) scan of ``u`` ``[..., L, N]`` into a new tensor (no autograd).
 
-    1. within every block, all ``K`` blocks at once: ``chunk - 1`` steps of
-       ``h_j += lam * h_{j-1}``;
-    2. across blocks: ``K - 1`` steps of ``end_k += lam**chunk * end_{k-1}`` on the blocks'
-       last states only;
+    ``L = r + K * c`` with block length ``c ~ sqrt(L)``: a partial block of ``r < c`` steps at
+    the start (at the end if ``reverse``) and ``K`` full blocks.
+
+    1. within every block, all ``K`` blocks at once: ``c - 1`` steps of
+       ``h_j = lam * h_{j-1} + u_j`` (the partial block: ``r - 1`` steps of the same);
+    2. across blocks: ``K`` steps of ``end_k += lam**c * end_{k-1}`` on the blocks' last states
+       only (``end_{-1}``: the partial block's last state, or none);
     3. one broadcast update: element ``j`` of block ``k`` gets ``lam**(j + 1) * end_{k-1}``.
 
     ``reverse`` scans backwards in time (``h_t = lam * h_{t+1} + u_t``): the same three steps
-    mirrored, block ``k`` getting ``lam**(chunk - j) * start_{k+1}``.
+    mirrored, element ``j`` of block ``k`` getting ``lam**(c - j) * start_{k+1}``. Work is
+    ``O(L)`` (about three passes over the data) in ``c + L / c`` vectorised steps.
     """
-    *batch, full, n = h.shape
-    if full < 2:
+    *batch, length, n = u.shape
+    h = torch.empty_like(u)
+    if length == 0:
         return h
-    blocks = full // chunk
-    view = h.view(*batch, blocks, chunk, n)
-    steps = range(chunk - 2, -1, -1) if reverse else range(1, chunk)
-    for j in steps:  # 1. within blocks
-        view[..., j, :].addcmul_(view[..., j + 1 if reverse else j - 1, :], lam)
-    if blocks < 2:
-        return h
-    powers = _powers(lam, chunk)[:chunk]  # [chunk, N]: lam**1 .. lam**chunk
-    lam_chunk = powers[-1]
-    if reverse:
-        starts = view[..., 0, :].clone()  # [..., K, N]
-        for k in range(blocks - 2, -1, -1):  # 2. across blocks
-            starts[..., k, :].addcmul_(starts[..., k + 1, :], lam_chunk)
-        view[..., :-1, :, :].addcmul_(starts[..., 1:, None, :], powers.flip(0))  # 3.
+    chunk = _chunk_size(length)
+    blocks = length // chunk
+    rem = length - blocks * chunk
+    body = slice(rem, length) if not reverse else slice(0, blocks * chunk)
+    hv = h[..., body, :].view(*batch, blocks, chunk, n)
+    uv = u[..., body, :].reshape(*batch, blocks, chunk, n)
+    # 1. within the blocks (and the partial block, one row at a time)
+    order = range(chunk - 1, -1, -1) if reverse else range(chunk)
+    part = range(length - 1, length - rem - 1, -1) if reverse else range(rem)
+    for view_h, view_u, steps in ((hv, uv, order), (h, u, part)):
+        prev = None
+        for j in steps:
+            if prev is None:
+                view_h[..., j, :].copy_(view_u[..., j, :])
+            else:
+                torch.addcmul(view_u[..., j, :], view_h[..., prev, :], lam, out=view_h[..., j, :])
+            prev = j
+    powers = _powers(lam, chunk)[:chunk]  # [c, N]: lam**1 .. lam**c
+    lam_c = powers[-1]
+    carry = None if rem == 0 else h[..., (blocks * chunk if reverse else rem - 1), :]
+    if reverse:  # 2. across blocks, from the last
+        starts = hv[..., 0, :].clone()  # [..., K, N]
+        if carry is not None:
+            starts[..., -1, :].addcmul_(carry, lam_c)
+        for k in range(blocks - 2, -1, -1):
+            starts[..., k, :].addcmul_(starts[..., k + 1, :], lam_c)
+        nxt = starts[..., 1:, :]
+        if carry is not None:
+            nxt = torch.cat((nxt, carry.unsqueeze(-2)), dim=-2)
+        if nxt.shape[-2]:  # 3.
+            hv[..., : nxt.shape[-2], :, :].addcmul_(nxt.unsqueeze(-2), powers.flip(0))
     else:
-        ends = view[..., -1, :].clone()  # [..., K, N]
-        for k in range(1, blocks):  # 2. across blocks
-            ends[..., k, :].addcmul_(ends[..., k - 1, :], lam_chunk)
-        view[..., 1:, :, :].addcmul_(ends[..., :-1, None, :], powers)  # 3.
+        ends = hv[..., -1, :].clone()  # [..., K, N]
+        if carry is not None:
+            ends[..., 0, :].addcmul_(carry, lam_c)
+        for k in range(1, blocks):
+            ends[..., k, :].addcmul_(ends[..., k - 1, :], lam_c)
+        prev = ends[..., :-1, :]
+        if carry is not None:
+            prev = torch.cat((carry.unsqueeze(-2), prev), dim=-2)
+        if prev.shape[-2]:  # 3.
+            hv[..., blocks - prev.shape[-2] :, :, :].addcmul_(prev.unsqueeze(-2), powers)
     return h
 
 
 def _scan_forward(
     u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None, reverse: bool = False
 ) -> torch.Tensor:
-    *batch, length, n = u.shape
-    chunk = _chunk_size(length)
-    full = -(-length // chunk) * chunk
-    if full == length:
-        h = u.clone()
-    else:
-        # zero inputs on the far side keep the state at zero: left padding (right if reverse)
-        h = u.new_zeros(*batch, full, n)
-        if reverse:
-            h[..., :length, :] = u
-        else:
-            h[..., full - length :, :] = u
-    h = _scan_(h, lam, chunk, reverse)
-    if full != length:  # contiguous, so that views of it (view_as_real, reshape) stay views
-        h = (h[..., :length, :] if reverse else h[..., full - length :, :]).contiguous()
+    h = _scan(u, lam, reverse)
     if h0 is not None:
+        length = u.shape[-2]
         h = h + _powers(lam, length)[:length] * h0.unsqueeze(-2)
     return h
 

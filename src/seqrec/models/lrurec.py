@@ -132,10 +132,11 @@ def _trunc_normal_(t: torch.Tensor) -> None:
     nn.init.trunc_normal_(t, mean=0.0, std=INIT_STD, a=-2 * INIT_STD, b=2 * INIT_STD)
 
 
-def _dropout_mask(x: torch.Tensor, p: float) -> torch.Tensor:
-    """Keep-mask of ``x``'s shape, drawn as :func:`seqrec.models.layers.cpu_dropout` draws it
-    (``uniform_() >= p`` in float32: the same random stream), stored as bool."""
-    return torch.empty(x.shape, dtype=torch.float32, device=x.device).uniform_().ge(p)
+def _drop_mask(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Where to drop, of ``x``'s shape, drawn as :func:`seqrec.models.layers.cpu_dropout` draws
+    its mask (``uniform_()`` in float32, kept where ``>= p``: the same random stream); a bool
+    tensor, one byte an element (the float mask takes four)."""
+    return torch.empty(x.shape, dtype=torch.float32, device=x.device).uniform_().lt(p)
 
 
 def _dropout_scale(p: float) -> float:
@@ -149,15 +150,15 @@ class _BoolMaskDropout(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, p):  # noqa: D401
-        mask = _dropout_mask(x, p)
-        ctx.save_for_backward(mask)
+        drop = _drop_mask(x, p)
+        ctx.save_for_backward(drop)
         ctx.scale = _dropout_scale(p)
-        return x.mul(mask).mul_(ctx.scale)
+        return x.mul(ctx.scale).masked_fill_(drop, 0.0)
 
     @staticmethod
     def backward(ctx, grad):
-        (mask,) = ctx.saved_tensors
-        return grad.mul(mask).mul_(ctx.scale), None
+        (drop,) = ctx.saved_tensors
+        return grad.mul(ctx.scale).masked_fill_(drop, 0.0), None
 
 
 def _dropout(module: Dropout, x: torch.Tensor) -> torch.Tensor:
@@ -177,32 +178,32 @@ class _GeluDropoutLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, weight, bias, p):  # noqa: D401
         act = nn.functional.gelu(a)
-        mask = None
+        drop = None
         if p > 0.0:
-            mask = _dropout_mask(act, p)
-            act.mul_(mask).mul_(_dropout_scale(p))
+            drop = _drop_mask(act, p)
+            act.mul_(_dropout_scale(p)).masked_fill_(drop, 0.0)
         out = nn.functional.linear(act, weight, bias)
-        ctx.save_for_backward(a, weight, mask)
+        ctx.save_for_backward(a, weight, drop)
         ctx.p = p
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        a, weight, mask = ctx.saved_tensors
+        a, weight, drop = ctx.saved_tensors
         p = ctx.p
         g2 = grad.reshape(-1, grad.shape[-1])
         grad_a = grad_w = grad_b = None
         if ctx.needs_input_grad[1]:
             act = nn.functional.gelu(a)
-            if mask is not None:
-                act.mul_(mask).mul_(_dropout_scale(p))
+            if drop is not None:
+                act.mul_(_dropout_scale(p)).masked_fill_(drop, 0.0)
             grad_w = g2.T @ act.reshape(-1, act.shape[-1])
         if ctx.needs_input_grad[2]:
             grad_b = g2.sum(0)
         if ctx.needs_input_grad[0]:
             grad_act = (g2 @ weight).reshape(a.shape)
-            if mask is not None:
-                grad_act.mul_(mask).mul_(_dropout_scale(p))
+            if drop is not None:
+                grad_act.mul_(_dropout_scale(p)).masked_fill_(drop, 0.0)
             grad_a = torch.ops.aten.gelu_backward(grad_act, a)
         return grad_a, grad_w, grad_b, None
 
@@ -267,8 +268,9 @@ class LRULayer(nn.Module):
         if mask is None:
             z = nn.functional.linear(x, w, b)
         else:
+            # the bias as one more input column, 1 at real items and 0 at PAD
             m = mask.unsqueeze(-1).to(x.dtype)
-            z = nn.functional.linear(x * m, w).addcmul_(m, b)  # the bias only at real items
+            z = nn.functional.linear(torch.cat((x * m, m), dim=-1), torch.cat((w, b[:, None]), 1))
         return torch.view_as_complex(z.reshape(*z.shape[:-1], self.n, 2))
 
     def output(self, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
