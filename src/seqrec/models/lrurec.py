@@ -372,6 +372,21 @@ class LRUEncoder(SequenceEncoder):
         pad = out.new_zeros(items.shape[0], first, self.embedding.weight.shape[1])
         return torch.cat((pad, out), dim=1)
 
+    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:  # [B, D]
+        """Output at the last position ``[B, D]``: the last block runs its LRU output and PFFN
+        on that position only (its scan still runs over all of them)."""
+        items, mask = batch.items, batch.mask
+        if items.shape[1] == 0 or not bool(mask.any()):
+            return self.forward(batch)[:, -1]
+        first = int(mask.any(0).float().argmax())  # all-PAD columns skipped, as in forward
+        items, mask = items[:, first:], mask[:, first:]
+        x = self._embed(items)
+        for block in self.blocks[:-1]:
+            x = block.ffn(block.lru(x, mask)[0])
+        lru = self.blocks[-1].lru
+        h = lru_parallel_scan(lru.inputs(x, mask), lru.lam())[:, -1:]
+        return self.blocks[-1].ffn(lru.output(h, x[:, -1:]))[:, -1]
+
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.embedding.weight, self.out_bias
 
