@@ -372,8 +372,8 @@ def markdown(record: dict) -> str:
     lines = [
         "# Roofline: FLOPs, time and achieved share of the matmul rate (ML-1M)\n",
         f"Command: `{record['command']}`  ",
-        f"Data: `ml-1m-sasrec`, leave-last-out; each model at its ML-1M recipe (the "
-        f"reproduction-table row in the JSON), untrained weights  ",
+        "Data: `ml-1m-sasrec`, leave-last-out; each model at its ML-1M recipe (the "
+        "reproduction-table row in the JSON), untrained weights  ",
         f"Protocol: {record['protocol']}  ",
         f"Hardware: {hardware_line(record['hardware'])}  ",
         f"Measured {record['created']}; 1-minute load average {record['load_range']} during the "
