@@ -255,9 +255,12 @@ def _plain_block_forward(block, x, mask):
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
-def test_training_path_equals_plain_modules(dropout):
-    """The fused GELU+dropout+linear node, the one-byte dropout masks, the folded gamma and
+def test_training_path_equals_plain_modules(dropout, monkeypatch):
+    """The fused, row-chunked PFFN node, the one-byte dropout masks, the folded gamma and
     the blocked scan give the plain modules' values and gradients under the same seed."""
+    from seqrec.models import lrurec
+
+    monkeypatch.setattr(lrurec, "FUSED_ROWS", 16)  # 111 rows: several chunks and a short one
     torch.manual_seed(0)
     enc = LRUEncoder(LRURecConfig(dim=8, dropout=dropout, max_len=40), 25).double().train()
     items = torch.randint(1, 26, (3, 37))

@@ -132,80 +132,104 @@ def _trunc_normal_(t: torch.Tensor) -> None:
     nn.init.trunc_normal_(t, mean=0.0, std=INIT_STD, a=-2 * INIT_STD, b=2 * INIT_STD)
 
 
-def _drop_mask(x: torch.Tensor, p: float) -> torch.Tensor:
-    """Where to drop, of ``x``'s shape, drawn as :func:`seqrec.models.layers.cpu_dropout` draws
-    its mask (``uniform_()`` in float32, kept where ``>= p``: the same random stream); a bool
-    tensor, one byte an element (the float mask takes four)."""
-    return torch.empty(x.shape, dtype=torch.float32, device=x.device).uniform_().lt(p)
+def _keep_mask(like: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dropout's mask for ``like``, drawn as :func:`seqrec.models.layers.cpu_dropout` draws it
+    (``uniform_() >= p`` in float32: the same random stream and values): the float mask
+    ``keep / (1 - p)`` to multiply by, and ``keep`` as uint8 to save for backward (one byte an
+    element; uint8 converts back to float far faster than bool)."""
+    mask = torch.empty(like.shape, dtype=torch.float32, device=like.device).uniform_().ge_(p)
+    keep = mask.to(torch.uint8)
+    return mask.mul_(1.0 / (1.0 - p)), keep
 
 
-def _dropout_scale(p: float) -> float:
-    """``1 / (1 - p)`` rounded to float32, as ``cpu_dropout``'s float32 mask holds it."""
-    return float(torch.tensor(1.0 / (1.0 - p), dtype=torch.float32))
+def _scaled(keep: torch.Tensor, p: float) -> torch.Tensor:
+    """The float mask ``keep / (1 - p)`` back from the saved uint8 ``keep``."""
+    return keep.to(torch.float32).mul_(1.0 / (1.0 - p))
 
 
-class _BoolMaskDropout(torch.autograd.Function):
+class _ByteMaskDropout(torch.autograd.Function):
     """Inverted dropout that keeps a one-byte mask for backward (the float mask of
     ``layers.Dropout`` costs four bytes an element); same values and random stream."""
 
     @staticmethod
     def forward(ctx, x, p):  # noqa: D401
-        drop = _drop_mask(x, p)
-        ctx.save_for_backward(drop)
-        ctx.scale = _dropout_scale(p)
-        return x.mul(ctx.scale).masked_fill_(drop, 0.0)
+        mask, keep = _keep_mask(x, p)
+        ctx.save_for_backward(keep)
+        ctx.p = p
+        return x * mask
 
     @staticmethod
     def backward(ctx, grad):
-        (drop,) = ctx.saved_tensors
-        return grad.mul(ctx.scale).masked_fill_(drop, 0.0), None
+        (keep,) = ctx.saved_tensors
+        return grad * _scaled(keep, ctx.p), None
 
 
 def _dropout(module: Dropout, x: torch.Tensor) -> torch.Tensor:
-    """``module(x)``, in training through :class:`_BoolMaskDropout`."""
+    """``module(x)``, in training through :class:`_ByteMaskDropout`."""
     p = module.p
     if not module.training or p == 0.0 or p >= 1.0:
         return module(x)
-    return _BoolMaskDropout.apply(x, p)
+    return _ByteMaskDropout.apply(x, p)
 
 
-class _GeluDropoutLinear(torch.autograd.Function):
-    """``Dropout(GELU(a)) W^T + b``, keeping only ``a`` and a one-byte dropout mask for
-    backward: the activation is recomputed there instead of holding three ``[..., 4D]`` float
-    tensors (GELU input, dropout mask, dropout output). Same values and random stream as the
-    three modules in a row."""
+FUSED_ROWS = 1024
+"""Rows per chunk of the fused PFFN: a ``[rows, 4D]`` float block stays in the CPU cache."""
+
+
+class _FusedPFFN(torch.autograd.Function):
+    """``W2 Dropout(GELU(W1 x + b1)) + b2`` over chunks of ``FUSED_ROWS`` rows.
+
+    Each chunk's ``[rows, 4D]`` activation is made, dropped and consumed while it is in the
+    cache, and backward redoes the same per chunk (GELU recomputed from the saved ``W1 x + b1``)
+    accumulating the weight gradients. Saved for backward: ``x``, ``W1 x + b1`` and a one-byte
+    keep mask, where the three modules in a row keep three ``[..., 4D]`` float tensors. Values
+    and random stream are those of the modules (the mask is drawn chunk after chunk in the same
+    order as one ``uniform_`` over the whole tensor).
+    """
 
     @staticmethod
-    def forward(ctx, a, weight, bias, p):  # noqa: D401
-        act = nn.functional.gelu(a)
-        drop = None
-        if p > 0.0:
-            drop = _drop_mask(act, p)
-            act.mul_(_dropout_scale(p)).masked_fill_(drop, 0.0)
-        out = nn.functional.linear(act, weight, bias)
-        ctx.save_for_backward(a, weight, drop)
+    def forward(ctx, x, w1, b1, w2, b2, p):  # noqa: D401
+        x2 = x.reshape(-1, x.shape[-1])
+        n, width = x2.shape[0], w1.shape[0]
+        a = x2.new_empty(n, width)
+        out = x2.new_empty(n, w2.shape[0])
+        keep = torch.empty(n, width, dtype=torch.uint8, device=x.device) if p > 0.0 else None
+        for start in range(0, n, FUSED_ROWS):
+            rows = slice(start, start + FUSED_ROWS)
+            a_c = torch.addmm(b1, x2[rows], w1.t(), out=a[rows])
+            act = nn.functional.gelu(a_c)
+            if keep is not None:
+                mask, keep[rows] = _keep_mask(act, p)
+                act.mul_(mask)
+            torch.addmm(b2, act, w2.t(), out=out[rows])
+        ctx.save_for_backward(x2, w1, w2, a, keep)
         ctx.p = p
-        return out
+        return out.view(*x.shape[:-1], w2.shape[0])
 
     @staticmethod
     def backward(ctx, grad):
-        a, weight, drop = ctx.saved_tensors
-        p = ctx.p
+        x2, w1, w2, a, keep = ctx.saved_tensors
         g2 = grad.reshape(-1, grad.shape[-1])
-        grad_a = grad_w = grad_b = None
-        if ctx.needs_input_grad[1]:
-            act = nn.functional.gelu(a)
-            if drop is not None:
-                act.mul_(_dropout_scale(p)).masked_fill_(drop, 0.0)
-            grad_w = g2.T @ act.reshape(-1, act.shape[-1])
-        if ctx.needs_input_grad[2]:
-            grad_b = g2.sum(0)
-        if ctx.needs_input_grad[0]:
-            grad_act = (g2 @ weight).reshape(a.shape)
-            if drop is not None:
-                grad_act.mul_(_dropout_scale(p)).masked_fill_(drop, 0.0)
-            grad_a = torch.ops.aten.gelu_backward(grad_act, a)
-        return grad_a, grad_w, grad_b, None
+        grad_x = torch.empty_like(x2)
+        grad_w1, grad_w2 = torch.zeros_like(w1), torch.zeros_like(w2)
+        grad_b1 = w1.new_zeros(w1.shape[0])
+        for start in range(0, x2.shape[0], FUSED_ROWS):
+            rows = slice(start, start + FUSED_ROWS)
+            a_c, g_c = a[rows], g2[rows]
+            act = nn.functional.gelu(a_c)
+            mask = None if keep is None else _scaled(keep[rows], ctx.p)
+            if mask is not None:
+                act.mul_(mask)
+            grad_w2.addmm_(g_c.t(), act)
+            grad_act = torch.mm(g_c, w2)
+            if mask is not None:
+                grad_act.mul_(mask)
+            grad_a = torch.ops.aten.gelu_backward(grad_act, a_c)
+            grad_w1.addmm_(grad_a.t(), x2[rows])
+            grad_b1 += grad_a.sum(0)
+            torch.mm(grad_a, w1, out=grad_x[rows])
+        shape = grad.shape[:-1] + (x2.shape[-1],)
+        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, g2.sum(0), None
 
 
 @dataclass
@@ -301,13 +325,12 @@ class PFFN(nn.Module):
             _trunc_normal_(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        a = self.w1(x)
-        if torch.is_grad_enabled() and self.training:
-            # one autograd node for GELU, dropout and w2: it recomputes GELU in backward
-            # instead of saving three [..., 4D] tensors (the memory saved for backward)
-            y = _GeluDropoutLinear.apply(a, self.w2.weight, self.w2.bias, self.dropout.p)
+        if torch.is_grad_enabled() and self.training and x.device.type == "cpu":
+            # one autograd node, in cache-sized row chunks (see _FusedPFFN)
+            w1, w2 = self.w1, self.w2
+            y = _FusedPFFN.apply(x, w1.weight, w1.bias, w2.weight, w2.bias, self.dropout.p)
         else:
-            y = self.w2(self.dropout(self.act(a)))
+            y = self.w2(self.dropout(self.act(self.w1(x))))
         return self.norm(x + _dropout(self.dropout, y))
 
 
