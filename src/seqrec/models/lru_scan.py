@@ -168,9 +168,9 @@ class _ParallelScan(torch.autograd.Function):
         lam_c = lam.conj().resolve_conj()
         G = _scan_forward(grad.resolve_conj(), lam_c, None, reverse=True)
         n = h.shape[-1]
-        # grad lam = sum_t G_t conj(h_{t-1}), h_{-1} = h0 (or 0); vecdot conjugates its first
-        # argument inside the reduction instead of materialising conj(h)
-        grad_lam = torch.linalg.vecdot(h[..., :-1, :], G[..., 1:, :], dim=-2).reshape(-1, n).sum(0)
+        # grad lam = sum_t G_t conj(h_{t-1}), h_{-1} = h0 (or 0); the lazily conjugated view
+        # is read by the product, not materialised
+        grad_lam = (G[..., 1:, :] * h[..., :-1, :].conj()).reshape(-1, n).sum(0)
         if not ctx.h0_is_none:
             grad_lam = grad_lam + (G[..., 0, :] * h0.conj()).reshape(-1, n).sum(0)
         grad_h0 = None if ctx.h0_is_none else lam_c * G[..., 0, :]
