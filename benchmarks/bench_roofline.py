@@ -20,7 +20,9 @@ recipe's loss and batch), one run measures
   and for SASRec, LRURec and HSTU the FLOP floor: encoding each history once at its own length
   (the last layer at the last position only) plus the ``[U, D] x [D, I + 1]`` scoring.
 
-Achieved share = FLOPs / time / rate. Weights are untrained (time and FLOPs do not depend on
+Times are process CPU seconds (the machine is shared: a descheduled second is not the model's),
+the rates too (CPU time of the best of three products); wall times are in the JSON.
+Achieved share = FLOPs / CPU time / rate. Weights are untrained (time and FLOPs do not depend on
 them). Elementwise work (softmax, norms, the LRU scan, dropout masks) is not counted as FLOPs:
 it is what keeps a model below the matmul rate.
 
@@ -145,7 +147,8 @@ def count_flops(fn) -> int:
 
 # --- the machine's rate -----------------------------------------------------------------
 def gemm_rate(m: int, k: int, n: int, threads: int = 1, reps: int = 3) -> float:
-    """GFLOP/s of ``[m, k] x [k, n]`` (fp32, best of ``reps`` after one warm-up)."""
+    """GFLOP/s of ``[m, k] x [k, n]`` (fp32, best of ``reps`` after one warm-up), per second of
+    process CPU time (with two threads: per second of both threads' time, times two)."""
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -154,10 +157,10 @@ def gemm_rate(m: int, k: int, n: int, threads: int = 1, reps: int = 3) -> float:
         torch.mm(a, b, out=out)
         best = float("inf")
         for _ in range(reps):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             torch.mm(a, b, out=out)
-            best = min(best, time.perf_counter() - t0)
-        return 2 * m * k * n / best / 1e9
+            best = min(best, time.process_time() - t0)
+        return 2 * m * k * n / best / 1e9 * threads
     finally:
         torch.set_num_threads(old)
 
@@ -302,7 +305,7 @@ def train_part(model, split, args) -> dict:
         cpu.append(time.process_time() - c)
         rates.append(gemm_rate(args.gemm, args.gemm, args.gemm))
     rate = statistics.median(rates)
-    step_s = statistics.median(times)
+    step_s = statistics.median(cpu)  # CPU time: the machine is shared
     flops_step = counted
     return {
         "batch_size": batch_size,
@@ -348,13 +351,13 @@ def eval_part(model, split, spec, args) -> dict:
         "cpu_s": cpu,
         "gemm_gflops_1t": rates,
         "rate_gflops": rate,
-        "achieved_fraction": counted / wall / 1e9 / rate,
+        "achieved_fraction": counted / cpu / 1e9 / rate,
         "floor_flops": floor,
         "load_average": os.getloadavg(),
     }
     if floor is not None:
         out["floor_s"] = floor / (rate * 1e9)
-        out["time_over_floor"] = wall / out["floor_s"]
+        out["time_over_floor"] = cpu / out["floor_s"]
     return out
 
 
@@ -395,8 +398,8 @@ def markdown(record: dict) -> str:
         "epoch time it implies, the one-thread square-GEMM rate measured between the steps, "
         "and the achieved share of it; then the same for one evaluation of all test users, "
         "with the FLOP floor (needed work / rate) where a formula exists.\n",
-        "| model | step GFLOP | analytic / counted | step s | epoch steps | epoch GFLOP | "
-        "epoch s | rate GFLOP/s | train share | eval GFLOP | eval s | eval share | "
+        "| model | step GFLOP | analytic / counted | step CPU s | epoch steps | epoch GFLOP | "
+        "epoch CPU s | rate GFLOP/s | train share | eval GFLOP | eval CPU s | eval share | "
         "floor GFLOP | floor s | eval / floor |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -412,7 +415,7 @@ def markdown(record: dict) -> str:
             f"{t['steps_per_epoch']} | {_g(t['epoch_flops'], 0)} | {t['epoch_s']:.0f} | "
             f"{t['rate_gflops']:.1f} | {_pct(t['achieved_fraction'])} | "
             f"{_g(e.get('flops_counted'))} | "
-            f"{'' if not e else format(e['wall_s'], '.2f')} | {_pct(e.get('achieved_fraction'))} | "
+            f"{'' if not e else format(e['cpu_s'], '.2f')} | {_pct(e.get('achieved_fraction'))} | "
             f"{_g(e.get('floor_flops'))} | "
             f"{'' if e.get('floor_s') is None else format(e['floor_s'], '.2f')} | "
             f"{'' if e.get('time_over_floor') is None else format(e['time_over_floor'], '.2f')} |"
@@ -474,7 +477,8 @@ def main() -> None:
         wall_seconds=time.perf_counter() - t_start,
         notes="FLOPs: matrix products only (torch.utils.flop_counter; analytic formulas in the "
         "script's docstring). Epoch = steps_per_epoch x the median step (FLOPs of the counted "
-        "step, time of the timed ones), not a timed epoch. Share = FLOPs / time / the one-thread "
+        "step, CPU time of the timed ones), not a timed epoch. Share = FLOPs / CPU time / the "
+        "one-thread "
         "square-GEMM rate measured between that model's steps (evaluation: before and after "
         "it). Floor = analytic needed FLOPs / that rate.",
     )
