@@ -1,4 +1,4 @@
-"""The linear recurrence of LRURec and its recursive parallel scan.
+"""The linear recurrence of LRURec and its parallel scan.
 
 The recurrence (Yue et al., "Linear Recurrent Units for Sequential Recommendation", WSDM 2024,
 Sec. 3.2, after Orvieto et al. 2023, "Resurrecting Recurrent Neural Networks for Long
@@ -9,19 +9,21 @@ Sequences") is diagonal and complex::
 with ``lam`` a complex vector ``[N]`` (``|lam| < 1``) and ``u`` the already projected and
 normalised input ``gamma * (B x_t)``, shape ``[..., L, N]``.
 
-:func:`lru_parallel_scan` is the paper's recursive parallelisation (Sec. 3.3):
+:func:`lru_parallel_scan` computes all states with a two-level (blocked) parallel scan: the
+sequence is cut into blocks of about ``sqrt(L)`` steps; every block is scanned at once (one
+vectorised step per position in a block, over all blocks and rows), then the blocks' last
+states are carried across blocks (one step per block, on ``[..., N]`` only), and one broadcast
+update adds ``lam**(j + 1) * carry`` to element ``j`` of every block. Work is ``O(L)`` (about
+three passes over the data), in ``~2 sqrt(L)`` vectorised steps; the powers ``lam**1 ..
+lam**c`` are built by doubling (``P_{2b} = [P_b, lam**b * P_b]``), exact products without
+complex logarithms. The states are the recurrence's own, in another order of the same
+additions.
 
-1. left-pad the time axis with zeros to a power of two ``2**k`` (zero inputs keep a zero state,
-   so left padding changes nothing);
-2. ``k`` passes; in pass ``i`` (block length ``b = 2**(i-1)``) the sequence is viewed as
-   ``2**(k-i)`` pairs of neighbouring blocks and the right block of every pair gets
-   ``lam**j * (last element of the left block)`` added to its ``j``-th element
-   (``j = 1..b``), all pairs at once through one reshape to ``[..., pairs, 2, b, N]``.
-
-After pass ``i`` every block of length ``2**i`` holds its own within-block scan, so after ``k``
-passes the whole sequence is scanned. Work is ``O(L log L)``, depth ``O(log L)``; there is no
-Python loop over time steps. The powers ``lam**1..lam**b`` are built by doubling
-(``P_{2b} = [P_b, lam**b * P_b]``), exact products without complex logarithms.
+The paper's parallelisation (Sec. 3.3) is the recursive one: ``log2 L`` passes over the whole
+(left-padded to a power of two) sequence, pass ``i`` adding ``lam**j * (last element of the
+left block)`` to the right block of every pair of ``2**(i-1)``-long blocks. Its depth is
+``O(log L)`` but its work ``O(L log L)``; on a CPU, where the work is what costs, the blocked
+scan is faster and needs no padding (``docs/decisions/lrurec-training-speed.md``).
 
 :func:`lru_sequential_scan` is the plain loop used as the reference in tests and benchmarks;
 :func:`lru_step` is one step of the recurrence (incremental inference).
@@ -145,7 +147,7 @@ def _scan_forward(
 
 
 class _ParallelScan(torch.autograd.Function):
-    """Forward: the recursive scan. Backward: the same scan run backwards in time.
+    """Forward: the blocked scan. Backward: the same scan run backwards in time.
 
     With ``G_t = dL/dh_t`` accumulated over later steps (``G_t = g_t + conj(lam) G_{t+1}``,
     itself a linear recurrence, so the reverse-time parallel scan of ``g`` with
@@ -180,7 +182,7 @@ class _ParallelScan(torch.autograd.Function):
 def lru_parallel_scan(
     u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """All states ``h`` ``[..., L, N]`` of ``h_t = lam * h_{t-1} + u_t`` by the recursive scan.
+    """All states ``h`` ``[..., L, N]`` of ``h_t = lam * h_{t-1} + u_t`` by the blocked scan.
 
     Args:
         u: complex ``[..., L, N]`` inputs (complex64 or complex128); PAD positions must be 0.

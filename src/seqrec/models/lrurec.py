@@ -53,6 +53,16 @@ Choices where the paper is silent (deviations, all documented):
   ``max_len`` (``docs/decisions/sliding-training-windows.md``). Their gradient clipping
   (norm 5) is ``grad_clip=5``.
 
+**Training computation.** The math above, computed with less memory traffic (values equal to
+the plain modules' up to the order of float additions, the same dropout random stream; a test
+checks values and gradients): ``gamma`` is folded into the input weights and the bias enters
+as one more input column (1 at real items, 0 at PAD), so autograd keeps the masked ``[..., D]``
+input instead of ``[..., 2N]`` products; the scan is the blocked one of
+:mod:`seqrec.models.lru_scan`; dropout masks are kept as one byte an element; the PFFN is one
+autograd node run over cache-sized row chunks that recomputes GELU in backward instead of
+keeping three ``[..., 4D]`` tensors. ``encode_last`` runs the last block's output and PFFN at the
+last position only. Why and how much: ``docs/decisions/lrurec-training-speed.md``.
+
 **Incremental inference.** :meth:`LRUEncoder.step` advances a cached per-layer state by one
 item in ``O(D^2)`` per layer, independent of the history length, with no re-encoding; it equals
 the full encoding (tests check every prefix). ``LRURec.stream`` / ``LRURec.update`` expose this
