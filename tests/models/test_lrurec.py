@@ -283,3 +283,34 @@ def test_training_path_equals_plain_modules(dropout, monkeypatch):
         assert (outs[0] != 0).all()  # a LayerNorm output: dropout masks were applied inside
     for a, b in zip(*grads, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-9)
+
+
+def _saved_bytes(model_cls, config_cls, **kw) -> int:
+    """Bytes autograd keeps for backward in one training forward + loss (distinct storages)."""
+    from seqrec.models.neural_config import settings as flat
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    items = torch.as_tensor(rng.integers(1, 51, size=(4, 201)))
+    batch = SequenceBatch(items=items[:, :-1], mask=items[:, :-1] != 0, targets=items[:, 1:])
+    model = model_cls(flat(config_cls, max_len=200, dim=64, n_blocks=2, dropout=0.2, **kw))
+    model.encoder = model.build_encoder(50).train()
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model.compute_loss({"batch": batch})
+    return sum(seen.values())
+
+
+def test_saved_for_backward_at_most_sasrecs():
+    """At the ML-1M shape (L 200, d 64, 2 blocks, full CE; 4 rows, memory is linear in rows)
+    LRURec keeps no more for backward than SASRec."""
+    from seqrec.models.sasrec import SASRec, SASRecConfig
+
+    lru = _saved_bytes(LRURec, LRURecConfig)
+    sas = _saved_bytes(SASRec, SASRecConfig, n_heads=1)
+    assert lru <= sas, (lru / 2**20, sas / 2**20)
