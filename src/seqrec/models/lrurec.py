@@ -335,10 +335,12 @@ class PFFN(nn.Module):
             _trunc_normal_(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.is_grad_enabled() and self.training and x.device.type == "cpu":
-            # one autograd node, in cache-sized row chunks (see _FusedPFFN)
+        if x.device.type == "cpu" and (self.training or torch.is_inference_mode_enabled()):
+            # one autograd node, in cache-sized row chunks (see _FusedPFFN); exports (traced,
+            # not in inference mode) see the plain modules
             w1, w2 = self.w1, self.w2
-            y = _FusedPFFN.apply(x, w1.weight, w1.bias, w2.weight, w2.bias, self.dropout.p)
+            p = self.dropout.p if self.training else 0.0
+            y = _FusedPFFN.apply(x, w1.weight, w1.bias, w2.weight, w2.bias, p)
         else:
             y = self.w2(self.dropout(self.act(self.w1(x))))
         return self.norm(x + _dropout(self.dropout, y))

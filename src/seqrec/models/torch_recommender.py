@@ -102,7 +102,7 @@ def _no_cuda_reason() -> str:
     )
 
 
-EVAL_TOKENS = 1 << 16
+EVAL_TOKENS = 1 << 14
 """Scoring batches hold at most this many ``rows x width`` positions (beyond their first row):
 histories sorted by length are cut into batches of similar length, so a chunk of mostly short
 histories is not padded to its longest one."""
