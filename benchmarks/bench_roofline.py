@@ -85,6 +85,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gemm", type=int, default=2048, help="size of the square reference GEMM")
     p.add_argument("--no-eval", action="store_true", help="skip the full-ranking evaluation")
     p.add_argument("--out-stem", default="roofline")
+    p.add_argument(
+        "--render", action="store_true", help="only rewrite the .md from the existing .json"
+    )
     return p
 
 
@@ -392,6 +395,8 @@ def markdown(record: dict) -> str:
         lines.append(f"| {k} | 1 | {v:.1f} |")
     lines += [
         "",
+        "Rates per second of process CPU time, best of three (two threads: times two, the rate "
+        "of both cores busy); the thin products are the shapes the models run.\n",
         "## Training (one thread) and full-ranking evaluation (one thread)\n",
         "Per model: FLOPs of a training step and an epoch as executed (flop counter; the "
         "analytic count's ratio to it where a formula exists), the median step time and the "
@@ -420,12 +425,37 @@ def markdown(record: dict) -> str:
             f"{'' if e.get('floor_s') is None else format(e['floor_s'], '.2f')} | "
             f"{'' if e.get('time_over_floor') is None else format(e['time_over_floor'], '.2f')} |"
         )
-    lines += ["", record["notes"], ""]
-    return "\n".join(lines)
+    lines += ["", record["notes"], "", "## Against the bars\n"]
+    lines += summary(record["models"])
+    return "\n".join(lines) + "\n"
+
+
+def summary(models: dict) -> list[str]:
+    """The issue's bars: training at >= 50% of the one-thread rate, evaluation within 1.5x of
+    its FLOP floor (SASRec, LRURec, HSTU)."""
+    out = []
+    for name in ("sasrec", "lrurec", "hstu"):
+        r = models.get(name)
+        if not r or "error" in r:
+            continue
+        share = r["train"]["achieved_fraction"]
+        line = f"- {name}: training at {100 * share:.0f}% of the rate (bar 50%: "
+        line += "met" if share >= 0.5 else "not met"
+        e = r.get("eval")
+        if e and e.get("time_over_floor") is not None:
+            ratio = e["time_over_floor"]
+            line += f"); evaluation at {ratio:.2f}x its floor (bar 1.5x: "
+            line += "met" if ratio <= 1.5 else "not met"
+        out.append(line + ")")
+    return out
 
 
 def main() -> None:
     args = parser().parse_args()
+    if args.render:
+        record = json.loads((OUT / f"{args.out_stem}.json").read_text())
+        (OUT / f"{args.out_stem}.md").write_text(markdown(record))
+        return
     torch.set_num_threads(1)
     _register_formulas()
     t_start = time.perf_counter()
