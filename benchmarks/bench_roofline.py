@@ -383,8 +383,8 @@ def markdown(record: dict) -> str:
         f"Protocol: {record['protocol']}  ",
         f"Hardware: {hardware_line(record['hardware'])}  ",
         f"Measured {record['created']}; 1-minute load average {record['load_range']} during the "
-        "run (the machine was shared with other jobs: absolute times and rates are depressed, "
-        "the fractions use the rate measured in the same run)\n",
+        "run (the machine was shared with other jobs: times and rates are process CPU seconds, "
+        "the fractions use the rate measured in the same run; wall times are in the JSON)\n",
         "## The machine's fp32 matmul rate\n",
         "| product | threads | GFLOP/s |",
         "|---|---:|---:|",
