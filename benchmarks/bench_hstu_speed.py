@@ -3,7 +3,8 @@
 One "step" is what the trainer does per batch: ``make_batch`` (inputs, targets, negatives),
 ``compute_loss`` (encoder forward + loss), ``backward`` and an AdamW update. Models are measured
 in interleaved rounds (A B C ... A B C ...) so that load from other processes hits all of them
-alike; the median step time of each model is reported with its ratio to SASRec.
+alike; the median step time of each model is reported with its ratio to SASRec, in wall and
+in process CPU seconds (on a shared machine the CPU ratio is the steadier one).
 
 It also records the memory the attention takes: the bytes autograd keeps for the backward pass
 (``saved_tensors_hooks``, de-duplicated by storage), and the size of one ``[B, H, L, L]`` float
@@ -148,6 +149,7 @@ def main() -> None:
     t_start = time.perf_counter()
     for loss in args.losses.split(","):
         steps, times, mem = {}, {k: [] for k in kinds}, {}
+        cpu = {k: [] for k in kinds}
         for kind in kinds:
             model = build(kind, args, loss)
             model._remember_catalogue(train)
@@ -164,15 +166,21 @@ def main() -> None:
             mem[kind] = saved.mib
         for _ in range(args.rounds):
             for kind in kinds:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 steps[kind]()
                 times[kind].append(time.perf_counter() - t0)
+                cpu[kind].append(time.process_time() - c0)
         base = statistics.median(times["sasrec"]) if "sasrec" in times else None
+        base_cpu = statistics.median(cpu["sasrec"]) if "sasrec" in cpu else None
         results[loss] = {
             k: {
                 "median_step_s": statistics.median(v),
                 "min_step_s": min(v),
                 "ratio_to_sasrec": None if base is None else statistics.median(v) / base,
+                "median_step_cpu_s": statistics.median(cpu[k]),
+                "cpu_ratio_to_sasrec": (
+                    None if base_cpu is None else statistics.median(cpu[k]) / base_cpu
+                ),
                 "saved_for_backward_mib": mem[k],
                 "steps": v,
             }
@@ -210,15 +218,17 @@ def main() -> None:
         f"{record['load_average']}  \nB={args.batch_size}, L={args.max_len}, d={args.dim}, "
         f"{args.blocks} blocks, {h} head(s), I={args.items}; one [B,H,L,L] float tensor = "
         f"{attn_mib:.1f} MiB\n",
-        "| loss | model | median step (s) | ratio to SASRec | saved for backward (MiB) |",
-        "|---|---|---:|---:|---:|",
+        "| loss | model | median step (s) | ratio to SASRec | median step CPU (s) | "
+        "CPU ratio to SASRec | saved for backward (MiB) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for loss, res in results.items():
         for k, r in res.items():
             ratio = "" if r["ratio_to_sasrec"] is None else f"{r['ratio_to_sasrec']:.2f}"
+            cratio = "" if r["cpu_ratio_to_sasrec"] is None else f"{r['cpu_ratio_to_sasrec']:.2f}"
             lines.append(
                 f"| {loss} | {k} | {r['median_step_s']:.3f} | {ratio} | "
-                f"{r['saved_for_backward_mib']:.0f} |"
+                f"{r['median_step_cpu_s']:.3f} | {cratio} | {r['saved_for_backward_mib']:.0f} |"
             )
     (OUT / f"{args.out_stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

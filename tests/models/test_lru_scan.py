@@ -1,4 +1,4 @@
-"""The recursive parallel scan equals the sequential recurrence (outputs and gradients)."""
+"""The (blocked) parallel scan equals the sequential recurrence (outputs and gradients)."""
 
 from __future__ import annotations
 

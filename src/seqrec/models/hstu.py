@@ -183,19 +183,24 @@ class HSTULayer(nn.Module):
         x: torch.Tensor,  # [B, L, D]
         weight_mask: torch.Tensor,  # [B, 1, L, L] float: causal * key-valid / N
         rab: torch.Tensor | None,  # [1 or B, H, L, L]
-    ) -> torch.Tensor:  # [B, L, D]
+        last_only: bool = False,
+    ) -> torch.Tensor:  # [B, L, D] ([B, 1, D] with last_only: the last query only)
         b, n, _ = x.shape
         h, dqk, dv = self.n_heads, self.d_qk, self.d_v
         uvqk = F.silu(self.proj1(self.norm_in(x)))
         u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
-        q = q.view(b, n, h, dqk).transpose(1, 2) * (1.0 / math.sqrt(dqk))  # [B, H, L, dqk]
+        if last_only:  # keys and values at every position, the query (and U) at the last one
+            u, q, weight_mask = u[:, -1:], q[:, -1:], weight_mask[..., -1:, :]
+            rab = None if rab is None else rab[..., -1:, :]
+        nq = q.shape[1]
+        q = q.reshape(b, nq, h, dqk).transpose(1, 2) * (1.0 / math.sqrt(dqk))  # [B, H, Lq, dqk]
         k = k.view(b, n, h, dqk).transpose(1, 2)
         v = v.view(b, n, h, dv).transpose(1, 2)  # [B, H, L, dv]
-        scores = q @ k.transpose(-2, -1)  # [B, H, L, L]
+        scores = q @ k.transpose(-2, -1)  # [B, H, Lq, L]
         if rab is not None:
             scores = scores.add_(rab)  # in place: matmul's backward keeps q and k, not scores
         weights = F.silu(scores).mul_(weight_mask)  # silu's backward keeps its input only
-        av = (weights @ v).transpose(1, 2).reshape(b, n, h * dv)  # [B, L, H*dv]
+        av = (weights @ v).transpose(1, 2).reshape(b, nq, h * dv)  # [B, Lq, H*dv]
         return self.proj2(self.dropout(self.norm_attn(av) * u))
 
 
@@ -269,7 +274,9 @@ class HSTUEncoder(SequenceEncoder):
             x = x + self.time_emb(self._gap_buckets(batch))
         return self.emb_dropout(x) * batch.mask[..., None]
 
-    def forward(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, D]
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:  # [B, L, D]
+        """Hidden states ``[B, L, D]`` (``[B, 1, D]`` with ``last_only``: the last layer
+        computes the last position only)."""
         mask = batch.mask
         b, n = batch.items.shape
         x = self.embed(batch)
@@ -287,11 +294,19 @@ class HSTUEncoder(SequenceEncoder):
                 rab = self.rabs[i](n, buckets=buckets)
             else:
                 rab = self.rabs[i](n)
-            x = x + layer(x, weight_mask, rab)
+            if last_only and i == len(self.layers) - 1:
+                x = x[:, -1:] + layer(x, weight_mask, rab, last_only=True)
+                mask = mask[:, -1:]
+            else:
+                x = x + layer(x, weight_mask, rab)
         x = x * mask[..., None]
         if self.config.l2_norm:
             x = F.normalize(x, dim=-1)
         return x
+
+    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
+        """Hidden state of the last position ``[B, D]``; the last layer computes only it."""
+        return self.forward(batch, last_only=True)[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         w = self.item_emb.weight

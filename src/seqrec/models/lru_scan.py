@@ -1,4 +1,4 @@
-"""The linear recurrence of LRURec and its recursive parallel scan.
+"""The linear recurrence of LRURec and its parallel scan.
 
 The recurrence (Yue et al., "Linear Recurrent Units for Sequential Recommendation", WSDM 2024,
 Sec. 3.2, after Orvieto et al. 2023, "Resurrecting Recurrent Neural Networks for Long
@@ -9,25 +9,29 @@ Sequences") is diagonal and complex::
 with ``lam`` a complex vector ``[N]`` (``|lam| < 1``) and ``u`` the already projected and
 normalised input ``gamma * (B x_t)``, shape ``[..., L, N]``.
 
-:func:`lru_parallel_scan` is the paper's recursive parallelisation (Sec. 3.3):
+:func:`lru_parallel_scan` computes all states with a two-level (blocked) parallel scan: the
+sequence is cut into blocks of about ``sqrt(L)`` steps; every block is scanned at once (one
+vectorised step per position in a block, over all blocks and rows), then the blocks' last
+states are carried across blocks (one step per block, on ``[..., N]`` only), and one broadcast
+update adds ``lam**(j + 1) * carry`` to element ``j`` of every block. Work is ``O(L)`` (about
+three passes over the data), in ``~2 sqrt(L)`` vectorised steps; the powers ``lam**1 ..
+lam**c`` are built by doubling (``P_{2b} = [P_b, lam**b * P_b]``), exact products without
+complex logarithms. The states are the recurrence's own, in another order of the same
+additions.
 
-1. left-pad the time axis with zeros to a power of two ``2**k`` (zero inputs keep a zero state,
-   so left padding changes nothing);
-2. ``k`` passes; in pass ``i`` (block length ``b = 2**(i-1)``) the sequence is viewed as
-   ``2**(k-i)`` pairs of neighbouring blocks and the right block of every pair gets
-   ``lam**j * (last element of the left block)`` added to its ``j``-th element
-   (``j = 1..b``), all pairs at once through one reshape to ``[..., pairs, 2, b, N]``.
-
-After pass ``i`` every block of length ``2**i`` holds its own within-block scan, so after ``k``
-passes the whole sequence is scanned. Work is ``O(L log L)``, depth ``O(log L)``; there is no
-Python loop over time steps. The powers ``lam**1..lam**b`` are built by doubling
-(``P_{2b} = [P_b, lam**b * P_b]``), exact products without complex logarithms.
+The paper's parallelisation (Sec. 3.3) is the recursive one: ``log2 L`` passes over the whole
+(left-padded to a power of two) sequence, pass ``i`` adding ``lam**j * (last element of the
+left block)`` to the right block of every pair of ``2**(i-1)``-long blocks. Its depth is
+``O(log L)`` but its work ``O(L log L)``; on a CPU, where the work is what costs, the blocked
+scan is faster and needs no padding (``docs/decisions/lrurec-training-speed.md``).
 
 :func:`lru_sequential_scan` is the plain loop used as the reference in tests and benchmarks;
 :func:`lru_step` is one step of the recurrence (incremental inference).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -62,55 +66,88 @@ def _powers(lam: torch.Tensor, count: int) -> torch.Tensor:
     return powers
 
 
-def _scan_(h: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Tensor:
-    """In place: the recursive scan of ``h`` ``[..., 2**k, N]`` (no autograd).
+def _chunk_size(length: int) -> int:
+    """Block length of the two-level scan: about ``sqrt(L)`` balances its two loops."""
+    return max(1, math.isqrt(max(length - 1, 0)) + 1)
 
-    ``reverse`` scans backwards in time (``h_t = lam * h_{t+1} + u_t``): the first element of
-    each right block is carried into the left block with ``lam**(b - j)``.
+
+def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    """The two-level (blocked) scan of ``u`` ``[..., L, N]`` into a new tensor (no autograd).
+
+    ``L = r + K * c`` with block length ``c ~ sqrt(L)``: a partial block of ``r < c`` steps at
+    the start (at the end if ``reverse``) and ``K`` full blocks.
+
+    1. within every block, all ``K`` blocks at once: ``c - 1`` steps of
+       ``h_j = lam * h_{j-1} + u_j`` (the partial block: ``r - 1`` steps of the same);
+    2. across blocks: ``K`` steps of ``end_k += lam**c * end_{k-1}`` on the blocks' last states
+       only (``end_{-1}``: the partial block's last state, or none);
+    3. one broadcast update: element ``j`` of block ``k`` gets ``lam**(j + 1) * end_{k-1}``.
+
+    ``reverse`` scans backwards in time (``h_t = lam * h_{t+1} + u_t``): the same three steps
+    mirrored, element ``j`` of block ``k`` getting ``lam**(c - j) * start_{k+1}``. Work is
+    ``O(L)`` (about three passes over the data) in ``c + L / c`` vectorised steps.
     """
-    *batch, full, n = h.shape
-    if full < 2:
+    *batch, length, n = u.shape
+    h = torch.empty_like(u)
+    if length == 0:
         return h
-    powers = _powers(lam, full // 2)  # [full/2, N]: lam**1 .. lam**(full/2), built once
-    if reverse:
-        flipped = powers.flip(0)  # lam**(b - j) for the last b rows: flipped[-b:]
-    block = 1
-    while block < full:
-        # all pairs of neighbouring blocks at once: [..., pairs, 2, b, N]
-        view = h.view(*batch, full // (2 * block), 2, block, n)
-        if reverse:
-            carry = view[..., 1, :1, :]  # first element of each right block
-            view[..., 0, :, :].addcmul_(carry, flipped[full // 2 - block :])
-        else:
-            carry = view[..., 0, -1:, :]  # [..., pairs, 1, N] last element of each left block
-            view[..., 1, :, :].addcmul_(carry, powers[:block])  # right j += lam**j * carry
-        block *= 2
+    chunk = _chunk_size(length)
+    blocks = length // chunk
+    rem = length - blocks * chunk
+    body = slice(rem, length) if not reverse else slice(0, blocks * chunk)
+    hv = h[..., body, :].view(*batch, blocks, chunk, n)
+    uv = u[..., body, :].reshape(*batch, blocks, chunk, n)
+    # 1. within the blocks (and the partial block, one row at a time)
+    order = range(chunk - 1, -1, -1) if reverse else range(chunk)
+    part = range(length - 1, length - rem - 1, -1) if reverse else range(rem)
+    for view_h, view_u, steps in ((hv, uv, order), (h, u, part)):
+        prev = None
+        for j in steps:
+            if prev is None:
+                view_h[..., j, :].copy_(view_u[..., j, :])
+            else:
+                torch.addcmul(view_u[..., j, :], view_h[..., prev, :], lam, out=view_h[..., j, :])
+            prev = j
+    powers = _powers(lam, chunk)[:chunk]  # [c, N]: lam**1 .. lam**c
+    lam_c = powers[-1]
+    carry = None if rem == 0 else h[..., (blocks * chunk if reverse else rem - 1), :]
+    if reverse:  # 2. across blocks, from the last
+        starts = hv[..., 0, :].clone()  # [..., K, N]
+        if carry is not None:
+            starts[..., -1, :].addcmul_(carry, lam_c)
+        for k in range(blocks - 2, -1, -1):
+            starts[..., k, :].addcmul_(starts[..., k + 1, :], lam_c)
+        nxt = starts[..., 1:, :]
+        if carry is not None:
+            nxt = torch.cat((nxt, carry.unsqueeze(-2)), dim=-2)
+        if nxt.shape[-2]:  # 3.
+            hv[..., : nxt.shape[-2], :, :].addcmul_(nxt.unsqueeze(-2), powers.flip(0))
+    else:
+        ends = hv[..., -1, :].clone()  # [..., K, N]
+        if carry is not None:
+            ends[..., 0, :].addcmul_(carry, lam_c)
+        for k in range(1, blocks):
+            ends[..., k, :].addcmul_(ends[..., k - 1, :], lam_c)
+        prev = ends[..., :-1, :]
+        if carry is not None:
+            prev = torch.cat((carry.unsqueeze(-2), prev), dim=-2)
+        if prev.shape[-2]:  # 3.
+            hv[..., blocks - prev.shape[-2] :, :, :].addcmul_(prev.unsqueeze(-2), powers)
     return h
 
 
 def _scan_forward(
     u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None, reverse: bool = False
 ) -> torch.Tensor:
-    *batch, length, n = u.shape
-    full = next_power_of_two(length)
-    if full == length:
-        h = u.clone()
-    else:
-        # zero inputs on the far side keep the state at zero: left padding (right if reverse)
-        h = u.new_zeros(*batch, full, n)
-        if reverse:
-            h[..., :length, :] = u
-        else:
-            h[..., full - length :, :] = u
-    h = _scan_(h, lam, reverse)
-    h = h[..., :length, :] if reverse else h[..., full - length :, :]
+    h = _scan(u, lam, reverse)
     if h0 is not None:
+        length = u.shape[-2]
         h = h + _powers(lam, length)[:length] * h0.unsqueeze(-2)
     return h
 
 
 class _ParallelScan(torch.autograd.Function):
-    """Forward: the recursive scan. Backward: the same scan run backwards in time.
+    """Forward: the blocked scan. Backward: the same scan run backwards in time.
 
     With ``G_t = dL/dh_t`` accumulated over later steps (``G_t = g_t + conj(lam) G_{t+1}``,
     itself a linear recurrence, so the reverse-time parallel scan of ``g`` with
@@ -133,9 +170,9 @@ class _ParallelScan(torch.autograd.Function):
         lam_c = lam.conj().resolve_conj()
         G = _scan_forward(grad.resolve_conj(), lam_c, None, reverse=True)
         n = h.shape[-1]
-        # grad lam = sum_t G_t conj(h_{t-1}), h_{-1} = h0 (or 0); vecdot conjugates its first
-        # argument inside the reduction instead of materialising conj(h)
-        grad_lam = torch.linalg.vecdot(h[..., :-1, :], G[..., 1:, :], dim=-2).reshape(-1, n).sum(0)
+        # grad lam = sum_t G_t conj(h_{t-1}), h_{-1} = h0 (or 0); the lazily conjugated view
+        # is read by the product, not materialised
+        grad_lam = (G[..., 1:, :] * h[..., :-1, :].conj()).reshape(-1, n).sum(0)
         if not ctx.h0_is_none:
             grad_lam = grad_lam + (G[..., 0, :] * h0.conj()).reshape(-1, n).sum(0)
         grad_h0 = None if ctx.h0_is_none else lam_c * G[..., 0, :]
@@ -145,7 +182,7 @@ class _ParallelScan(torch.autograd.Function):
 def lru_parallel_scan(
     u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """All states ``h`` ``[..., L, N]`` of ``h_t = lam * h_{t-1} + u_t`` by the recursive scan.
+    """All states ``h`` ``[..., L, N]`` of ``h_t = lam * h_{t-1} + u_t`` by the blocked scan.
 
     Args:
         u: complex ``[..., L, N]`` inputs (complex64 or complex128); PAD positions must be 0.

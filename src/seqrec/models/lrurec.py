@@ -53,6 +53,16 @@ Choices where the paper is silent (deviations, all documented):
   ``max_len`` (``docs/decisions/sliding-training-windows.md``). Their gradient clipping
   (norm 5) is ``grad_clip=5``.
 
+**Training computation.** The math above, computed with less memory traffic (values equal to
+the plain modules' up to the order of float additions, the same dropout random stream; a test
+checks values and gradients): ``gamma`` is folded into the input weights and the bias enters
+as one more input column (1 at real items, 0 at PAD), so autograd keeps the masked ``[..., D]``
+input instead of ``[..., 2N]`` products; the scan is the blocked one of
+:mod:`seqrec.models.lru_scan`; dropout masks are kept as one byte an element; the PFFN is one
+autograd node run over cache-sized row chunks that recomputes GELU in backward instead of
+keeping three ``[..., 4D]`` tensors. ``encode_last`` runs the last block's output and PFFN at the
+last position only. Why and how much: ``docs/decisions/lrurec-training-speed.md``.
+
 **Incremental inference.** :meth:`LRUEncoder.step` advances a cached per-layer state by one
 item in ``O(D^2)`` per layer, independent of the history length, with no re-encoding; it equals
 the full encoding (tests check every prefix). ``LRURec.stream`` / ``LRURec.update`` expose this
@@ -132,6 +142,106 @@ def _trunc_normal_(t: torch.Tensor) -> None:
     nn.init.trunc_normal_(t, mean=0.0, std=INIT_STD, a=-2 * INIT_STD, b=2 * INIT_STD)
 
 
+def _keep_mask(like: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dropout's mask for ``like``, drawn as :func:`seqrec.models.layers.cpu_dropout` draws it
+    (``uniform_() >= p`` in float32: the same random stream and values): the float mask
+    ``keep / (1 - p)`` to multiply by, and ``keep`` as uint8 to save for backward (one byte an
+    element; uint8 converts back to float far faster than bool)."""
+    mask = torch.empty(like.shape, dtype=torch.float32, device=like.device).uniform_().ge_(p)
+    keep = mask.to(torch.uint8)
+    return mask.mul_(1.0 / (1.0 - p)), keep
+
+
+def _scaled(keep: torch.Tensor, p: float) -> torch.Tensor:
+    """The float mask ``keep / (1 - p)`` back from the saved uint8 ``keep``."""
+    return keep.to(torch.float32).mul_(1.0 / (1.0 - p))
+
+
+class _ByteMaskDropout(torch.autograd.Function):
+    """Inverted dropout that keeps a one-byte mask for backward (the float mask of
+    ``layers.Dropout`` costs four bytes an element); same values and random stream."""
+
+    @staticmethod
+    def forward(ctx, x, p):  # noqa: D401
+        mask, keep = _keep_mask(x, p)
+        ctx.save_for_backward(keep)
+        ctx.p = p
+        return x * mask
+
+    @staticmethod
+    def backward(ctx, grad):
+        (keep,) = ctx.saved_tensors
+        return grad * _scaled(keep, ctx.p), None
+
+
+def _dropout(module: Dropout, x: torch.Tensor) -> torch.Tensor:
+    """``module(x)``, in training through :class:`_ByteMaskDropout`."""
+    p = module.p
+    if not module.training or p == 0.0 or p >= 1.0:
+        return module(x)
+    return _ByteMaskDropout.apply(x, p)
+
+
+FUSED_ROWS = 1024
+"""Rows per chunk of the fused PFFN: a ``[rows, 4D]`` float block stays in the CPU cache."""
+
+
+class _FusedPFFN(torch.autograd.Function):
+    """``W2 Dropout(GELU(W1 x + b1)) + b2`` over chunks of ``FUSED_ROWS`` rows.
+
+    Each chunk's ``[rows, 4D]`` activation is made, dropped and consumed while it is in the
+    cache, and backward redoes the same per chunk (GELU recomputed from the saved ``W1 x + b1``)
+    accumulating the weight gradients. Saved for backward: ``x``, ``W1 x + b1`` and a one-byte
+    keep mask, where the three modules in a row keep three ``[..., 4D]`` float tensors. Values
+    and random stream are those of the modules (the mask is drawn chunk after chunk in the same
+    order as one ``uniform_`` over the whole tensor).
+    """
+
+    @staticmethod
+    def forward(ctx, x, w1, b1, w2, b2, p):  # noqa: D401
+        x2 = x.reshape(-1, x.shape[-1])
+        n, width = x2.shape[0], w1.shape[0]
+        a = x2.new_empty(n, width)
+        out = x2.new_empty(n, w2.shape[0])
+        keep = torch.empty(n, width, dtype=torch.uint8, device=x.device) if p > 0.0 else None
+        for start in range(0, n, FUSED_ROWS):
+            rows = slice(start, start + FUSED_ROWS)
+            a_c = torch.addmm(b1, x2[rows], w1.t(), out=a[rows])
+            act = nn.functional.gelu(a_c)
+            if keep is not None:
+                mask, keep[rows] = _keep_mask(act, p)
+                act.mul_(mask)
+            torch.addmm(b2, act, w2.t(), out=out[rows])
+        ctx.save_for_backward(x2, w1, w2, a, keep)
+        ctx.p = p
+        return out.view(*x.shape[:-1], w2.shape[0])
+
+    @staticmethod
+    def backward(ctx, grad):
+        x2, w1, w2, a, keep = ctx.saved_tensors
+        g2 = grad.reshape(-1, grad.shape[-1])
+        grad_x = torch.empty_like(x2)
+        grad_w1, grad_w2 = torch.zeros_like(w1), torch.zeros_like(w2)
+        grad_b1 = w1.new_zeros(w1.shape[0])
+        for start in range(0, x2.shape[0], FUSED_ROWS):
+            rows = slice(start, start + FUSED_ROWS)
+            a_c, g_c = a[rows], g2[rows]
+            act = nn.functional.gelu(a_c)
+            mask = None if keep is None else _scaled(keep[rows], ctx.p)
+            if mask is not None:
+                act.mul_(mask)
+            grad_w2.addmm_(g_c.t(), act)
+            grad_act = torch.mm(g_c, w2)
+            if mask is not None:
+                grad_act.mul_(mask)
+            grad_a = torch.ops.aten.gelu_backward(grad_act, a_c)
+            grad_w1.addmm_(grad_a.t(), x2[rows])
+            grad_b1 += grad_a.sum(0)
+            torch.mm(grad_a, w1, out=grad_x[rows])
+        shape = grad.shape[:-1] + (x2.shape[-1],)
+        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, g2.sum(0), None
+
+
 @dataclass
 class LRUState:
     """Cached recurrent state of a batch of users.
@@ -182,12 +292,19 @@ class LRULayer(nn.Module):
 
     def inputs(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """``gamma * (B x + b)`` as complex ``[..., N]``, zero at PAD positions."""
-        # one real matmul with interleaved (re, im) rows, viewed as complex without a copy
+        # one real matmul with interleaved (re, im) rows, viewed as complex without a copy;
+        # gamma is folded into the (small) weights and PAD rows of x are zeroed before the
+        # product, so autograd keeps only the masked [..., D] input, not [..., 2N] products
+        gamma = torch.exp(self.gamma_log).repeat_interleave(2)
         w = torch.stack((self.B_re, self.B_im), dim=1).reshape(2 * self.n, self.d)
-        b = torch.stack((self.b_re, self.b_im), dim=1).reshape(2 * self.n)
-        z = nn.functional.linear(x, w, b) * torch.exp(self.gamma_log).repeat_interleave(2)
-        if mask is not None:
-            z = z * mask.unsqueeze(-1).to(z.dtype)
+        b = torch.stack((self.b_re, self.b_im), dim=1).reshape(2 * self.n) * gamma
+        w = w * gamma.unsqueeze(-1)
+        if mask is None:
+            z = nn.functional.linear(x, w, b)
+        else:
+            # the bias as one more input column, 1 at real items and 0 at PAD
+            m = mask.unsqueeze(-1).to(x.dtype)
+            z = nn.functional.linear(torch.cat((x * m, m), dim=-1), torch.cat((w, b[:, None]), 1))
         return torch.view_as_complex(z.reshape(*z.shape[:-1], self.n, 2))
 
     def output(self, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -196,7 +313,7 @@ class LRULayer(nn.Module):
         w = torch.stack((self.C_re, -self.C_im), dim=-1).reshape(self.d, 2 * self.n)
         hr = torch.view_as_real(h).reshape(*h.shape[:-1], 2 * self.n)
         y = nn.functional.linear(hr, w, self.c)
-        return self.norm(self.dropout(y) + x)
+        return self.norm(_dropout(self.dropout, y) + x)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x`` ``[B, L, D]`` -> (outputs ``[B, L, D]``, states ``[B, L, N]``)."""
@@ -218,8 +335,15 @@ class PFFN(nn.Module):
             _trunc_normal_(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.w2(self.dropout(self.act(self.w1(x))))
-        return self.norm(x + self.dropout(y))
+        if x.device.type == "cpu" and (self.training or torch.is_inference_mode_enabled()):
+            # one autograd node, in cache-sized row chunks (see _FusedPFFN); exports (traced,
+            # not in inference mode) see the plain modules
+            w1, w2 = self.w1, self.w2
+            p = self.dropout.p if self.training else 0.0
+            y = _FusedPFFN.apply(x, w1.weight, w1.bias, w2.weight, w2.bias, p)
+        else:
+            y = self.w2(self.dropout(self.act(self.w1(x))))
+        return self.norm(x + _dropout(self.dropout, y))
 
 
 class LRUBlock(nn.Module):
@@ -256,8 +380,8 @@ class LRUEncoder(SequenceEncoder):
     def _embed(self, items: torch.Tensor) -> torch.Tensor:
         e = self.embedding(items)
         if self.dropout_before_norm:
-            return self.embed_norm(self.embed_dropout(e))
-        return self.embed_dropout(self.embed_norm(e))
+            return self.embed_norm(_dropout(self.embed_dropout, e))
+        return _dropout(self.embed_dropout, self.embed_norm(e))
 
     def encode(
         self, items: torch.Tensor, mask: torch.Tensor
@@ -282,6 +406,21 @@ class LRUEncoder(SequenceEncoder):
         out = self.encode(items[:, first:], mask[:, first:])[0]
         pad = out.new_zeros(items.shape[0], first, self.embedding.weight.shape[1])
         return torch.cat((pad, out), dim=1)
+
+    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:  # [B, D]
+        """Output at the last position ``[B, D]``: the last block runs its LRU output and PFFN
+        on that position only (its scan still runs over all of them)."""
+        items, mask = batch.items, batch.mask
+        if items.shape[1] == 0 or not bool(mask.any()):
+            return self.forward(batch)[:, -1]
+        first = int(mask.any(0).float().argmax())  # all-PAD columns skipped, as in forward
+        items, mask = items[:, first:], mask[:, first:]
+        x = self._embed(items)
+        for block in self.blocks[:-1]:
+            x = block.ffn(block.lru(x, mask)[0])
+        lru = self.blocks[-1].lru
+        h = lru_parallel_scan(lru.inputs(x, mask), lru.lam())[:, -1:]
+        return self.blocks[-1].ffn(lru.output(h, x[:, -1:]))[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.embedding.weight, self.out_bias

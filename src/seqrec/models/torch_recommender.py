@@ -102,6 +102,29 @@ def _no_cuda_reason() -> str:
     )
 
 
+EVAL_TOKENS = 1 << 14
+"""Scoring batches hold at most this many ``rows x width`` positions (beyond their first row):
+histories sorted by length are cut into batches of similar length, so a chunk of mostly short
+histories is not padded to its longest one."""
+
+
+def length_batches(sorted_lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[slice]:
+    """Consecutive slices of ascending ``sorted_lengths``, each of at most ``max_rows`` rows
+    and, beyond its first row, at most ``max_tokens`` = rows x its longest length."""
+    out, start, n = [], 0, len(sorted_lengths)
+    while start < n:
+        end = start + 1
+        while (
+            end < n
+            and end - start < max_rows
+            and (end - start + 1) * max(1, int(sorted_lengths[end])) <= max_tokens
+        ):
+            end += 1
+        out.append(slice(start, end))
+        start = end
+    return out
+
+
 class _Threads:
     """Temporarily set torch's intra-op thread count (0 = leave it)."""
 
@@ -335,13 +358,14 @@ class TorchRecommender(Recommender):
         self.encoder.eval()
         # Chunks of similar length, each cut to its longest history: short histories are not
         # run through max_len positions of padding (encoders are left-padding invariant,
-        # which the conformance suite checks); this matters on short-history data (Amazon).
+        # which the conformance suite checks). A chunk holds at most eval_batch_size rows and
+        # EVAL_TOKENS positions, so histories of mixed lengths are split by length too.
         lengths = np.minimum(histories.lengths, cfg.max_len)
         order = np.argsort(lengths, kind="stable")
         buf = None
         with _Threads(run.num_threads), torch.inference_mode():
-            for start in range(0, len(histories), run.eval_batch_size):
-                idx = order[start : start + run.eval_batch_size]
+            for rows in length_batches(lengths[order], run.eval_batch_size, EVAL_TOKENS):
+                idx = order[rows]
                 qt = None if query_times is None else np.asarray(query_times)[idx]
                 width = max(1, int(lengths[idx].max()))
                 batch = self.scoring_batch(histories.select(idx), width, qt).to(self.device)
