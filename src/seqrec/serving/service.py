@@ -15,7 +15,8 @@ that reads time (``/info`` lists its ``inputs``; without them such a model answe
 ``?history=a,b,c`` takes the same fields as query parameters), and ``POST /recommend/batch`` with
 ``{"requests": [{"history": [...]} or {"user": id}, ...], "k": 10}`` (at most 1,000 requests,
 answered in one scoring pass). Both take ``"allow": [ids]`` (recommend only these) and
-``"deny": [ids]`` (never these). Unknown user ids and allow/deny ids the model never saw are
+``"deny": [ids]`` (never these). Each answer's ``"ranking"`` is ``"index"`` where the artifact's
+item index answered (``seqrec index``; ``seqrec serve --exact`` turns it off), else ``"exact"``. Unknown user ids and allow/deny ids the model never saw are
 a 422 naming them (``"unknown_users": "empty"`` answers unknown users with the empty history's
 fallback ranking instead); unknown history ids are skipped and listed in ``skipped_ids``, each
 with ``removed`` (filtered out by preprocessing) or ``never_seen``. Unknown request fields are a
@@ -31,7 +32,10 @@ from seqrec.errors import SeqRecError
 
 
 def create_app(
-    artifact: str | Path, cors_origins: list[str] | None = None, api_key: str | None = None
+    artifact: str | Path,
+    cors_origins: list[str] | None = None,
+    api_key: str | None = None,
+    exact: bool = False,
 ) -> Any:
     """A FastAPI app serving the recommender saved at ``artifact`` (loaded once);
     ``cors_origins``: web origins whose pages may call it from a browser (``["*"]``: any);
@@ -45,6 +49,8 @@ def create_app(
     from seqrec.models.base import Recommender
 
     model = Recommender.load(artifact)
+    if exact:  # `seqrec serve --exact`: the artifact's item index is not used
+        model.index = None
 
     # JSON's true / false are not numbers: pydantic's lax mode would read {"k": true} as k = 1
     # and a history [true] as item 1. Query parameters arrive as text and are not affected.
@@ -299,6 +305,7 @@ def _body(model: Any, rec: Any) -> dict[str, Any]:
         "skipped_unknown": rec.skipped_unknown,
         "skipped_ids": skipped,
         "fallback": rec.fallback,
+        "ranking": rec.ranking,
     }
 
 
