@@ -20,6 +20,7 @@ EXTRAS = {
     "export": ("onnxruntime", "seqrec export --format onnx (+ parity)"),
     "tune": ("optuna", "seqrec tune"),
     "excel": ("openpyxl", ".xlsx logs and request files"),
+    "ann": ("faiss", "seqrec index (approximate top-k over large catalogues)"),
 }
 
 
