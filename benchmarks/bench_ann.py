@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part libraries   # ~5 min
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part scale       # ~30 min
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part serve       # after scale
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part real RUN... # trained runs
     .venv/bin/python benchmarks/bench_ann.py --part scale --tiny --no-write       # smoke run
 
@@ -18,6 +19,9 @@ Parts (each updates its own section of docs/results/ann.{json,md}):
   (:class:`seqrec.models.ann.IndexParams`) on one thread; an ``ef_search`` sweep on the same
   sample; then the index top-10 of all users through :func:`seqrec.models.ann.index_top_k`
   (the over-fetch and seen-item filter of ``recommend``). CPU seconds per user; peak RSS.
+* **serve**: ``seqrec serve``'s load test (:mod:`seqrec.serving.loadtest`) on a 1M-item
+  SASRec artifact carrying the generated table and the index of ``--part scale`` (which leaves
+  them in ``--workdir``): p50 / p99 of single-user ``/recommend`` with the index and exact.
 * **real**: trained runs (``seqrec train`` directories): the index built with the defaults
   and ``index_accuracy`` on the test targets (recall of the exact top-10, NDCG@10 / HR@10 of
   both, history filter).
@@ -41,7 +45,20 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--part", choices=["libraries", "scale", "real"], required=True)
+    ap.add_argument("--part", choices=["libraries", "scale", "serve", "real"], required=True)
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=ROOT / "runs" / "bench_ann",
+        help="where scale keeps the generated table and index for serve (not committed)",
+    )
+    ap.add_argument(
+        "--build-threads",
+        type=int,
+        default=1,
+        help="threads of the index build (its CPU seconds are summed over them)",
+    )
+    ap.add_argument("--requests", type=int, default=400, help="serve: requests per path")
     ap.add_argument("runs", nargs="*", help="--part real: trained run directories")
     ap.add_argument("--sample", type=int, default=2000, help="users ranked exactly (scale)")
     ap.add_argument("--tiny", action="store_true", help="a small version (smoke test)")
@@ -227,7 +244,7 @@ def part_libraries(tiny: bool) -> dict:
     }
 
 
-def part_scale(tiny: bool, sample: int) -> dict:
+def part_scale(tiny: bool, sample: int, workdir: Path, build_threads: int) -> dict:
     import torch
 
     from seqrec.models.ann import IndexParams, ItemIndex, index_top_k
@@ -245,11 +262,15 @@ def part_scale(tiny: bool, sample: int) -> dict:
     exact, t_exact = exact_top(items_t, queries[pick], seen[pick])
     print(f"exact: {1000 * t_exact / sample:.3f} CPU ms / user", flush=True)
     params = IndexParams()
-    t0 = time.process_time()
-    index = ItemIndex.build(items, params, threads=1)
-    build_cpu = time.process_time() - t0
+    t0, w0 = time.process_time(), time.perf_counter()
+    index = ItemIndex.build(items, params, threads=build_threads)
+    build_cpu, build_wall = time.process_time() - t0, time.perf_counter() - w0
     size = index.nbytes()
     print(f"built in {build_cpu:.1f} CPU s ({size / 2**20:.0f} MiB)", flush=True)
+    if not tiny:  # for --part serve
+        workdir.mkdir(parents=True, exist_ok=True)
+        np.save(workdir / "items.npy", items)
+        np.save(workdir / "index.npy", index.serialized())
     sweep = []
     for ef in (32, 64, 128, 256, 512):
         index.params = IndexParams(**{**params.__dict__, "ef_search": ef})
@@ -284,6 +305,8 @@ def part_scale(tiny: bool, sample: int) -> dict:
         "exact_cpu_s_all_users_extrapolated": round(t_exact / sample * users, 1),
         "index_params": params.__dict__,
         "build_cpu_s": round(build_cpu, 1),
+        "build_wall_s": round(build_wall, 1),
+        "build_threads": build_threads,
         "index_mb": round(size / 2**20, 1),
         "sweep": sweep,
         "index_cpu_s_all_users": round(t_all, 2),
@@ -296,6 +319,65 @@ def part_scale(tiny: bool, sample: int) -> dict:
         "peak_rss_mb": round(peak_mb(), 0),
         "baseline_rss_mb": round(base_mb, 0),
     }
+
+
+def part_serve(workdir: Path, n_requests: int) -> dict:
+    """The serve load test on a 1M-item SASRec artifact whose item table is the generated one
+    (``--part scale`` leaves it and its index in ``workdir``): single-user ``/recommend``, one
+    client at a time, the server on one thread; with the index, then with ``SEQREC_EXACT=1``."""
+    import torch
+
+    from seqrec.data.vocab import ItemVocab
+    from seqrec.models.ann import IndexParams, ItemIndex, require_faiss
+    from seqrec.models.neural_config import settings
+    from seqrec.models.sasrec import SASRec, SASRecConfig
+    from seqrec.serving.loadtest import load_test
+
+    items = np.load(workdir / "items.npy")
+    n = len(items) - 1
+    faiss = require_faiss()
+    index = ItemIndex(
+        faiss.deserialize_index(np.load(workdir / "index.npy")), n, D + 1, IndexParams()
+    )
+    cfg = settings(SASRecConfig, dim=D + 1, n_blocks=2, n_heads=1, max_len=50, num_threads=1)
+    model = SASRec(cfg)
+    model.n_items, model.vocab = n, ItemVocab(np.arange(1, n + 1))
+    model.popularity = np.ones(n + 1, dtype=np.float32)
+    model.encoder = model.build_encoder(n)
+    with torch.no_grad():  # the generated table as SASRec's (tied) item embeddings
+        model.encoder.item_emb.weight.copy_(torch.from_numpy(items))
+    model.encoder.eval()
+    model.index = index
+    art = workdir / "artifact"
+    model.save(art, overwrite=True)
+    rng = np.random.default_rng(0)
+    payloads = [
+        ("/recommend", {"history": rng.integers(1, n + 1, rng.integers(5, 51)).tolist(), "k": 10})
+        for _ in range(n_requests)
+    ]
+    out = {
+        "items": n,
+        "dim": D + 1,
+        "artifact_mb": round(sum(f.stat().st_size for f in art.iterdir()) / 2**20, 0),
+    }
+    for name, env in (("index", {}), ("exact", {"SEQREC_EXACT": "1"})):
+        res = load_test(
+            art,
+            payloads,
+            n_requests,
+            clients=1,
+            max_seconds=600,
+            warmup=20,
+            env=env,
+            start_timeout=600,
+        )
+        out[name] = {
+            k: res[k]
+            for k in ("requests", "errors", "p50_ms", "p99_ms", "throughput_rps", "rss_end_mb")
+            if k in res
+        }
+        print(name, out[name], flush=True)
+    return out
 
 
 def part_real(runs: list[str]) -> dict:
@@ -410,6 +492,30 @@ def render(r: dict) -> str:
                 f"| {row['ef_search']} | {row['cpu_ms_per_user']} | {ratio:.1f} | "
                 f"{row['recall@10']} |"
             )
+    sv = r.get("serve")
+    if sv:
+        lines += [
+            "",
+            f"## Serve load test: {sv['items']:,}-item artifact",
+            "",
+            f"Command: `{sv['command']}`; {sv['hardware']['platform']}, load "
+            f"{sv['hardware']['load_average']}. SASRec (2 blocks, max_len 50) whose item table "
+            "is the generated one, saved with its index "
+            f"({sv['artifact_mb']:.0f} MB on disk); `uvicorn` on one thread "
+            "(OMP_NUM_THREADS=1, 1 worker), one client sending single-user `/recommend` "
+            "requests (a history of 5-50 random items, k = 10) one after the other, so each "
+            "latency is one request alone on the server; the client shares the machine. "
+            "Exact: the same artifact served with `SEQREC_EXACT=1` (`seqrec serve --exact`).",
+            "",
+            "| ranking | requests | errors | p50 ms | p99 ms | requests/s | server RSS MB |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name in ("index", "exact"):
+            x = sv[name]
+            lines.append(
+                f"| {name} | {x['requests']} | {x['errors']} | {x['p50_ms']:.1f} | "
+                f"{x['p99_ms']:.1f} | {x['throughput_rps']:.1f} | {x['rss_end_mb']:.0f} |"
+            )
     real = r.get("real")
     if real:
         p = real["index_params"]
@@ -440,7 +546,9 @@ def main() -> None:
     if args.part == "libraries":
         result = part_libraries(args.tiny)
     elif args.part == "scale":
-        result = part_scale(args.tiny, args.sample)
+        result = part_scale(args.tiny, args.sample, args.workdir, args.build_threads)
+    elif args.part == "serve":
+        result = part_serve(args.workdir, args.requests)
     else:
         if not args.runs:
             raise SystemExit("--part real needs trained run directories")

@@ -314,9 +314,11 @@ def _jsonable(value: Any) -> Any:
 
 
 def app_from_env() -> Any:
-    """App factory for ``uvicorn --factory``: the artifact path comes from $SEQREC_ARTIFACT."""
+    """App factory for ``uvicorn --factory``: the artifact path comes from $SEQREC_ARTIFACT
+    ($SEQREC_EXACT=1: rank every item even if the artifact has an item index)."""
     path = os.environ.get("SEQREC_ARTIFACT")
     if not path:
         raise SeqRecError("set SEQREC_ARTIFACT to the directory of a saved model")
     cors = [o.strip() for o in os.environ.get("SEQREC_CORS", "").split(",") if o.strip()]
-    return create_app(path, cors, os.environ.get("SEQREC_API_KEY") or None)
+    exact = os.environ.get("SEQREC_EXACT", "") not in ("", "0")  # as `seqrec serve --exact`
+    return create_app(path, cors, os.environ.get("SEQREC_API_KEY") or None, exact)
