@@ -113,8 +113,9 @@ class ItemIndex:
         graph found fewer."""
         fetch = min(int(fetch), self.n_items)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        self.index.hnsw.efSearch = max(self.params.ef_search, fetch)
-        scores, ids = self.index.search(queries, fetch)
+        # per call, not on the shared index: concurrent requests (the HTTP service) may differ
+        params = require_faiss().SearchParametersHNSW(efSearch=max(self.params.ef_search, fetch))
+        scores, ids = self.index.search(queries, fetch, params=params)
         found = ids >= 0
         return np.where(found, ids + 1, 0), np.where(found, scores, -np.inf).astype(np.float32)
 
