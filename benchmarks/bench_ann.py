@@ -59,6 +59,12 @@ def parser() -> argparse.ArgumentParser:
         help="threads of the index build (its CPU seconds are summed over them)",
     )
     ap.add_argument("--requests", type=int, default=400, help="serve: requests per path")
+    ap.add_argument(
+        "--reuse-index",
+        action="store_true",
+        help="scale: load the index an earlier scale run left in --workdir instead of building "
+        "it (its build time and size are carried over from docs/results/ann.json)",
+    )
     ap.add_argument("runs", nargs="*", help="--part real: trained run directories")
     ap.add_argument("--sample", type=int, default=2000, help="users ranked exactly (scale)")
     ap.add_argument("--tiny", action="store_true", help="a small version (smoke test)")
@@ -244,7 +250,9 @@ def part_libraries(tiny: bool) -> dict:
     }
 
 
-def part_scale(tiny: bool, sample: int, workdir: Path, build_threads: int) -> dict:
+def part_scale(
+    tiny: bool, sample: int, workdir: Path, build_threads: int, reuse: bool = False
+) -> dict:
     import torch
 
     from seqrec.models.ann import IndexParams, ItemIndex, index_top_k
@@ -262,12 +270,24 @@ def part_scale(tiny: bool, sample: int, workdir: Path, build_threads: int) -> di
     exact, t_exact = exact_top(items_t, queries[pick], seen[pick])
     print(f"exact: {1000 * t_exact / sample:.3f} CPU ms / user", flush=True)
     params = IndexParams()
-    t0, w0 = time.process_time(), time.perf_counter()
-    index = ItemIndex.build(items, params, threads=build_threads)
-    build_cpu, build_wall = time.process_time() - t0, time.perf_counter() - w0
+    if reuse:
+        from seqrec.models.ann import require_faiss
+
+        earlier = json.loads((OUT / "ann.json").read_text())["scale"]
+        raw = require_faiss().deserialize_index(np.load(workdir / "index.npy"))
+        index = ItemIndex(raw, n, D + 1, params)
+        build_cpu, build_wall = earlier["build_cpu_s"], earlier["build_wall_s"]
+        build_threads = earlier["build_threads"]
+        assert {k: v for k, v in earlier["index_params"].items() if k != "ef_search"} == {
+            k: v for k, v in params.__dict__.items() if k != "ef_search"
+        }, "the saved index was built with other parameters"
+    else:
+        t0, w0 = time.process_time(), time.perf_counter()
+        index = ItemIndex.build(items, params, threads=build_threads)
+        build_cpu, build_wall = time.process_time() - t0, time.perf_counter() - w0
     size = index.nbytes()
     print(f"built in {build_cpu:.1f} CPU s ({size / 2**20:.0f} MiB)", flush=True)
-    if not tiny:  # for --part serve
+    if not tiny and not reuse:  # for --part serve
         workdir.mkdir(parents=True, exist_ok=True)
         np.save(workdir / "items.npy", items)
         np.save(workdir / "index.npy", index.serialized())
@@ -307,6 +327,7 @@ def part_scale(tiny: bool, sample: int, workdir: Path, build_threads: int) -> di
         "build_cpu_s": round(build_cpu, 1),
         "build_wall_s": round(build_wall, 1),
         "build_threads": build_threads,
+        "index_reused": reuse,
         "index_mb": round(size / 2**20, 1),
         "sweep": sweep,
         "index_cpu_s_all_users": round(t_all, 2),
@@ -474,7 +495,15 @@ def render(r: dict) -> str:
             "",
             f"Index (faiss HNSW, M={p['m']}, ef_construction={p['ef_construction']}, "
             f"{sc['dim']} dimensions with the bias): built in **{sc['build_cpu_s']} CPU s** "
-            f"on one thread, **{sc['index_mb']} MiB**. All {sc['users']:,} users at the default "
+            f"on {sc['build_threads']} thread(s) ({sc['build_wall_s']} s wall), "
+            f"**{sc['index_mb']} MiB**"
+            + (
+                " (the index an earlier run of this part built and left in its workdir; the "
+                "build figures are that run's)"
+                if sc.get("index_reused")
+                else ""
+            )
+            + f". All {sc['users']:,} users at the default "
             f"ef_search={p['ef_search']} through `index_top_k` (over-fetch + seen filter): "
             f"**{sc['index_cpu_s_all_users']} CPU s, {sc['index_cpu_ms_per_user']} ms per "
             f"user**, {sc['cpu_ratio_exact_over_index']}x less CPU than exact; recall@10 "
@@ -546,7 +575,9 @@ def main() -> None:
     if args.part == "libraries":
         result = part_libraries(args.tiny)
     elif args.part == "scale":
-        result = part_scale(args.tiny, args.sample, args.workdir, args.build_threads)
+        result = part_scale(
+            args.tiny, args.sample, args.workdir, args.build_threads, args.reuse_index
+        )
     elif args.part == "serve":
         result = part_serve(args.workdir, args.requests)
     else:
