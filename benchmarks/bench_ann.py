@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--part", choices=["libraries", "scale", "serve", "real"], required=True)
+    ap.add_argument("--part", choices=["libraries", "scale", "serve", "real"])
     ap.add_argument(
         "--workdir",
         type=Path,
@@ -69,6 +69,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sample", type=int, default=2000, help="users ranked exactly (scale)")
     ap.add_argument("--tiny", action="store_true", help="a small version (smoke test)")
     ap.add_argument("--no-write", action="store_true", help="do not write docs/results")
+    ap.add_argument("--render-only", action="store_true", help="only rebuild ann.md from ann.json")
     return ap
 
 
@@ -162,6 +163,15 @@ def excluded_cells(seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, seen.reshape(-1)
 
 
+def _dist_version(lib: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(lib)
+    except PackageNotFoundError:
+        return "?"
+
+
 def hardware() -> dict:
     import os
 
@@ -190,7 +200,7 @@ def part_libraries(tiny: bool) -> dict:
         except ImportError:
             rows.append({"library": lib, "missing": True})
             continue
-        version = getattr(mod, "__version__", "?")
+        version = getattr(mod, "__version__", None) or _dist_version(lib)
         for m in (16, 32):
             t0 = time.process_time()
             if lib == "faiss":
@@ -463,7 +473,10 @@ def render(r: dict) -> str:
             "",
             f"Command: `{lib['command']}`; {lib['hardware']['platform']}, load "
             f"{lib['hardware']['load_average']}. {lib['queries']} queries; exact top-10 costs "
-            f"{lib['exact_query_cpu_ms']} CPU ms per query. ef_construction 200.",
+            f"{lib['exact_query_cpu_ms']} CPU ms per query. ef_construction 200. hnswlib "
+            "(0.8.0, compiled from its source archive: PyPI has no wheel of it for this Python) "
+            "and usearch were installed for this comparison only; seqrec's `ann` extra is "
+            "faiss-cpu.",
             "",
             "| library | M | ef_search | build CPU s | size MB | CPU ms / query | recall@10 |",
             "|---|---:|---:|---:|---:|---:|---:|",
@@ -572,6 +585,11 @@ def render(r: dict) -> str:
 
 def main() -> None:
     args = parser().parse_args()
+    if args.render_only:
+        (OUT / "ann.md").write_text(render(json.loads((OUT / "ann.json").read_text())))
+        return
+    if args.part is None:
+        raise SystemExit("--part is required (or --render-only)")
     if args.part == "libraries":
         result = part_libraries(args.tiny)
     elif args.part == "scale":
