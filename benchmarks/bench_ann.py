@@ -424,7 +424,6 @@ def part_real(runs: list[str]) -> dict:
     for run in runs:
         path = artifact_dir(run)
         model = Recommender.load(path)
-        model.run_config = model.run_config  # scoring threads come from the saved run config
         ident = _training_identity(path)
         exp = experiment_from_tree(
             {"data": dict(ident["data"]), "split": dict(ident["split"]), "seed": ident["seed"]}
@@ -612,6 +611,11 @@ def main() -> None:
         return
     path = OUT / "ann.json"
     record = json.loads(path.read_text()) if path.exists() else {}
+    if args.part == "real" and "real" in record:  # one row per run: newer rows replace older
+        names = {row["run"] for row in result["rows"]}
+        kept = [row for row in record["real"]["rows"] if row["run"] not in names]
+        result["rows"] = kept + result["rows"]
+        result["command"] = record["real"]["command"] + "; " + result["command"]
     record[args.part] = result
     path.write_text(json.dumps(record, indent=2) + "\n")
     (OUT / "ann.md").write_text(render(record))
