@@ -163,6 +163,11 @@ def excluded_cells(seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, seen.reshape(-1)
 
 
+def _max_sq_norm(workdir: Path) -> float:
+    path = workdir / "max_sq_norm.npy"
+    return float(np.load(path)) if path.exists() else 0.0  # 0 for an "ip" index
+
+
 def _dist_version(lib: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -285,7 +290,7 @@ def part_scale(
 
         earlier = json.loads((OUT / "ann.json").read_text())["scale"]
         raw = require_faiss().deserialize_index(np.load(workdir / "index.npy"))
-        index = ItemIndex(raw, n, D + 1, params)
+        index = ItemIndex(raw, n, D + 1, params, _max_sq_norm(workdir))
         build_cpu, build_wall = earlier["build_cpu_s"], earlier["build_wall_s"]
         build_threads = earlier["build_threads"]
         assert {k: v for k, v in earlier["index_params"].items() if k != "ef_search"} == {
@@ -301,6 +306,7 @@ def part_scale(
         workdir.mkdir(parents=True, exist_ok=True)
         np.save(workdir / "items.npy", items)
         np.save(workdir / "index.npy", index.serialized())
+        np.save(workdir / "max_sq_norm.npy", np.array(index.max_sq_norm))
     sweep = []
     for ef in (32, 64, 128, 256, 512):
         index.params = IndexParams(**{**params.__dict__, "ef_search": ef})
@@ -367,9 +373,11 @@ def part_serve(workdir: Path, n_requests: int) -> dict:
     items = np.load(workdir / "items.npy")
     n = len(items) - 1
     faiss = require_faiss()
-    index = ItemIndex(
-        faiss.deserialize_index(np.load(workdir / "index.npy")), n, D + 1, IndexParams()
-    )
+    # the index --part scale left: its parameters are the ones ann.json records for it
+    saved = json.loads((OUT / "ann.json").read_text())["scale"]["index_params"]
+    params = IndexParams(**{"space": "ip", **saved})  # records before "space" are "ip"
+    raw = faiss.deserialize_index(np.load(workdir / "index.npy"))
+    index = ItemIndex(raw, n, D + 1, params, _max_sq_norm(workdir))
     cfg = settings(SASRecConfig, dim=D + 1, n_blocks=2, n_heads=1, max_len=50, num_threads=1)
     model = SASRec(cfg)
     model.n_items, model.vocab = n, ItemVocab(np.arange(1, n + 1))

@@ -4,8 +4,12 @@ A model whose score is an inner product with an item table provides two arrays
 (:meth:`seqrec.models.base.Recommender.item_vectors` and ``query_vectors``) such that
 ``score(histories)[:, 1:] == query_vectors(histories) @ item_vectors()[1:].T``; an item bias is
 folded in exactly as one extra dimension (item ``[w_i, b_i]``, query ``[h, 1]``). The index is
-a graph over those item vectors searched by inner product (faiss ``IndexHNSWFlat``, which keeps
-the vectors, so the scores it returns are the exact inner products of the items it finds).
+a graph over those item vectors (faiss ``IndexHNSWFlat``, which keeps the vectors). By default
+(``space = "l2"``) the inner product is reduced to Euclidean search by one more coordinate
+(item ``[x, sqrt(M^2 - |x|^2)]`` with ``M`` the largest item norm, query ``[q, 0]``: the nearest
+items are the ones of largest inner product), which navigates trained tables far better than a
+graph built on the inner product itself (``space = "ip"``); the scores returned are the inner
+products, recovered exactly from the distances.
 
 Filters stay exact: :func:`index_top_k` over-fetches ``k`` plus the number of items a row
 excludes (its seen items, the deny list), so that after filtering ``k`` remain whenever the
@@ -46,6 +50,9 @@ class IndexParams:
     """Candidate list while building: more gives a better graph and a slower build."""
     ef_search: int = 256
     """Candidate list while searching (at least the number of items fetched)."""
+    space: str = "l2"
+    """``"l2"``: Euclidean graph over the inner product reduced by one coordinate; ``"ip"``:
+    a graph built on the inner product itself."""
     small_allow: float = 0.125
     """An allow list of at most this fraction of the catalogue is ranked exactly over its own
     items; a larger one is over-fetched and filtered."""
@@ -57,6 +64,8 @@ class IndexParams:
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ConfigError(f"index {name} must be an integer >= 1, got {value!r}")
+        if self.space not in ("l2", "ip"):
+            raise ConfigError(f"index space must be 'l2' or 'ip', got {self.space!r}")
         if not 0.0 <= self.small_allow <= 1.0:
             raise ConfigError(f"index small_allow must be in [0, 1], got {self.small_allow!r}")
 
@@ -80,8 +89,11 @@ def require_faiss() -> Any:
 class ItemIndex:
     """An HNSW inner-product graph over items ``1..n_items`` (faiss id ``j`` = item ``j + 1``)."""
 
-    def __init__(self, index: Any, n_items: int, dim: int, params: IndexParams) -> None:
+    def __init__(
+        self, index: Any, n_items: int, dim: int, params: IndexParams, max_sq_norm: float = 0.0
+    ) -> None:
         self.index, self.n_items, self.dim, self.params = index, n_items, dim, params
+        self.max_sq_norm = float(max_sq_norm)  # M^2 of the "l2" reduction
         self.build_seconds: float | None = None
 
     @classmethod
@@ -100,11 +112,20 @@ class ItemIndex:
         if not np.isfinite(vectors).all():
             raise DataError("the item table holds NaN or infinite values: nothing to index")
         t0 = time.perf_counter()
+        dim, max_sq = vectors.shape[1], 0.0
+        if params.space == "l2":
+            sq = np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64)
+            max_sq = float(sq.max())
+            extra = np.sqrt(np.maximum(max_sq - sq, 0.0)).astype(np.float32)
+            vectors = np.ascontiguousarray(np.hstack([vectors, extra[:, None]]))
         with _faiss_threads(faiss, threads):
-            index = faiss.IndexHNSWFlat(vectors.shape[1], params.m, faiss.METRIC_INNER_PRODUCT)
+            if params.space == "l2":
+                index = faiss.IndexHNSWFlat(dim + 1, params.m)
+            else:
+                index = faiss.IndexHNSWFlat(dim, params.m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = params.ef_construction
             index.add(vectors)
-        out = cls(index, len(vectors), vectors.shape[1], params)
+        out = cls(index, len(vectors), dim, params, max_sq)
         out.build_seconds = time.perf_counter() - t0
         return out
 
@@ -113,15 +134,22 @@ class ItemIndex:
         graph found fewer."""
         fetch = min(int(fetch), self.n_items)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.params.space == "l2":
+            q = np.hstack([queries, np.zeros((len(queries), 1), np.float32)])
+            queries = np.ascontiguousarray(q)
         # per call, not on the shared index: concurrent requests (the HTTP service) may differ
         params = require_faiss().SearchParametersHNSW(efSearch=max(self.params.ef_search, fetch))
         scores, ids = self.index.search(queries, fetch, params=params)
+        if self.params.space == "l2":  # |q - x|^2 = |q|^2 + M^2 - 2 q.x
+            qq = np.einsum("ij,ij->i", queries, queries, dtype=np.float64)[:, None]
+            scores = (qq + self.max_sq_norm - scores) / 2
         found = ids >= 0
         return np.where(found, ids + 1, 0), np.where(found, scores, -np.inf).astype(np.float32)
 
     def vectors(self, items: np.ndarray) -> np.ndarray:
         """The indexed vectors of internal ids ``items`` (1..n_items)."""
-        return self.index.reconstruct_batch(np.asarray(items, dtype=np.int64) - 1)
+        out = self.index.reconstruct_batch(np.asarray(items, dtype=np.int64) - 1)
+        return out[:, : self.dim]
 
     def nbytes(self) -> int:
         return int(self.serialized().nbytes)
@@ -136,6 +164,7 @@ class ItemIndex:
             "library": LIBRARY,
             "n_items": self.n_items,
             "dim": self.dim,
+            "max_sq_norm": self.max_sq_norm,
             "params": asdict(self.params),
             "state_sha256": state_sha256,
         }
@@ -146,7 +175,7 @@ def index_meta(arrays: dict[str, np.ndarray], where: str) -> dict[str, Any]:
     """The validated metadata of an ``index.npz``'s arrays."""
     try:
         meta = json.loads(str(arrays["meta"]))
-        params = IndexParams(**meta["params"])
+        params = IndexParams(**{"space": "ip", **meta["params"]})  # files before "space": ip
         ok = (
             meta["library"] == LIBRARY
             and type(meta["n_items"]) is int
@@ -168,12 +197,15 @@ def load_index(arrays: dict[str, np.ndarray], meta: dict[str, Any], where: str) 
     except Exception as exc:  # faiss raises RuntimeError with a C++ message
         msg = " ".join(str(exc).split())[:160]
         raise DataError(f"{where}: faiss cannot read the index ({msg})") from None
-    if index.ntotal != meta["n_items"] or index.d != meta["dim"]:
+    extra = 1 if meta["params"].space == "l2" else 0
+    if index.ntotal != meta["n_items"] or index.d != meta["dim"] + extra:
         raise DataError(
             f"{where}: the index holds {index.ntotal} vectors of {index.d} dimensions, its "
             f"metadata says {meta['n_items']} of {meta['dim']}"
         )
-    return ItemIndex(index, meta["n_items"], meta["dim"], meta["params"])
+    return ItemIndex(
+        index, meta["n_items"], meta["dim"], meta["params"], float(meta.get("max_sq_norm", 0.0))
+    )
 
 
 class _faiss_threads:
