@@ -513,7 +513,8 @@ def render(r: dict) -> str:
             f"({sc['exact_cpu_s_all_users_extrapolated']} CPU s for all users, extrapolated "
             "linearly).",
             "",
-            f"Index (faiss HNSW, M={p['m']}, ef_construction={p['ef_construction']}, "
+            f"Index (faiss HNSW, space {p.get('space', 'ip')}, M={p['m']}, "
+            f"ef_construction={p['ef_construction']}, "
             f"{sc['dim']} dimensions with the bias): built in **{sc['build_cpu_s']} CPU s** "
             f"on {sc['build_threads']} thread(s) ({sc['build_wall_s']} s wall), "
             f"**{sc['index_mb']} MiB**"
@@ -573,7 +574,8 @@ def render(r: dict) -> str:
             "## Trained models: test NDCG@10 with the index against exact",
             "",
             f"Command: `{real['command']}`; {real['hardware']['platform']}. Index with the "
-            f"defaults (M={p['m']}, ef_search={p['ef_search']}); leave-last-out test targets, "
+            f"defaults (space {p.get('space', 'ip')}, M={p['m']}, ef_search={p['ef_search']}); "
+            "leave-last-out test targets, "
             "history filter; both columns from top-10 lists of the same model.",
             "",
             "| run | model | data | items | epochs | recall@10 | NDCG@10 exact | NDCG@10 index "

@@ -33,6 +33,13 @@ def add_index_args(p: argparse.ArgumentParser) -> None:
         f"(default {d.ef_search})",
     )
     p.add_argument(
+        "--space",
+        choices=["l2", "ip"],
+        default=d.space,
+        help="l2: Euclidean graph over the inner product reduced by one coordinate; ip: a "
+        f"graph on the inner product itself (default {d.space}; docs/decisions/ann-library.md)",
+    )
+    p.add_argument(
         "--threads", type=int, default=0, help="threads of the build (default 0: every core)"
     )
     p.add_argument(
@@ -68,6 +75,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         m=args.m,
         ef_construction=args.ef_construction,
         ef_search=args.ef_search,
+        space=args.space,
         small_allow=d.small_allow,
         max_fetch=d.max_fetch,
     )
@@ -78,7 +86,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     model.save(path, overwrite=True)
     print(
         f"indexed {index.n_items:,} items of {model.name} ({index.dim} dimensions) in "
-        f"{index.build_seconds:.1f} s: HNSW M={params.m}, ef_construction="
+        f"{index.build_seconds:.1f} s: HNSW ({params.space}) M={params.m}, ef_construction="
         f"{params.ef_construction}, ef_search={params.ef_search}; "
         f"{(path / 'index.npz').stat().st_size / 2**20:.1f} MiB in {path / 'index.npz'}"
     )
