@@ -576,7 +576,8 @@ def render(r: dict) -> str:
             f"Command: `{real['command']}`; {real['hardware']['platform']}. Index with the "
             f"defaults (space {p.get('space', 'ip')}, M={p['m']}, ef_search={p['ef_search']}); "
             "leave-last-out test targets, "
-            "history filter; both columns from top-10 lists of the same model.",
+            "history filter; both columns from top-10 lists of the same model."
+            + (f" The runs: {real['trained']}" if real.get("trained") else ""),
             "",
             "| run | model | data | items | epochs | recall@10 | NDCG@10 exact | NDCG@10 index "
             "| change | HR@10 exact | HR@10 index |",
@@ -625,7 +626,8 @@ def main() -> None:
         names = {row["run"] for row in result["rows"]}
         kept = [row for row in record["real"]["rows"] if row["run"] not in names]
         result["rows"] = kept + result["rows"]
-        result["command"] = record["real"]["command"] + "; " + result["command"]
+        if kept:
+            result["command"] = record["real"]["command"] + "; " + result["command"]
     record[args.part] = result
     path.write_text(json.dumps(record, indent=2) + "\n")
     (OUT / "ann.md").write_text(render(record))
