@@ -77,7 +77,7 @@ def test_bootstrap_chooses_the_torch_index(tmp_path, gpu, reachable, cpu_fails, 
     # torch always ends with a plain install from the default index (its dependencies, or the
     # fallback), then the project
     assert "--index-url" not in torch_installs[-1]
-    assert installs[-1].endswith("-e .[test,serve,plot,export,tune,excel,live]")
+    assert installs[-1].endswith("-e .[test,serve,plot,export,tune,excel,live,ann]")
     out = res.stdout
     assert ("no NVIDIA GPU" in out) != gpu
     if not gpu and not reachable:

@@ -50,6 +50,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "runs": cmd_runs,
         "doctor": cmd_doctor,
         "events": cmd_events,
+        "index": cmd_index,
     }[args.command]
     return handler(args)
 
@@ -62,6 +63,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_events(args: argparse.Namespace) -> int:
     from seqrec.cli.events import cmd_events as run
+
+    return run(args)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from seqrec.cli.index import cmd_index as run
 
     return run(args)
 
@@ -377,7 +384,38 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         }[same]
     )
     print(format_table(["split", *table_metrics(exp.eval.ks)], rows))
+    if getattr(args, "index", False):
+        _print_index_accuracy(model, exp, data.split.test)
     return 0
+
+
+def _print_index_accuracy(model: Any, exp: Any, targets: Any) -> None:
+    from seqrec.evaluation.index import index_accuracy
+
+    window = getattr(model.config, "max_len", None)
+    res = index_accuracy(
+        model,
+        targets,
+        10,
+        exp.eval.seen_filter,
+        window if exp.eval.seen_filter == "window" else None,
+    )
+    print(
+        f"\ntest targets through the item index against exact ranking ({res['targets']} "
+        f"targets, top-10 lists): recall@10 of the exact top-10 {res['recall@10']:.4f}"
+        + (
+            f"; {res['exact_fallback_rows']} rows ranked exactly (filters)"
+            if res["exact_fallback_rows"]
+            else ""
+        )
+    )
+    rows = []
+    for name in ("exact", "index"):
+        r = res[name]
+        rows.append([name, r["NDCG@10"], r["HR@10"], round(r["cpu_seconds"], 2)])
+    rel = (res["index"]["NDCG@10"] - res["exact"]["NDCG@10"]) / max(res["exact"]["NDCG@10"], 1e-12)
+    print(format_table(["ranking", "NDCG@10", "HR@10", "CPU s"], rows))
+    print(f"NDCG@10 change with the index: {100 * rel:+.2f}% (relative)")
 
 
 def _training_identity(artifact: Path) -> dict[str, Any] | None:
@@ -539,6 +577,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             key,
             getattr(args, "events", None),
             getattr(args, "state_cache", 10_000),
+            exact=getattr(args, "exact", False),
         )
     except BaseException:
         sock.close()

@@ -21,6 +21,7 @@ EXTRAS = {
     "tune": ("optuna", "seqrec tune"),
     "excel": ("openpyxl", ".xlsx logs and request files"),
     "live": ("redis", "seqrec serve --events redis://... (the Redis event store)"),
+    "ann": ("faiss", "seqrec index (approximate top-k over large catalogues)"),
 }
 
 

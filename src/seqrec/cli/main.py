@@ -197,8 +197,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="a saved model: the run directory seqrec train printed (runs/shop-sasrec) or its model/ folder",
     )
     _add_experiment_args(e)
+    e.add_argument(
+        "--index",
+        action="store_true",
+        help="also rank the test targets through the artifact's item index: recall of the "
+        "exact top-10, NDCG@10 / HR@10 of both",
+    )
 
+    from seqrec.cli.index import add_index_args
     from seqrec.cli.recommend import add_export_args, add_recommend_args
+
+    add_index_args(
+        sub.add_parser(
+            "index", help="build an approximate item index into a saved model (seqrec[ann])"
+        )
+    )
 
     add_recommend_args(
         sub.add_parser(
@@ -218,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
     )
     s.add_argument("--port", type=int, default=8000)
+    s.add_argument(
+        "--exact", action="store_true", help="rank every item even if the artifact has an index"
+    )
     s.add_argument(
         "--cors",
         action="append",

@@ -51,6 +51,9 @@ def add_recommend_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--deny", help="never these item ids: a comma list or a file")
     r.add_argument("-k", type=int, default=10, help="how many items to recommend (default 10)")
     r.add_argument("--include-seen", action="store_true", help="do not exclude history items")
+    r.add_argument(
+        "--exact", action="store_true", help="rank every item even if the artifact has an index"
+    )
 
 
 def add_export_args(x: argparse.ArgumentParser) -> None:
@@ -88,6 +91,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     deny = batch.read_id_list(args.deny) if args.deny else None
     unknown_users = getattr(args, "unknown_users", "error")
     model = Recommender.load(args.artifact)
+    if getattr(args, "exact", False):
+        model.index = None
     if getattr(args, "events", None):
         if history:
             raise ConfigError(
@@ -111,6 +116,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         for note in (
             batch.unknown_user_summary(model, requests),
             batch.skipped_summary(model, recs),
+            batch.ranking_summary(model, recs),
         ):
             if note:
                 print(f"note: {note}", file=notes_to)
@@ -224,6 +230,12 @@ def _print_one(model, request, rec, stored: bool) -> None:
             )
     if rec.fallback:
         print(f"note: empty history, showing the {rec.fallback} ranking")
+    elif getattr(model, "index", None) is not None:
+        print(
+            "note: ranked with the artifact's item index (approximate; --exact ranks every item)"
+            if rec.ranking == "index"
+            else "note: ranked exactly: after the filters the item index had too few candidates"
+        )
     rows = []
     cats = getattr(model.vocab, "categories", None) is not None
     for rank, (item, score) in enumerate(zip(rec.items, rec.scores, strict=False), 1):

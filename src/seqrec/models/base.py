@@ -38,6 +38,8 @@ class Recommendation:
     fallback: str | None = None
     skipped_ids: list[Any] = field(default_factory=list)
     """The skipped history ids themselves (``vocab.is_removed`` tells filtered from unseen)."""
+    ranking: str = "exact"
+    """``"index"`` when the artifact's item index answered, ``"exact"`` for full ranking."""
 
 
 class Recommender(ABC):
@@ -48,6 +50,10 @@ class Recommender(ABC):
     """
 
     name: ClassVar[str] = "base"
+    index_unsupported: ClassVar[str | None] = (
+        "its scores are not an inner product with an item table"
+    )
+    """Why the model cannot be indexed (None where ``item_vectors`` / ``query_vectors`` exist)."""
 
     def __init__(self, config: Any) -> None:
         self.config = config
@@ -61,6 +67,8 @@ class Recommender(ABC):
         # and the data had real times) and stored in the artifact; such a model refuses
         # histories without times instead of silently scoring by positions alone
         self.reads_time = False
+        # an approximate item index (seqrec.models.ann.ItemIndex) that recommend uses when set
+        self.index = None
 
     @property
     def settings(self) -> Any:
@@ -90,6 +98,22 @@ class Recommender(ABC):
         """Inverse of ``_state``."""
 
     # --- shared behaviour -----------------------------------------------------------------
+    # --- approximate retrieval (seqrec.models.ann) ------------------------------------------
+    def item_vectors(self) -> np.ndarray:
+        """Item table ``[n_items + 1, D]`` (row 0 = PAD) with ``score(h)[:, i] ==
+        query_vectors(h) @ item_vectors()[i]`` for every item; a bias is one extra column."""
+        from seqrec.errors import ConfigError
+
+        raise ConfigError(f"{self.name} cannot be indexed: {self.index_unsupported}")
+
+    def query_vectors(
+        self, histories: Sequences, query_times: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Query vectors ``[B, D]`` of non-empty histories (see :meth:`item_vectors`)."""
+        from seqrec.errors import ConfigError
+
+        raise ConfigError(f"{self.name} cannot be indexed: {self.index_unsupported}")
+
     def _remember_catalogue(self, train: Sequences) -> None:
         self.n_items = train.n_items
         self.vocab = train.vocab
@@ -107,18 +131,7 @@ class Recommender(ABC):
 
         An empty history gets the popularity ranking (documented fallback).
         """
-        self._check_fitted()
-        if histories.n_items > self.n_items:
-            raise DataError(
-                f"histories use {histories.n_items} items, the model knows {self.n_items}"
-            )
-        if self.reads_time and histories.timestamps is None and len(histories.items):
-            raise DataError(
-                f"{self.name} was trained with timestamps and reads them when it scores: give each "
-                'history\'s times (Sequences with timestamps; recommend(..., times=...); "times" '
-                "over HTTP; --times on the command line); without them it would score by "
-                "positions alone, and worse"
-            )
+        self._check_histories(histories)
         lengths = histories.lengths
         nonempty = np.flatnonzero(lengths > 0)
         if len(nonempty) == len(histories):  # no copy of a [B, I] block that may be large
@@ -134,6 +147,21 @@ class Recommender(ABC):
             out[empty] = self.popularity[None, :]
         out[:, 0] = -np.inf
         return out
+
+    def _check_histories(self, histories: Sequences) -> None:
+        """Refuse histories the model cannot score (unknown items, missing times)."""
+        self._check_fitted()
+        if histories.n_items > self.n_items:
+            raise DataError(
+                f"histories use {histories.n_items} items, the model knows {self.n_items}"
+            )
+        if self.reads_time and histories.timestamps is None and len(histories.items):
+            raise DataError(
+                f"{self.name} was trained with timestamps and reads them when it scores: give each "
+                'history\'s times (Sequences with timestamps; recommend(..., times=...); "times" '
+                "over HTTP; --times on the command line); without them it would score by "
+                "positions alone, and worse"
+            )
 
     def top_k(
         self,
@@ -165,8 +193,13 @@ class Recommender(ABC):
         allow: Sequence[Any] | None = None,
         deny: Sequence[Any] | None = None,
         times: Sequence[Sequence[Any] | None] | None = None,
+        exact: bool = False,
     ) -> list[Recommendation]:
         """Top-``k`` raw item ids for each history of raw item ids.
+
+        With an item index (``self.index``, :mod:`seqrec.models.ann`) the answer comes from
+        it, with the filters applied exactly; ``exact=True`` ranks the whole catalogue instead
+        (``Recommendation.ranking`` says which answered each history).
 
         ``times`` (one list per history, aligned with its items: Unix seconds or ISO dates) is
         what a model that reads time (``reads_time``) needs; it refuses histories without.
@@ -212,9 +245,12 @@ class Recommender(ABC):
         seqs = Sequences.from_lists(
             rows, n_items=self.n_items, timestamps=row_times if times is not None else None
         )
-        scores = self.score(seqs)
-        seen = [seqs.items[seqs.offsets[r] : seqs.offsets[r + 1]] for r in range(len(rows))]
-        return self.rank(scores, seen, k, exclude_seen, allow, deny, skipped)
+        allow_ids = None if allow is None else self._list_ids(allow, "allow")
+        deny_ids = None if deny is None else self._list_ids(deny, "deny")
+        top, top_scores, ranking = self._ranked(
+            seqs, min(k, self.n_items), exclude_seen, allow_ids, deny_ids, exact
+        )
+        return self._answers(top, top_scores, ranking, seqs.lengths, skipped)
 
     def rank(
         self,
@@ -229,35 +265,112 @@ class Recommender(ABC):
         """The answers of :meth:`recommend` from scores ``[B, n_items + 1]`` (modified in
         place): ``seen`` internal ids of each row (excluded with ``exclude_seen``; an empty row
         is the popularity fallback), the same allow / deny rule; ``skipped`` raw ids per row.
-        Also what a live session (``seqrec.live``) answers with."""
+        Also what a live session (``seqrec.live``) answers with (exact ranking)."""
         if k < 1:
             raise DataError(f"k must be >= 1, got {k}")
         skipped = [[] for _ in seen] if skipped is None else skipped
-        if exclude_seen:
-            for r, ids in enumerate(seen):
-                scores[r, ids] = -np.inf
-        if allow is not None:
-            keep = np.zeros(self.n_items + 1, dtype=bool)
-            keep[self._list_ids(allow, "allow")] = True
-            scores[:, ~keep] = -np.inf
-        if deny is not None:
-            scores[:, self._list_ids(deny, "deny")] = -np.inf
+        allow_ids = None if allow is None else self._list_ids(allow, "allow")
+        deny_ids = None if deny is None else self._list_ids(deny, "deny")
+        top, vals = self._top_of_scores(
+            scores, seen if exclude_seen else None, min(k, self.n_items), allow_ids, deny_ids
+        )
+        ranking = np.full(len(seen), "exact", dtype=object)
+        return self._answers(top, vals, ranking, [len(ids) for ids in seen], skipped)
+
+    def _top_of_scores(
+        self,
+        scores: np.ndarray,
+        seen: Sequence[np.ndarray] | None,
+        k: int,
+        allow_ids: np.ndarray | None,
+        deny_ids: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-``k`` ``(items, scores)`` of each row of ``scores`` (modified in place)
+        without the ``seen`` ids of each row (None: none removed), outside ``allow_ids`` or in
+        ``deny_ids``; 0 / -inf after the eligible ones."""
         from seqrec.evaluation.ranking import topk_items
 
-        top = topk_items(scores, min(k, self.n_items))  # best first, 0 after the eligible ones
+        if seen is not None:
+            for r, ids in enumerate(seen):
+                scores[r, ids] = -np.inf
+        if allow_ids is not None:
+            keep = np.zeros(self.n_items + 1, dtype=bool)
+            keep[allow_ids] = True
+            scores[:, ~keep] = -np.inf
+        if deny_ids is not None:
+            scores[:, deny_ids] = -np.inf
+        top = topk_items(scores, k)
+        return top, np.where(top > 0, np.take_along_axis(scores, top, 1), -np.inf)
+
+    def _answers(
+        self,
+        top: np.ndarray,
+        top_scores: np.ndarray,
+        ranking: np.ndarray,
+        lengths: Sequence[int],
+        skipped: Sequence[list[Any]],
+    ) -> list[Recommendation]:
         out = []
-        for r in range(len(seen)):
-            order = top[r][top[r] > 0]
+        for r in range(len(top)):
+            found = top[r] > 0  # best first, 0 after the eligible ones
             out.append(
                 Recommendation(
-                    items=self.vocab.decode(order).tolist(),  # plain ints / strs, not numpy scalars
-                    scores=[float(s) for s in scores[r, order]],
+                    items=self.vocab.decode(top[r][found]).tolist(),  # plain ints / strs
+                    scores=[float(s) for s in top_scores[r][found]],
                     skipped_unknown=len(skipped[r]),
-                    fallback="popularity" if len(seen[r]) == 0 else None,
+                    fallback="popularity" if lengths[r] == 0 else None,
                     skipped_ids=list(skipped[r]),
+                    ranking=str(ranking[r]),
                 )
             )
         return out
+
+    def _ranked(
+        self,
+        seqs: Sequences,
+        k: int,
+        exclude_seen: bool,
+        allow_ids: np.ndarray | None,
+        deny_ids: np.ndarray | None,
+        exact: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(items [B, k], scores [B, k], ranking [B])`` of internal ids, best first, 0 after
+        the eligible ones: from the index where there is one (and ``exact`` is off) and it
+        answers completely, else by scoring every item."""
+        from seqrec.evaluation.ranking import seen_positions
+
+        n_rows = len(seqs)
+        top = np.zeros((n_rows, k), dtype=np.int64)
+        vals = np.full((n_rows, k), -np.inf, dtype=np.float32)
+        ranking = np.full(n_rows, "exact", dtype=object)
+        todo = np.arange(n_rows)
+        if self.index is not None and not exact:
+            from seqrec.models.ann import index_top_k
+
+            rows = np.flatnonzero(seqs.lengths > 0)  # empty: the popularity fallback below
+            sub = seqs.select(rows)
+            excluded = seen_positions(sub, "history" if exclude_seen else "none")
+            ids, v, short = index_top_k(
+                self.index, self.query_vectors(sub), k, excluded, allow_ids, deny_ids
+            )
+            done = rows[~short]
+            top[done], vals[done], ranking[done] = ids[~short], v[~short], "index"
+            todo = np.setdiff1d(todo, done)
+            if short.any():
+                log.warning(
+                    "%d of %d histories ranked exactly: after the filters the item index left "
+                    "fewer than k=%d of its candidates",
+                    int(short.sum()),
+                    len(rows),
+                    k,
+                )
+        if len(todo):
+            part = seqs if len(todo) == n_rows else seqs.select(todo)
+            seen = [part.items[part.offsets[r] : part.offsets[r + 1]] for r in range(len(part))]
+            top[todo], vals[todo] = self._top_of_scores(
+                self.score(part), seen if exclude_seen else None, k, allow_ids, deny_ids
+            )
+        return top, vals, ranking
 
     def _list_ids(self, raw_ids: Sequence[Any], what: str) -> np.ndarray:
         """Internal ids of an allow/deny list; never-seen ids raise naming them."""

@@ -347,9 +347,35 @@ class TorchRecommender(Recommender):
             )
         return out
 
-    def _score_chunks(self, histories: Sequences, query_times: np.ndarray | None):
-        """Yield ``(rows, logits [len(rows), I + 1])`` chunk by chunk; on CPU the logits live
-        in one reused buffer, valid until the next chunk (consume or copy them first)."""
+    index_unsupported = None  # every encoder scores by an inner product with its output table
+
+    def item_vectors(self) -> np.ndarray:
+        """The output embeddings ``[n_items + 1, D]``, the bias (if any) as one more column."""
+        if self.encoder is None:
+            from seqrec.errors import NotFittedError
+
+            raise NotFittedError(f"{self.name} has no encoder: call fit() or load() first")
+        with torch.inference_mode():
+            weight, bias = self.encoder.output_embeddings()
+            table = weight if bias is None else torch.cat([weight, bias[:, None]], 1)
+            return table.float().cpu().numpy().astype(np.float32, copy=True)
+
+    def query_vectors(
+        self, histories: Sequences, query_times: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The last hidden state ``[B, D]`` of each history (a 1 appended for the bias)."""
+        self._check_histories(histories)
+        with torch.inference_mode():
+            _, bias = self.encoder.output_embeddings()
+        out = None
+        for idx, hidden in self._hidden_chunks(histories, query_times):
+            if out is None:
+                out = np.ones((len(histories), hidden.shape[1] + (bias is not None)), np.float32)
+            out[idx, : hidden.shape[1]] = hidden.float().cpu().numpy()
+        return out if out is not None else np.zeros((0, 0), np.float32)
+
+    def _hidden_chunks(self, histories: Sequences, query_times: np.ndarray | None):
+        """Yield ``(rows, hidden [len(rows), D])``: the state that scores the next item."""
         if self.encoder is None:
             from seqrec.errors import NotFittedError
 
@@ -362,7 +388,6 @@ class TorchRecommender(Recommender):
         # EVAL_TOKENS positions, so histories of mixed lengths are split by length too.
         lengths = np.minimum(histories.lengths, cfg.max_len)
         order = np.argsort(lengths, kind="stable")
-        buf = None
         with _Threads(run.num_threads), torch.inference_mode():
             for rows in length_batches(lengths[order], run.eval_batch_size, EVAL_TOKENS):
                 idx = order[rows]
@@ -371,7 +396,15 @@ class TorchRecommender(Recommender):
                 batch = self.scoring_batch(histories.select(idx), width, qt).to(self.device)
                 # [B, D] last (most recent) position; encoders may compute only that one
                 last = getattr(self.encoder, "encode_last", None)
-                hidden = last(batch) if last is not None else self.encoder(batch)[:, -1]
+                yield idx, last(batch) if last is not None else self.encoder(batch)[:, -1]
+
+    def _score_chunks(self, histories: Sequences, query_times: np.ndarray | None):
+        """Yield ``(rows, logits [len(rows), I + 1])`` chunk by chunk; on CPU the logits live
+        in one reused buffer, valid until the next chunk (consume or copy them first)."""
+        buf = None
+        run = self.run_config
+        with _Threads(run.num_threads), torch.inference_mode():
+            for idx, hidden in self._hidden_chunks(histories, query_times):
                 if self.device.type == "cpu" and hidden.dtype == torch.float32:
                     if buf is None:  # one reused block: fresh ones cost page faults
                         buf = hidden.new_empty(

@@ -45,6 +45,8 @@ META = "model.json"
 STATE = "state.npz"
 VOCAB = "vocab.npz"
 USERS = "users.npz"
+#: the optional approximate item index (``seqrec index``, :mod:`seqrec.models.ann`)
+INDEX = "index.npz"
 #: every key ``model.json`` may hold; any other key is refused (an edit or another tool's file)
 META_KEYS = ("format", "model", "config", "n_items", "files", "inputs")
 #: what a history must carry to be scored (format 3 on): items, and timestamps for a model
@@ -83,7 +85,7 @@ def save_recommender(model: Any, path: Path, overwrite: bool = False) -> Path:
 #: instead of "never seen", and one pathological id (a whole file read as one field) would
 #: otherwise be carried by every save
 MAX_REMOVED_ID_CHARS = 1000
-ARTIFACT_FILES = (META, STATE, VOCAB, USERS)
+ARTIFACT_FILES = (META, STATE, VOCAB, USERS, INDEX)
 
 
 def _check_replaceable(path: Path, name: str, overwrite: bool) -> None:
@@ -144,6 +146,8 @@ def _write_artifact(model: Any, path: Path) -> None:
         write_npz(path, VOCAB, vocab, files)
     if getattr(model, "user_histories", None) is not None:
         write_npz(path, USERS, model.user_histories.to_arrays(), files)
+    if getattr(model, "index", None) is not None:  # bound to the weights just written
+        write_npz(path, INDEX, model.index.to_arrays(files[STATE]["sha256"]), files)
     meta = {
         "format": FORMAT_VERSION,
         "model": model.name,
@@ -204,7 +208,7 @@ def load_recommender(path: Path) -> Any:
         verify_file(path / name, record)
     if STATE not in files:
         raise DataError(f"{meta_path}: no {STATE} recorded; the artifact is incomplete")
-    for name in (VOCAB, USERS):
+    for name in (VOCAB, USERS, INDEX):
         if name not in files and (path / name).exists():
             raise DataError(f"{path / name} is not recorded in {META}: it belongs to another save")
     state = read_npz(path / STATE)
@@ -229,7 +233,37 @@ def load_recommender(path: Path) -> Any:
 
         model.user_histories = UserHistories.from_arrays(read_npz(path / USERS), str(path / USERS))
     _fit_weights(model, state, path)
+    if INDEX in files:
+        model.index = _item_index(path, files, n_items)
     return model
+
+
+_warned_no_library: set[str] = set()
+
+
+def _item_index(path: Path, files: dict[str, Any], n_items: int) -> Any:
+    """The artifact's item index; ``None`` (said once per artifact) without the library."""
+    from seqrec.models import ann
+
+    where = str(path / INDEX)
+    arrays = read_npz(path / INDEX)
+    meta = ann.index_meta(arrays, where)
+    if meta["state_sha256"] != files[STATE]["sha256"]:
+        raise DataError(
+            f"{where} was built from other weights than {path / STATE}: rebuild it (seqrec index)"
+        )
+    if meta["n_items"] != n_items:
+        raise DataError(f"{where} indexes {meta['n_items']} items, the model has {n_items}")
+    if ann.faiss_module() is None:
+        if where not in _warned_no_library:
+            _warned_no_library.add(where)
+            log.warning(
+                "%s has an item index but faiss is not installed (%s): ranking exactly",
+                path,
+                ann.INSTALL_HINT,
+            )
+        return None
+    return ann.load_index(arrays, meta, where)
 
 
 def read_meta(path: Path) -> dict[str, Any]:

@@ -326,6 +326,17 @@ def write_table(df: pl.DataFrame, path: str | Path) -> Path:
     return path
 
 
+def ranking_summary(model: Any, recs: list[Any]) -> str | None:
+    """One line on how the batch was ranked when the artifact has an item index (else None)."""
+    if getattr(model, "index", None) is None:
+        return None
+    by_index = sum(1 for r in recs if getattr(r, "ranking", "exact") == "index")
+    exact = sum(1 for r in recs if r.fallback is None) - by_index
+    return f"{by_index} of {len(recs)} requests ranked with the item index (approximate)" + (
+        f"; {exact} ranked exactly (the filters left the index too few candidates)" if exact else ""
+    )
+
+
 def skipped_summary(model: Any, recs: list[Any]) -> str | None:
     """One line about the history ids skipped over the whole batch (None if none)."""
     seen: dict[Any, None] = {}  # ordered set

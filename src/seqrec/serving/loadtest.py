@@ -58,15 +58,17 @@ def running_server(
     events: str | None = None,
     state_cache: int | None = None,
     cpus: list[int] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """``uvicorn seqrec.serving.service:app_from_env`` on 127.0.0.1 in a subprocess; yields
     ``(base_url, process)`` once ``/health`` answers, and stops the process on exit.
     ``events`` / ``state_cache``: the live event store and its state cache (``seqrec serve
-    --events``); ``cpus``: the cores the server may run on (``taskset``)."""
+    --events``); ``cpus``: the cores the server may run on (``taskset``); ``env``: more
+    environment for the server (e.g. ``SEQREC_EXACT``)."""
     import httpx
 
     port = port or free_port()
-    env = dict(os.environ, SEQREC_ARTIFACT=str(artifact), OMP_NUM_THREADS="1")
+    env = dict(os.environ, **(env or {}), SEQREC_ARTIFACT=str(artifact), OMP_NUM_THREADS="1")
     if events is not None:
         env["SEQREC_EVENTS"] = str(events)
     if state_cache is not None:
@@ -198,10 +200,13 @@ def load_test(
     clients: int = 8,
     max_seconds: float = 120.0,
     warmup: int = 50,
+    env: dict[str, str] | None = None,
+    start_timeout: float = 120.0,
 ) -> dict[str, Any]:
     """Start the server, warm it up, run two halves of ``n_requests`` and sample its RSS
-    after the warm-up, after the first half and at the end (see the module docstring)."""
-    with running_server(artifact) as (url, proc):
+    after the warm-up, after the first half and at the end (see the module docstring);
+    ``env``: extra environment of the server (``SEQREC_EXACT=1``: no item index)."""
+    with running_server(artifact, start_timeout=start_timeout, env=env) as (url, proc):
         drive(url, payloads, warmup, clients, max_seconds)
         rss_warm = rss_mb(proc.pid)
         half = n_requests // 2

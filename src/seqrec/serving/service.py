@@ -15,7 +15,8 @@ that reads time (``/info`` lists its ``inputs``; without them such a model answe
 ``?history=a,b,c`` takes the same fields as query parameters), and ``POST /recommend/batch`` with
 ``{"requests": [{"history": [...]} or {"user": id}, ...], "k": 10}`` (at most 1,000 requests,
 answered in one scoring pass). Both take ``"allow": [ids]`` (recommend only these) and
-``"deny": [ids]`` (never these). Unknown user ids and allow/deny ids the model never saw are
+``"deny": [ids]`` (never these). Each answer's ``"ranking"`` is ``"index"`` where the artifact's
+item index answered (``seqrec index``; ``seqrec serve --exact`` turns it off), else ``"exact"``. Unknown user ids and allow/deny ids the model never saw are
 a 422 naming them (``"unknown_users": "empty"`` answers unknown users with the empty history's
 fallback ranking instead); unknown history ids are skipped and listed in ``skipped_ids``, each
 with ``removed`` (filtered out by preprocessing) or ``never_seen``. Unknown request fields are a
@@ -41,6 +42,7 @@ def create_app(
     api_key: str | None = None,
     events: str | None = None,
     state_cache: int = 10_000,
+    exact: bool = False,
 ) -> Any:
     """A FastAPI app serving the recommender saved at ``artifact`` (loaded once);
     ``cors_origins``: web origins whose pages may call it from a browser (``["*"]``: any);
@@ -58,6 +60,8 @@ def create_app(
     from seqrec.models.incremental import incremental_encoder
 
     model = Recommender.load(artifact)
+    if exact:  # `seqrec serve --exact`: the artifact's item index is not used
+        model.index = None
     live = None
     if events is not None:
         from seqrec.live.session import Live
@@ -384,6 +388,7 @@ def _body(model: Any, rec: Any) -> dict[str, Any]:
         "skipped_unknown": rec.skipped_unknown,
         "skipped_ids": skipped,
         "fallback": rec.fallback,
+        "ranking": rec.ranking,
     }
 
 
@@ -393,15 +398,18 @@ def _jsonable(value: Any) -> Any:
 
 def app_from_env() -> Any:
     """App factory for ``uvicorn --factory``: the artifact path comes from $SEQREC_ARTIFACT
-    (and the event store from $SEQREC_EVENTS, its state cache size from $SEQREC_STATE_CACHE)."""
+    (and the event store from $SEQREC_EVENTS, its state cache size from $SEQREC_STATE_CACHE;
+    $SEQREC_EXACT=1: rank every item even if the artifact has an item index)."""
     path = os.environ.get("SEQREC_ARTIFACT")
     if not path:
         raise SeqRecError("set SEQREC_ARTIFACT to the directory of a saved model")
     cors = [o.strip() for o in os.environ.get("SEQREC_CORS", "").split(",") if o.strip()]
+    exact = os.environ.get("SEQREC_EXACT", "") not in ("", "0")  # as `seqrec serve --exact`
     return create_app(
         path,
         cors,
         os.environ.get("SEQREC_API_KEY") or None,
         os.environ.get("SEQREC_EVENTS") or None,
         int(os.environ.get("SEQREC_STATE_CACHE", "10000")),
+        exact=exact,
     )

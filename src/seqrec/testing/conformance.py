@@ -329,6 +329,18 @@ def check_top_k(model) -> None:
         assert np.isneginf(vals[ids == 0]).all() and (vals[:, :-1] >= vals[:, 1:]).all()
 
 
+def check_index_vectors(model, atol: float = 1e-5) -> None:
+    """The item index's contract: ``query_vectors @ item_vectors.T`` is the model's score
+    (bias folded in), so that an inner-product index over them ranks as ``score`` does."""
+    _, _, valid, _ = _data()
+    hist = valid.histories()
+    items = model.item_vectors()
+    queries = model.query_vectors(hist)
+    assert items.shape[0] == model.n_items + 1 and queries.shape == (len(hist), items.shape[1])
+    scores = model.score(hist)
+    np.testing.assert_allclose(queries @ items[1:].T, scores[:, 1:], rtol=1e-4, atol=atol)
+
+
 def check_all_losses(model_cls, config_kwargs: dict[str, Any]) -> None:
     _, train, valid, _ = _data()
     for loss in ("bce", "ce", "sampled_softmax", "gbce"):
@@ -472,6 +484,9 @@ class ConformanceSuite:
 
     def test_all_losses(self):
         check_all_losses(self.model_cls, self.config_kwargs)
+
+    def test_index_vectors(self):
+        check_index_vectors(fitted(self.model_cls, self.config_kwargs), self.atol)
 
     def test_learns(self):
         check_learns(self.model_cls, self.config_kwargs, self.learn_epochs, self.learn_min_ndcg)

@@ -29,6 +29,7 @@ class Pop(Recommender):
     removes already consumed items. Ties keep the lower item id first (stable ranking)."""
 
     name = "pop"
+    index_unsupported = "its scores do not depend on the history: exact top-k is one sorted list"
 
     def __init__(self, config: PopConfig = PopConfig()) -> None:
         super().__init__(config)

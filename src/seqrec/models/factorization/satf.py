@@ -333,6 +333,22 @@ class _SATF(Recommender):
         left, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
         return fold_in(ops.positional_rows(histories, self.position_weights), left, right)
 
+    index_unsupported = None
+
+    def item_vectors(self) -> np.ndarray:
+        """``left`` of the projector with a zero PAD row: scores are ``query @ left^T``."""
+        self._check_fitted()
+        left, _ = item_projector(self.item_factors, self.scale, self.config.rescaled)
+        return np.vstack([np.zeros((1, left.shape[1])), left]).astype(np.float32)
+
+    def query_vectors(
+        self, histories: Sequences, query_times: np.ndarray | None = None
+    ) -> np.ndarray:
+        self._check_histories(histories)
+        _, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
+        rows = ops.positional_rows(histories, self.position_weights)
+        return np.asarray(rows @ right, dtype=np.float32)
+
     def _state(self) -> dict[str, np.ndarray]:
         state = {k: v for k, v in self.factors.items() if k != "U"}
         state.update(scale=self.scale, position_weights=self.position_weights)

@@ -127,6 +127,21 @@ class PureSVD(Recommender):
         left, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
         return fold_in(binary_rows(histories), left, right)
 
+    index_unsupported = None
+
+    def item_vectors(self) -> np.ndarray:
+        """``left`` of :func:`item_projector` with a zero PAD row: scores are ``query @ left^T``."""
+        self._check_fitted()
+        left, _ = item_projector(self.item_factors, self.scale, self.config.rescaled)
+        return np.vstack([np.zeros((1, left.shape[1])), left]).astype(np.float32)
+
+    def query_vectors(
+        self, histories: Sequences, query_times: np.ndarray | None = None
+    ) -> np.ndarray:
+        self._check_histories(histories)
+        _, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
+        return np.asarray(binary_rows(histories) @ right, dtype=np.float32)
+
     def truncated(self, rank: int, rescaled: bool | None = None) -> PureSVD:
         """A copy using the first ``rank`` factors (the rank grid needs one SVD only)."""
         from dataclasses import replace

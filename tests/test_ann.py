@@ -1,0 +1,227 @@
+"""The approximate item index (seqrec.models.ann): filters stay exact, the index file is
+checksummed like the rest of the artifact, and everything works without it."""
+
+import json
+import logging
+import os
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seqrec.cli.main import main
+from seqrec.errors import ConfigError, DataError
+from seqrec.models import ann
+from seqrec.models.base import Recommender
+from seqrec.models.factorization.pop import Pop, PopConfig
+from seqrec.models.factorization.svd import PureSVD, PureSVDConfig
+from seqrec.models.neural_config import settings as neural_settings
+from seqrec.models.sasrec import SASRec, SASRecConfig
+from seqrec.testing.synthetic import leave_last_out_small, markov_sequences
+
+if os.environ.get("CI") == "true":  # the ann extra is installed in CI: never skip there
+    import faiss  # noqa: F401
+else:
+    pytest.importorskip("faiss", reason="the ann extra (faiss-cpu) is not installed")
+
+N_ITEMS = 60
+
+
+@pytest.fixture(scope="module")
+def data():
+    return leave_last_out_small(markov_sequences(n_users=40, n_items=N_ITEMS, seed=3))
+
+
+@pytest.fixture(scope="module")
+def model(data):
+    train, valid, _ = data
+    cfg = neural_settings(
+        SASRecConfig, dim=8, n_blocks=1, n_heads=1, max_len=10, epochs=1, batch_size=16
+    )
+    m = SASRec(cfg).fit(train, valid, progress=False)
+    # a large over-fetch: every candidate list can hold the whole catalogue
+    m.index = ann.ItemIndex.build(
+        m.item_vectors(), ann.IndexParams(ef_search=4 * N_ITEMS, max_fetch=N_ITEMS)
+    )
+    return m
+
+
+@pytest.fixture(scope="module")
+def saved(model, tmp_path_factory):
+    path = tmp_path_factory.mktemp("ann") / "sasrec"
+    model.save(path)
+    return path
+
+
+def _same_ranking(got, want):
+    """Same items and scores; two items may swap only where their scores tie (to rounding:
+    the index computes the inner products in its own order)."""
+    assert len(got.items) == len(want.items)
+    np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-5)
+    for i, (a, b) in enumerate(zip(got.items, want.items, strict=True)):
+        if a != b:
+            assert abs(got.scores[i] - want.scores[i]) < 1e-5 and b in got.items, (got, want)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    users=st.lists(st.integers(0, 39), min_size=1, max_size=6),
+    k=st.integers(1, 25),
+    exclude_seen=st.booleans(),
+    allow=st.one_of(st.none(), st.sets(st.integers(1, N_ITEMS), min_size=1, max_size=N_ITEMS)),
+    deny=st.one_of(st.none(), st.sets(st.integers(1, N_ITEMS), max_size=40)),
+)
+def test_filters_are_exact_with_the_index(model, data, users, k, exclude_seen, allow, deny):
+    train = data[0]
+    hist = [model.vocab.decode(train.items[train.offsets[u] : train.offsets[u + 1]]) for u in users]
+    hist = [list(h) for h in hist]
+    kw = dict(
+        k=k,
+        exclude_seen=exclude_seen,
+        allow=None if allow is None else list(model.vocab.decode(np.array(sorted(allow)))),
+        deny=None if deny is None else list(model.vocab.decode(np.array(sorted(deny)))),
+    )
+    got = model.recommend(hist, **kw)
+    want = model.recommend(hist, exact=True, **kw)
+    for g, w in zip(got, want, strict=True):
+        assert w.ranking == "exact"
+        _same_ranking(g, w)
+        seen = set(hist[got.index(g)]) if exclude_seen else set()
+        assert not seen & set(g.items)
+        assert not set(kw["deny"] or []) & set(g.items)
+        assert kw["allow"] is None or set(g.items) <= set(kw["allow"])
+
+
+def test_the_index_answers_and_exact_forces_full_ranking(model):
+    hist = [list(model.vocab.decode(np.array([1, 2, 3])))]
+    assert model.recommend(hist, k=5)[0].ranking == "index"
+    assert model.recommend(hist, k=5, exact=True)[0].ranking == "exact"
+    assert model.recommend([[]], k=5)[0].fallback == "popularity"  # empty: popularity, exactly
+
+
+def test_a_short_candidate_list_falls_back_to_exact_and_says_so(model, caplog):
+    small = ann.ItemIndex(
+        model.index.index, model.index.n_items, model.index.dim, ann.IndexParams(max_fetch=8)
+    )
+    m = SASRec(model.settings)
+    m.__dict__.update({**model.__dict__, "index": small})
+    hist = [list(model.vocab.decode(np.arange(1, 21)))]  # 20 seen items: over-fetch 25 > 8
+    with caplog.at_level(logging.WARNING, logger="seqrec.models.base"):
+        (rec,) = m.recommend(hist, k=5)
+    assert rec.ranking == "exact"
+    assert "ranked exactly" in caplog.text
+    _same_ranking(rec, model.recommend(hist, k=5, exact=True)[0])
+
+
+def test_saved_index_round_trips(saved, model):
+    loaded = Recommender.load(saved)
+    assert loaded.index is not None and loaded.index.n_items == N_ITEMS
+    assert "index.npz" in json.loads((saved / "model.json").read_text())["files"]
+    hist = [list(model.vocab.decode(np.array([4, 5, 6])))]
+    assert loaded.recommend(hist, k=5)[0].items == model.recommend(hist, k=5)[0].items
+
+
+def _copy(saved, tmp_path):
+    dst = tmp_path / "copy"
+    shutil.copytree(saved, dst)
+    return dst
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_damaged_index_file_is_refused(saved, tmp_path, damage, capsys):
+    art = _copy(saved, tmp_path)
+    f = art / "index.npz"
+    raw = bytearray(f.read_bytes())
+    if damage == "flip":
+        raw[len(raw) // 2] ^= 0xFF
+    else:
+        raw = raw[: len(raw) // 2]
+    f.write_bytes(bytes(raw))
+    with pytest.raises(DataError, match="index.npz"):
+        Recommender.load(art)
+    assert main(["recommend", str(art), "1"]) == 2
+    assert "index.npz" in capsys.readouterr().err
+
+
+def test_an_index_of_other_weights_is_refused(saved, tmp_path, data):
+    art = _copy(saved, tmp_path)
+    other = Recommender.load(art)
+    with torch.no_grad():
+        for p in other.encoder.parameters():
+            p.add_(0.01)
+    other.index = ann.ItemIndex.build(other.item_vectors())
+    other.save(tmp_path / "other")
+    shutil.copy(tmp_path / "other" / "index.npz", art / "index.npz")
+    meta = json.loads((art / "model.json").read_text())
+    meta["files"]["index.npz"] = json.loads((tmp_path / "other" / "model.json").read_text())[
+        "files"
+    ]["index.npz"]
+    (art / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(DataError, match="other weights"):
+        Recommender.load(art)
+
+
+def test_an_artifact_without_an_index_works(model, tmp_path):
+    m = SASRec(model.settings)
+    m.__dict__.update({**model.__dict__, "index": None})
+    m.save(tmp_path / "plain")
+    assert not (tmp_path / "plain" / "index.npz").exists()
+    loaded = Recommender.load(tmp_path / "plain")
+    assert loaded.index is None
+    assert loaded.recommend([[1, 2]], k=3)[0].ranking == "exact"
+
+
+def test_an_index_without_the_library_ranks_exactly_and_says_so(saved, monkeypatch, caplog):
+    monkeypatch.setattr(ann, "faiss_module", lambda: None)
+    with caplog.at_level(logging.WARNING):
+        loaded = Recommender.load(saved)
+    assert loaded.index is None
+    assert "faiss is not installed" in caplog.text
+    assert loaded.recommend([[1, 2]], k=3)[0].ranking == "exact"
+
+
+def test_cli_index_recommend_exact(model, tmp_path, capsys):
+    m = SASRec(model.settings)
+    m.__dict__.update({**model.__dict__, "index": None})
+    path = tmp_path / "run"
+    m.save(path)
+    assert main(["index", str(path), "--check", "0", "--threads", "1"]) == 0
+    assert "indexed 60 items" in capsys.readouterr().out
+    assert Recommender.load(path).index is not None
+    raw = str(model.vocab.decode(np.array([1]))[0])
+    assert main(["recommend", str(path), raw, "-k", "3"]) == 0
+    assert "item index" in capsys.readouterr().out
+    assert main(["recommend", str(path), raw, "-k", "3", "--exact"]) == 0
+    assert "item index" not in capsys.readouterr().out
+    assert main(["index", str(path), "--remove"]) == 0
+    assert Recommender.load(path).index is None
+
+
+def test_index_accuracy_against_exact(model, data):
+    from seqrec.evaluation.index import index_accuracy
+
+    res = index_accuracy(model, data[2], 10, "history")
+    assert res["targets"] == len(data[2]) and res["recall@10"] == pytest.approx(1.0)
+    assert res["index"]["NDCG@10"] == pytest.approx(res["exact"]["NDCG@10"])
+
+
+def test_factorization_models_index_or_say_why(data):
+    train = data[0]
+    svd = PureSVD(PureSVDConfig(rank=4)).fit(train)
+    hist = train.select(np.arange(5))
+    np.testing.assert_allclose(
+        svd.query_vectors(hist) @ svd.item_vectors()[1:].T, svd.score(hist)[:, 1:], atol=1e-5
+    )
+    pop = Pop(PopConfig()).fit(train)
+    with pytest.raises(ConfigError, match="cannot be indexed: its scores do not depend"):
+        pop.item_vectors()
+
+
+def test_bad_index_params_are_refused():
+    with pytest.raises(ConfigError, match="ef_search"):
+        ann.IndexParams(ef_search=0)
