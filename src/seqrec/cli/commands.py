@@ -49,8 +49,15 @@ def dispatch(args: argparse.Namespace) -> int:
         "tune": cmd_tune,
         "runs": cmd_runs,
         "doctor": cmd_doctor,
+        "update": cmd_update,
     }[args.command]
     return handler(args)
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from seqrec.cli.update import cmd_update as run
+
+    return run(args)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -57,6 +57,9 @@ class Recommender(ABC):
         # raw user id -> stored history (seqrec.serving.histories.UserHistories), set by
         # `seqrec train` and saved as users.npz, so that recommend/serve can answer for a user
         self.user_histories = None
+        # the artifact version this model was loaded from / will be saved as (``model.json``
+        # "version"; ``seqrec update`` counts it up, seqrec.serving.versions)
+        self.artifact_version = 1
         # whether scores read the histories' timestamps: set at fit (the config asks for time
         # and the data had real times) and stored in the artifact; such a model refuses
         # histories without times instead of silently scoring by positions alone
