@@ -72,7 +72,6 @@ def cmd_update(args: argparse.Namespace) -> int:
 
 def _update(args: argparse.Namespace, art: Path, data: Any, where: str, replay: Any) -> int:
     from seqrec import stop
-    from seqrec.cli.commands import _reading_notes
     from seqrec.serving.artifact import load_recommender
     from seqrec.serving.versions import save_new_version
     from seqrec.update import read_new_log, update_model
@@ -81,7 +80,7 @@ def _update(args: argparse.Namespace, art: Path, data: Any, where: str, replay: 
     new = read_new_log(args.new_log, data.read_options())
     read = [n for n in new.notes if n.startswith("read ")]
     print(f"new log: {read[0] if read else args.new_log} ({where})", file=sys.stderr)
-    for note in _reading_notes(new.notes):
+    for note in (n for n in new.notes if not n.startswith("read ")):  # all the reader said
         print(f"  {note}", file=sys.stderr)
     neural = hasattr(model, "train_config")
     fit_options: dict[str, Any] = {}
