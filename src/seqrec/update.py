@@ -233,6 +233,8 @@ def update_model(
         model.fit_partial(train, **(fit_options or {}))
     log = getattr(model, "training_log", None)
     report.stopped = getattr(log, "stopped", None) if _steps(model) else None
+    if report.stopped is None and stop.requested():  # asked during a refit, which cannot stop
+        report.stopped = "interrupted"
     if report.stopped in ("interrupted", "deadline"):
         raise stop.Interrupted(
             f"the update of {model.name} was stopped ({report.stopped}) before its epochs were "

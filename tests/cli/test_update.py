@@ -174,3 +174,21 @@ def _one(model):
     from seqrec.data.sequences import Sequences
 
     return Sequences.from_lists([[1, model.n_items]], n_items=model.n_items)
+
+
+def test_a_stop_asked_during_a_refit_is_not_saved(tmp_path, monkeypatch, capsys):
+    from seqrec import stop
+    from seqrec.models.factorization.svd import PureSVD
+
+    run = _train(tmp_path, "puresvd")
+    before = _snapshot(run / "model")
+    original = PureSVD.fit
+
+    def fit_then_stop(self, train, valid=None):
+        stop.request()  # a signal that arrives while the SVD runs (it cannot stop half-way)
+        return original(self, train, valid)
+
+    monkeypatch.setattr(PureSVD, "fit", fit_then_stop)
+    assert main(["update", str(run), str(_new_log(tmp_path / "new.csv"))]) == 130
+    assert "unchanged" in capsys.readouterr().err
+    assert _snapshot(run / "model") == before and not stop.requested()
