@@ -158,6 +158,7 @@ def main() -> None:
     runs = []
     for seed in args.seeds:
         base, base_s = fit(args.model, flat, inter.take(old, "old part"), seed)
+        print(f"seed {seed}: base trained in {base_s:.1f} CPU s", flush=True)
         t0 = time.process_time()
         report = update_model(
             base,
@@ -167,6 +168,7 @@ def main() -> None:
             fit_options={"epochs": args.update_epochs, "progress": False},
         )
         update_s = time.process_time() - t0
+        print(f"seed {seed}: updated in {update_s:.1f} CPU s", flush=True)
         retrain, retrain_s = fit(args.model, flat, inter.take(old | new, "old + new"), seed)
         upd_targets, keep_u = test_targets(base, histories_raw, targets_raw)
         re_targets, keep_r = test_targets(retrain, histories_raw, targets_raw)
