@@ -147,23 +147,37 @@ class SplitSection:
     """Evaluation protocol."""
 
     protocol: str = "leave-last-out"
-    """'leave-last-out' or 'temporal'."""
+    """'leave-last-out', 'temporal' or 'item-cold' (leave-last-out with a share of the items
+    held out of training; targets that are those items are measured apart, ``test_cold``)."""
     valid: str = "3W"
     """Temporal: validation window (duration like 3W/4M/2D, or an interaction count)."""
     test: str = "3W"
     """Temporal: test window."""
     refit: bool = False
     """Refit on train+valid before testing (the temporal protocol's usual choice)."""
+    cold_share: float = 0.1
+    """Item-cold: the share of items held out of training (drawn with the seed)."""
 
     def __post_init__(self) -> None:
-        if self.protocol not in ("leave-last-out", "temporal"):
+        if self.protocol not in ("leave-last-out", "temporal", "item-cold"):
             raise ConfigError(
-                f"split.protocol must be 'leave-last-out' or 'temporal', got {self.protocol!r}"
+                "split.protocol must be 'leave-last-out', 'temporal' or 'item-cold', "
+                f"got {self.protocol!r}"
             )
+        if not 0.0 < self.cold_share < 1.0:
+            raise ConfigError(f"split.cold_share must be in (0, 1), got {self.cold_share!r}")
         from seqrec.data.splits import parse_window
 
         parse_window(self.valid)
         parse_window(self.test)
+
+    def identity(self) -> dict[str, Any]:
+        """The section as a dict for run identities; ``cold_share`` only where the protocol
+        reads it, so identities recorded before it existed still match."""
+        out = asdict(self)
+        if self.protocol != "item-cold":
+            out.pop("cold_share")
+        return out
 
 
 @dataclass(frozen=True)

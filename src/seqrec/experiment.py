@@ -16,7 +16,7 @@ from typing import Any
 
 from seqrec.config import Experiment
 from seqrec.data.preprocess import Prepared, preprocess
-from seqrec.data.splits import Split, leave_last_out, temporal_split
+from seqrec.data.splits import Split, item_cold_split, leave_last_out, temporal_split
 from seqrec.errors import DataError
 from seqrec.models.base import Recommender
 
@@ -67,6 +67,8 @@ def prepare_data(exp: Experiment, interactions: Any = None) -> PreparedSplit:
     t2 = time.perf_counter()
     if exp.split.protocol == "temporal":
         split = temporal_split(seqs, exp.split.valid, exp.split.test)
+    elif exp.split.protocol == "item-cold":
+        split = item_cold_split(seqs, exp.split.cold_share, exp.seed)
     else:
         split = leave_last_out(seqs)
     _check_targets(split, seqs, exp.data.name)
@@ -84,7 +86,7 @@ def _check_targets(split, seqs, name: str) -> None:
             longest = int(seqs.lengths.max()) if len(seqs) else 0
             need = (
                 "leave-last-out needs users with at least 3 interactions (train, validation, test)"
-                if split.protocol == "leave-last-out"
+                if split.protocol in ("leave-last-out", "item-cold")
                 else "the temporal split needs interactions after its validation and test cut-offs "
                 "(split.valid, split.test)"
             )
@@ -107,7 +109,7 @@ def _check_training_pairs(split, model: Recommender, name: str) -> None:
     held = (
         "leave-last-out holds out each user's last two interactions (validation, test), so a "
         "user needs at least 4 to leave a training pair"
-        if split.protocol == "leave-last-out"
+        if split.protocol in ("leave-last-out", "item-cold")
         else "the temporal split keeps only interactions before its validation cut-off for training"
     )
     raise DataError(
@@ -216,13 +218,20 @@ def run_experiment(
         progress,
         fit_data=split.train_valid if exp.split.refit else split.train,
     )
+    results = {"valid": valid, "test": test}
+    if split.cold_items is not None:  # item-cold: the held-out items' targets, and the others
+        fit = split.train_valid if exp.split.refit else split.train
+        for name, cold in (("test_cold", True), ("test_warm", False)):
+            part = split.cold_targets(split.test, cold)
+            if len(part):
+                results[name] = evaluate_model(model, exp, part, progress, fit_data=fit)
     record = result_record(
         model=exp.model,
         variant=getattr(model.settings, "loss", None) or getattr(model.config, "variant", None),
         dataset=exp.data.name,
         fingerprint=data.prepared.fingerprint(),
         protocol=split.protocol,
-        results={"valid": valid, "test": test},
+        results=results,
         seed=exp.seed,
         config=exp.to_dict() | {"model_config": _config_dict(model.settings)},
         epochs=getattr(model, "epochs_trained", None),

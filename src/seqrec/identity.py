@@ -78,7 +78,7 @@ def experiment_identity(
     """:func:`run_identity` of a :class:`seqrec.config.Experiment`: its model and model config
     (or ``config``), data (read keys only when set), split and seed, plus its ``eval`` section
     when ``with_eval``."""
-    sections: dict[str, Any] = {"data": exp.data.identity(), "split": dataclasses.asdict(exp.split)}
+    sections: dict[str, Any] = {"data": exp.data.identity(), "split": exp.split.identity()}
     if with_eval:
         sections[EVAL_SECTION] = dataclasses.asdict(exp.eval)
     sections["seed"] = exp.seed

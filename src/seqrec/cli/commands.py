@@ -51,8 +51,15 @@ def dispatch(args: argparse.Namespace) -> int:
         "doctor": cmd_doctor,
         "events": cmd_events,
         "index": cmd_index,
+        "update": cmd_update,
     }[args.command]
     return handler(args)
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from seqrec.cli.update import cmd_update as run
+
+    return run(args)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -165,6 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="start over instead of resuming the run in the directory",
     )
 
+    from seqrec.cli.update import add_update_args
+
+    add_update_args(
+        sub.add_parser(
+            "update",
+            help="continue a trained run on new interactions (new users and items too); "
+            "the artifact's previous version is kept",
+        )
+    )
+
     tu = sub.add_parser(
         "tune", help="hyperparameter search with Optuna (TPE, pruning, shared storage)"
     )

@@ -1,4 +1,4 @@
-"""Evaluation splits: leave-last-out and global temporal.
+"""Evaluation splits: leave-last-out, global temporal and item-cold.
 
 Both return a ``Split`` whose ``valid`` and ``test`` are ``Targets`` (history cut-offs into a
 sequence set), so no target ever appears in its own input and a temporal target never sees a
@@ -28,8 +28,10 @@ class Split:
         valid: validation targets (model selection only).
         test: test targets.
         train_valid: train plus validation interactions, for "refit, then test".
-        protocol: ``"leave-last-out"`` or ``"temporal"``.
+        protocol: ``"leave-last-out"``, ``"temporal"`` or ``"item-cold"``.
         info: counts and boundaries, recorded with every result.
+        cold_items: the internal ids held out of training entirely (``"item-cold"``; None
+            otherwise): targets that are one of them are measured apart (``cold_targets``).
     """
 
     train: Sequences
@@ -38,6 +40,15 @@ class Split:
     train_valid: Sequences
     protocol: str
     info: dict[str, Any] = field(default_factory=dict)
+    cold_items: np.ndarray | None = None
+
+    def cold_targets(self, targets: Targets, cold: bool = True) -> Targets:
+        """The targets of ``targets`` whose item is (``cold``) or is not one of the held-out
+        items (all of them, or none, for a split without held-out items)."""
+        held = np.zeros(targets.sequences.n_items + 1, bool)
+        if self.cold_items is not None:
+            held[self.cold_items] = True
+        return targets.subset(np.flatnonzero(held[targets.items] == cold))
 
 
 def leave_last_out(seqs: Sequences) -> Split:
@@ -67,6 +78,50 @@ def leave_last_out(seqs: Sequences) -> Split:
         "note": "users with < 3 interactions only train",
     }
     return Split(train, targets(2), targets(1), train_valid, "leave-last-out", info)
+
+
+def item_cold_split(seqs: Sequences, share: float = 0.1, seed: int = 0) -> Split:
+    """Leave-last-out with a share of the items held out of training entirely.
+
+    ``round(share * items)`` of the items that occur (at least one) are drawn with ``seed``;
+    every interaction with them is removed from ``train`` and ``train_valid``, so a model never
+    trains on them. The validation and test targets are leave-last-out's: a target that is a
+    held-out item is a cold target (:meth:`Split.cold_targets`; the evaluation reports them
+    apart). Histories are left whole: a user who met a held-out item earlier still has it in
+    the history the model reads (the model has never trained on it).
+    """
+    if not 0.0 < share < 1.0:
+        raise ConfigError(f"split.cold_share must be in (0, 1), got {share!r}")
+    base = leave_last_out(seqs)
+    present = np.flatnonzero(seqs.item_counts()[1:] > 0) + 1
+    n_cold = max(1, int(round(share * len(present))))
+    if n_cold >= len(present):
+        raise DataError(f"holding out {n_cold} of {len(present)} items leaves none to train on")
+    rng = np.random.default_rng([seed, 0xC01D])
+    cold = np.sort(rng.choice(present, size=n_cold, replace=False)).astype(np.int64)
+    held = np.zeros(seqs.n_items + 1, bool)
+    held[cold] = True
+
+    def without(part: Sequences) -> Sequences:
+        keep = np.flatnonzero(~held[part.items])
+        counts = np.bincount(part.row_ids[keep], minlength=len(part))
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        times = None if part.timestamps is None else part.timestamps[keep]
+        return Sequences(
+            offsets, part.items[keep], part.n_items, times, part.users, part.vocab, part.has_time
+        )
+
+    train, train_valid = without(base.train), without(base.train_valid)
+    info = {
+        **base.info,
+        "train_interactions": int(len(train.items)),
+        "cold_share": share,
+        "cold_items": int(n_cold),
+        "cold_valid_targets": int(held[base.valid.items].sum()),
+        "cold_test_targets": int(held[base.test.items].sum()),
+        "note": "users with < 3 interactions only train; held-out items never train",
+    }
+    return Split(train, base.valid, base.test, train_valid, "item-cold", info, cold)
 
 
 def parse_window(spec: str | int) -> tuple[str, int]:

@@ -73,6 +73,47 @@ class ItemVocab:
         """Category text of an internal id (None when unknown)."""
         return _text(self.categories, internal_id)
 
+    def extend(self, raw_ids: Iterable[Any], titles: dict[Any, Any] | None = None) -> ItemVocab:
+        """This vocabulary with the unknown ids of ``raw_ids`` appended (first occurrence order,
+        each once): every known id keeps its internal id, the new ones get ``n + 1, n + 2 ...``.
+
+        ``titles`` (raw id -> title) fills the new ids' titles; categories of new ids are
+        empty and the attribute table is kept as it is (new ids have no attribute rows). An
+        id that preprocessing had removed is no longer counted as removed once it is added.
+        """
+        index = self._lookup()
+        new: list[Any] = []
+        seen: set[Any] = set()
+        for r in raw_ids:
+            key = self._key(r)
+            if key not in index and key not in seen:
+                seen.add(key)
+                new.append(r)
+        if not new:
+            return self
+        raw = np.concatenate([self.raw, _like(self.raw, new)])
+        if raw.dtype.kind == "O" and self.raw.dtype.kind in "iu":
+            raise DataError(
+                f"new item ids {new[:3]!r} are not integers like the vocabulary's "
+                f"(e.g. {self.raw[:1].tolist()!r})"
+            )
+        by_key = {self._key(k): v for k, v in (titles or {}).items()}
+        new_titles = [by_key.get(self._key(r)) or "" for r in new]
+        out_titles = self.titles
+        if self.titles is not None or any(new_titles):
+            old = self.titles if self.titles is not None else np.full(len(self), "", object)
+            out_titles = np.concatenate([np.asarray(old, object), np.asarray(new_titles, object)])
+        categories = self.categories
+        if categories is not None:
+            categories = np.concatenate(
+                [np.asarray(categories, object), np.full(len(new), "", object)]
+            )
+        removed = self.removed
+        if removed is not None:
+            added = {self._key(r) for r in new}
+            removed = np.asarray([r for r in removed.tolist() if str(r) not in added], str)
+        return ItemVocab(raw, out_titles, self.attributes, categories, removed)
+
     def is_removed(self, raw_id: Any) -> bool:
         """Whether ``raw_id`` was in the source data but removed by preprocessing."""
         if self.removed is None:
@@ -82,6 +123,19 @@ class ItemVocab:
             cache = {str(r) for r in self.removed.tolist()}
             object.__setattr__(self, "_removed", cache)
         return self._key(raw_id) in cache
+
+
+def _like(raw: np.ndarray, values: list[Any]) -> np.ndarray:
+    """``values`` as an array of ``raw``'s kind: integers stay integers where they are ones
+    (ids read back from text included), text stays text."""
+    if raw.dtype.kind in "iu":
+        try:
+            return np.asarray([int(str(v)) for v in values], dtype=raw.dtype)
+        except ValueError:
+            return np.asarray(values, dtype=object)
+    if raw.dtype.kind == "U":  # its own width: concatenation keeps the wider of the two
+        return np.asarray([str(v) for v in values])
+    return np.asarray([str(v) for v in values], dtype=object)
 
 
 def _text(column: np.ndarray | None, internal_id: int) -> str | None:

@@ -23,7 +23,7 @@ import numpy as np
 from seqrec.config_fields import config_to_dict  # noqa: F401 - re-exported for models
 from seqrec.data.raw_times import aligned_times
 from seqrec.data.sequences import Sequences, Targets
-from seqrec.errors import DataError, NotFittedError
+from seqrec.errors import ConfigError, DataError, NotFittedError
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,9 @@ class Recommender(ABC):
         # raw user id -> stored history (seqrec.serving.histories.UserHistories), set by
         # `seqrec train` and saved as users.npz, so that recommend/serve can answer for a user
         self.user_histories = None
+        # the artifact version this model was loaded from / will be saved as (``model.json``
+        # "version"; ``seqrec update`` counts it up, seqrec.serving.versions)
+        self.artifact_version = 1
         # whether scores read the histories' timestamps: set at fit (the config asks for time
         # and the data had real times) and stored in the artifact; such a model refuses
         # histories without times instead of silently scoring by positions alone
@@ -383,6 +386,68 @@ class Recommender(ABC):
             shown = ", ".join(repr(r) for r in unseen[:10]) + (" ..." if len(unseen) > 10 else "")
             raise DataError(f"{what} list: {len(unseen)} item id(s) the model never saw: {shown}")
         return ids
+
+    # --- catalogue growth -----------------------------------------------------------------
+    def grow(self, vocab: Any, n_users: int | None = None) -> int:
+        """Extend the fitted model to the item vocabulary ``vocab``, which must extend the
+        model's own (``ItemVocab.extend``: every old raw id at its old internal id, the new ids
+        after them), and, for a model with one row per user, to ``n_users`` users (ids
+        ``0..n_users-1``, the old ones first). Old items and users keep their parameters, so
+        every old item's score of a history of old items is unchanged: the new items only add
+        candidates (their initial rows are the model's choice, :meth:`_grow`); their
+        popularity is 0 until counted. Returns how many items were added.
+
+        Raises:
+            ConfigError: the model cannot grow (one line saying why).
+            DataError: ``vocab`` does not extend the model's vocabulary, or ``n_users``
+                shrinks the user table.
+        """
+        self._check_fitted()
+        if type(self)._grow is Recommender._grow:
+            raise ConfigError(f"{self.name} cannot grow its catalogue: {self.growth_refusal}")
+        if self.vocab is None or vocab is None:
+            raise DataError(f"{self.name}: growing needs item vocabularies (fit on prepared data)")
+        old = self.n_items
+        if len(vocab) < old or not np.array_equal(
+            np.asarray(self.vocab.raw).astype(str), np.asarray(vocab.raw[:old]).astype(str)
+        ):
+            raise DataError(
+                f"{self.name}: the new item vocabulary does not extend the model's "
+                f"({old} items): build it with model.vocab.extend(new_ids)"
+            )
+        added = len(vocab) - old
+        self._grow(len(vocab), n_users)
+        self.popularity = np.concatenate(
+            [np.asarray(self.popularity, np.float32), np.zeros(added, np.float32)]
+        )
+        self.n_items, self.vocab = len(vocab), vocab
+        return added
+
+    growth_refusal: ClassVar[str] = (
+        "it does not implement Recommender._grow (the built-in models all do)"
+    )
+    """Why a model without :meth:`_grow` cannot grow (the one line ``grow`` refuses with)."""
+
+    def _grow(self, n_items: int, n_users: int | None) -> None:
+        """Resize the fitted parameters to ``n_items`` items (and ``n_users`` users where the
+        model has user rows), keeping the old rows; ``self.n_items`` is still the old size."""
+        raise NotImplementedError
+
+    def fit_partial(self, train: Sequences, valid: Targets | None = None, **options: Any):
+        """Continue the fitted model on ``train``, whose vocabulary extends the model's (new
+        items appended, :meth:`grow`). This default is a full refit on ``train``: right for
+        models whose fit is one closed-form solve (Pop, PureSVD, the SATF tensor models), which
+        fold new users in at scoring time anyway; give them the old data too
+        (``seqrec.update``'s ``replay='all'``), since a refit learns only from what it is
+        given. Models trained step by step (the neural ones) continue from their weights.
+        ``options`` are the step-by-step models' (epochs, progress ...); a refit has no use for
+        them and logs that it ignores them."""
+        self._check_fitted()
+        if train.vocab is not None:
+            self.grow(train.vocab)  # refuses a vocabulary that renumbers the old items
+        if options:
+            log.info("%s: full refit; ignoring %s", self.name, ", ".join(sorted(options)))
+        return self.fit(train, valid)
 
     # --- persistence ----------------------------------------------------------------------
     def save(self, path: str | Path, overwrite: bool = False) -> Path:

@@ -97,7 +97,7 @@ from seqrec.models.neural_config import (
     check_range,
 )
 from seqrec.models.sasrec import CausalSelfAttention
-from seqrec.models.torch_recommender import TorchRecommender
+from seqrec.models.torch_recommender import TorchRecommender, append_mean_rows
 
 INIT_STD = 0.02
 CLOZE = ("official", "lrurec")
@@ -330,6 +330,16 @@ class BERT4Rec(TorchRecommender):
             users=users,
         )
         return {"batch": batch, **self.negatives(rows, rng)}
+
+    def _grow_rows(
+        self, key: str, old: torch.Tensor, target: torch.Tensor, old_n: int, n_items: int
+    ) -> torch.Tensor | None:
+        """The input table ends with the mask token's row (id ``n_items + 1``): it moves to the
+        new last id, and the new items' rows between start at the mean of the old items'."""
+        if key != "item_emb.weight":
+            return None
+        items = append_mean_rows(old[: old_n + 1], n_items - old_n, first=1)
+        return torch.cat([items, old[old_n + 1 :]])
 
     def scoring_batch(
         self, histories: Sequences, width: int, query_times: np.ndarray | None

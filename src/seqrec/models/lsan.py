@@ -91,6 +91,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqrec.config_fields import setting
+from seqrec.data.attributes import OTHER
 from seqrec.data.batching import SequenceBatch
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError, DataError
@@ -447,6 +448,21 @@ class LSAN(TorchRecommender):
             squares = sum(p.pow(2).sum() for p in self.encoder.parameters())
             loss = loss + 0.5 * self.config.l2 * squares
         return loss
+
+    def _grow(self, n_items: int, n_users: int | None) -> None:
+        """New items are composed from the quotient-remainder tables like the old ones (the
+        remainder rows they share with old items are trained; a quotient table that needs new
+        rows starts them at the mean of its old rows) and are in the category class 'other'
+        (an item outside the training catalogue has no class of its own)."""
+        if self._categories is not None:
+            extra = np.full(n_items - self.n_items, OTHER, np.int64)
+            self._categories = np.concatenate([self._categories, extra])
+        super()._grow(n_items, n_users)
+
+    def _grow_rows(
+        self, key: str, old: torch.Tensor, target: torch.Tensor, old_n: int, n_items: int
+    ) -> torch.Tensor | None:
+        return target if key == "category_of" else None  # built from the grown classes
 
     def _load_state(self, state: dict[str, np.ndarray]) -> None:
         self._categories = np.asarray(state["category_of"], np.int64)

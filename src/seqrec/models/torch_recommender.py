@@ -272,12 +272,98 @@ class TorchRecommender(Recommender):
         :mod:`seqrec.stop`); fitting again resumes it.
         ``on_epoch`` receives one record per completed epoch (see ``Trainer``).
         """
+        self._remember_catalogue(train)
+        self._train(
+            train,
+            valid,
+            self.train_config,
+            build=True,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=checkpoint_every,
+            log_path=log_path,
+            progress=progress,
+            tensorboard_dir=tensorboard_dir,
+            resume=resume,
+            deadline=deadline,
+            on_epoch=on_epoch,
+        )
+        return self
+
+    def fit_partial(
+        self,
+        train: Sequences,
+        valid: Targets | None = None,
+        *,
+        epochs: int = 5,
+        lr: float | None = None,
+        progress: bool = True,
+        deadline: float | None = None,
+        on_epoch: Any = None,
+        n_users: int | None = None,
+    ) -> TorchRecommender:
+        """Continue training the fitted model on ``train`` (new interactions, with whatever old
+        ones are replayed: ``seqrec.update``), whose vocabulary extends the model's.
+
+        The model first grows (:meth:`grow`: new item rows start at the mean of the old rows,
+        new user rows likewise; ``n_users`` defaults to the users ``train`` names), then trains
+        from its current weights for ``epochs`` epochs at ``lr`` (default: the configured
+        one) with a fresh AdamW: an artifact keeps no optimizer state, and moments estimated
+        on the old catalogue have no entries for the new rows. With ``valid`` the best
+        validated weights are kept (early stopping on the configured patience). Nothing is
+        checkpointed; a stop request (SIGINT / SIGTERM) or ``deadline`` ends training early
+        with ``training_log.stopped`` saying so (the caller decides whether to keep it).
+        """
+        from dataclasses import replace
+
+        self._check_fitted()
+        if self.encoder is None:
+            from seqrec.errors import NotFittedError
+
+            raise NotFittedError(f"{self.name} has no encoder: call fit() or load() first")
+        if epochs < 1:
+            raise ConfigError(f"epochs must be >= 1, got {epochs}")
+        if train.vocab is None:
+            raise DataError("fit_partial needs Sequences with the (extended) item vocabulary")
+        if n_users is None and train.users is not None and len(train.users):
+            n_users = int(train.users.max()) + 1
+        self.grow(train.vocab, n_users)
+        cfg = replace(self.train_config, epochs=int(epochs))
+        if lr is not None:
+            cfg = replace(cfg, lr=float(lr))
+        self._train(
+            train,
+            valid,
+            cfg,
+            build=False,
+            progress=progress,
+            resume=False,
+            deadline=deadline,
+            on_epoch=on_epoch,
+        )
+        return self
+
+    def _train(
+        self,
+        train: Sequences,
+        valid: Targets | None,
+        cfg: TrainConfig,
+        build: bool,
+        checkpoint_dir: str | Path | None = None,
+        checkpoint_every: int = 0,
+        log_path: str | Path | None = None,
+        progress: bool = True,
+        tensorboard_dir: str | Path | None = None,
+        resume: bool = True,
+        deadline: float | None = None,
+        on_epoch: Any = None,
+    ) -> None:
+        """The training loop of :meth:`fit` (``build``: a new encoder) and :meth:`fit_partial`
+        (the current encoder, already grown)."""
         from seqrec.training import distributed
         from seqrec.training.negatives import NegativeSampler
         from seqrec.training.trainer import Trainer
 
-        self._remember_catalogue(train)
-        cfg, run = self.train_config, self.run_config
+        run = self.run_config
         windows, self._row_source, rows = self.training_rows(train)
         train_cfg = resolved_batch(cfg, windows, rows, self.config.max_len)
         self.train_batch_size = train_cfg.batch_size
@@ -285,7 +371,8 @@ class TorchRecommender(Recommender):
         ctx = distributed.init_from_env(self.device)  # None unless launched by torchrun
         with _Threads(run.num_threads):
             torch.manual_seed(cfg.seed)
-            self.encoder = self.build_encoder(train.n_items).to(self.device)
+            if build:
+                self.encoder = self.build_encoder(train.n_items).to(self.device)
             self._net = distributed.wrap(self.encoder, ctx)
             if cfg.loss in ("bce", "gbce", "sampled_softmax"):
                 pop = train.item_counts() if (cfg.loss == "sampled_softmax" and cfg.logq) else None
@@ -313,7 +400,53 @@ class TorchRecommender(Recommender):
             self.training_log = trainer.fit(resume=resume)
         self.encoder.eval()
         self._sampler, self._net = None, None
-        return self
+
+    # --- catalogue growth ------------------------------------------------------------------
+    def _grow(self, n_items: int, n_users: int | None) -> None:
+        """A new encoder for ``n_items`` items holding the old weights: every tensor of the
+        same shape is copied; a tensor that gains rows (item tables and output biases, user
+        tables) keeps its old rows and its new rows start at the mean of the old ones (the
+        PAD row 0 of an item table left out of the mean); anything else a model handles in
+        :meth:`_grow_rows` or the growth is refused naming the tensor."""
+        old_n = self.n_items
+        old = {k: v.detach().clone() for k, v in self.encoder.state_dict().items()}
+        fresh = self.build_encoder(n_items).to(self.device)
+        user_keys = {
+            f"{name}.weight"
+            for name, module in fresh.named_modules()
+            if getattr(module, "grows_with_users", False)
+        }
+        state = {}
+        for key, target in fresh.state_dict().items():
+            was = old[key]
+            grown = self._grow_rows(key, was, target, old_n, n_items)
+            if grown is None:
+                if was.shape == target.shape:
+                    grown = was
+                elif (
+                    was.shape[1:] == target.shape[1:]
+                    and target.shape[0] > was.shape[0]
+                    and was.is_floating_point()
+                ):
+                    first = 1 if key not in user_keys and was.shape[0] == old_n + 1 else 0
+                    grown = append_mean_rows(was, target.shape[0] - was.shape[0], first)
+                else:
+                    raise ConfigError(
+                        f"{self.name} cannot grow its catalogue: {key} goes from "
+                        f"{tuple(was.shape)} to {tuple(target.shape)}, a change it does not "
+                        "know how to make (override _grow_rows)"
+                    )
+            state[key] = grown
+        fresh.load_state_dict(state)
+        fresh.eval()
+        self.encoder = fresh
+
+    def _grow_rows(
+        self, key: str, old: torch.Tensor, target: torch.Tensor, old_n: int, n_items: int
+    ) -> torch.Tensor | None:
+        """The grown value of state entry ``key`` (``target``: the new encoder's freshly
+        initialised one), or None for the generic rule of :meth:`_grow`."""
+        return None
 
     def _with_precision(self, compute_loss: Any) -> Any:
         """``compute_loss`` under bfloat16 autocast when ``precision = 'bf16'`` (the
@@ -461,6 +594,14 @@ class TorchRecommender(Recommender):
         self.encoder = self.build_encoder(self.n_items).to(self.device)
         self.encoder.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
         self.encoder.eval()
+
+
+def append_mean_rows(table: torch.Tensor, added: int, first: int = 0) -> torch.Tensor:
+    """``table`` with ``added`` rows appended, each the mean of rows ``first..`` (the old
+    trained rows; ``first = 1`` leaves out an item table's PAD row)."""
+    rows = table[first:] if len(table) > first else table
+    mean = rows.mean(dim=0, keepdim=True)
+    return torch.cat([table, mean.expand(added, *table.shape[1:]).clone()])
 
 
 def _check_same_config(directory: Path, cfg: Any, name: str, n_items: int) -> None:

@@ -33,6 +33,9 @@ class UserEmbedding(nn.Module):
         dim: factor size D.
     """
 
+    grows_with_users = True
+    """Its rows are users: catalogue growth appends new users' rows (``TorchRecommender._grow``)."""
+
     def __init__(self, n_users: int, dim: int) -> None:
         super().__init__()
         self.n_users, self.dim = n_users, dim
@@ -72,6 +75,17 @@ class UserTableRecommender(TorchRecommender):
 
     def build_encoder(self, n_items: int):
         return self.encoder_cls(self.config, n_items, n_users=self.n_users)
+
+    def _grow(self, n_items: int, n_users: int | None) -> None:
+        """Items as every torch model; the user table grows to ``n_users`` (new users' rows
+        start at the mean of the old ones; users beyond the table score with a zero factor)."""
+        if n_users is not None and n_users < self.n_users:
+            raise DataError(
+                f"{self.name}: cannot shrink the user table from {self.n_users} to {n_users}"
+            )
+        if n_users is not None:
+            self.n_users = n_users
+        super()._grow(n_items, n_users)
 
     def _state(self) -> dict[str, np.ndarray]:
         return {**super()._state(), N_USERS_KEY: np.array(self.n_users, dtype=np.int64)}

@@ -48,7 +48,10 @@ USERS = "users.npz"
 #: the optional approximate item index (``seqrec index``, :mod:`seqrec.models.ann`)
 INDEX = "index.npz"
 #: every key ``model.json`` may hold; any other key is refused (an edit or another tool's file)
-META_KEYS = ("format", "model", "config", "n_items", "files", "inputs")
+META_KEYS = ("format", "model", "config", "n_items", "files", "inputs", "version")
+#: keys ``model.json`` may leave out: ``version`` (1 when absent) counts the updates of an
+#: artifact (``seqrec update``, :mod:`seqrec.serving.versions`)
+OPTIONAL_META_KEYS = ("version",)
 #: what a history must carry to be scored (format 3 on): items, and timestamps for a model
 #: trained with real times (``Recommender.reads_time``)
 INPUTS = (["items"], ["items", "timestamps"])
@@ -156,6 +159,8 @@ def _write_artifact(model: Any, path: Path) -> None:
         "files": files,
         "inputs": ["items", "timestamps"] if getattr(model, "reads_time", False) else ["items"],
     }
+    if getattr(model, "artifact_version", 1) > 1:
+        meta["version"] = int(model.artifact_version)
     atomic_write(path / META, lambda fh: fh.write(json.dumps(meta, indent=2).encode()))
 
 
@@ -226,6 +231,7 @@ def load_recommender(path: Path) -> Any:
     model.popularity = popularity.astype(np.float32, copy=False)
     # formats 1-2 did not record it: such an artifact scores as it did (positions alone)
     model.reads_time = "timestamps" in meta.get("inputs", ["items"])
+    model.artifact_version = meta.get("version", 1)
     if VOCAB in files:
         model.vocab = _vocab(path / VOCAB, n_items)
     if USERS in files:
@@ -308,7 +314,7 @@ def read_meta(path: Path) -> dict[str, Any]:
         raise DataError(
             f"{meta_path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
         )
-    missing = [k for k in allowed if k not in meta]
+    missing = [k for k in allowed if k not in meta and k not in OPTIONAL_META_KEYS]
     if missing:
         raise DataError(f"{meta_path}: missing key(s) {', '.join(missing)}")
     if not isinstance(meta["model"], str):
@@ -318,6 +324,9 @@ def read_meta(path: Path) -> dict[str, Any]:
     n_items = meta["n_items"]
     if type(n_items) is not int or not 1 <= n_items < 2**31:
         raise DataError(f"{meta_path}: 'n_items' must be an integer >= 1, got {_short(n_items)}")
+    version = meta.get("version", 1)
+    if type(version) is not int or version < 1:
+        raise DataError(f"{meta_path}: 'version' must be an integer >= 1, got {_short(version)}")
     if fmt >= 2:
         _check_files(meta["files"], meta_path)
     if fmt >= 3 and meta["inputs"] not in INPUTS:

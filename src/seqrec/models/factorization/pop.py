@@ -50,6 +50,11 @@ class Pop(Recommender):
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
         return np.broadcast_to(self.counts, (len(histories), len(self.counts))).copy()
 
+    def _grow(self, n_items: int, n_users: int | None) -> None:
+        """New items count 0 (they rank after every counted item) until a refit counts them."""
+        extra = np.zeros(n_items - self.n_items, np.float32)
+        self.counts = np.concatenate([self.counts, extra])
+
     def _state(self) -> dict[str, np.ndarray]:
         return {"counts": self.counts}
 

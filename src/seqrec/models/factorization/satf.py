@@ -46,7 +46,12 @@ from seqrec.errors import ConfigError
 from seqrec.models.base import Recommender
 from seqrec.models.factorization import hankel as hk
 from seqrec.models.factorization import operators as ops
-from seqrec.models.factorization.svd import fold_in, item_projector, scaling_weights
+from seqrec.models.factorization.svd import (
+    fold_in,
+    grow_item_rows,
+    item_projector,
+    scaling_weights,
+)
 
 log = logging.getLogger(__name__)
 
@@ -348,6 +353,12 @@ class _SATF(Recommender):
         _, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
         rows = ops.positional_rows(histories, self.position_weights)
         return np.asarray(rows @ right, dtype=np.float32)
+
+    def _grow(self, n_items: int, n_users: int | None) -> None:
+        """As PureSVD's: new items get zero item factors and ``d_j = 1`` (score 0) until a
+        refit; users are folded in at scoring time."""
+        v, self.scale = grow_item_rows(self.factors["V"], self.scale, n_items - self.n_items)
+        self.factors["V"] = self.item_factors = v
 
     def _state(self) -> dict[str, np.ndarray]:
         state = {k: v for k, v in self.factors.items() if k != "U"}

@@ -53,6 +53,8 @@ def item_projector(
 def fold_in(rows: sp.csr_matrix, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """``[B, n_items + 1]`` float32 scores ``left @ right^T @ p`` for the weighted history rows
     ``rows [B, N]`` (column 0 = PAD is set by ``Recommender.score``)."""
+    if rows.shape[1] < right.shape[0]:  # histories of a smaller catalogue (before growth)
+        rows = sp.csr_matrix((rows.data, rows.indices, rows.indptr), (rows.shape[0], len(right)))
     latent = (rows @ right).astype(np.float32)  # [B, r]
     out = np.empty((rows.shape[0], left.shape[0] + 1), dtype=np.float32)
     out[:, 1:] = latent @ left.T.astype(np.float32)
@@ -155,12 +157,29 @@ class PureSVD(Recommender):
         out.scale, out.item_factors = self.scale, self.item_factors[:, :rank]
         return out
 
+    def _grow(self, n_items: int, n_users: int | None) -> None:
+        """New items get zero factors (and ``d_j = 1``): the folding-in score of an item with no
+        interactions, 0, until a refit (``fit_partial``) gives them factors. Users are folded
+        in at scoring time: there are no user rows to grow."""
+        self.item_factors, self.scale = grow_item_rows(
+            self.item_factors, self.scale, n_items - self.n_items
+        )
+
     def _state(self) -> dict[str, np.ndarray]:
         return {"item_factors": self.item_factors, "scale": self.scale}
 
     def _load_state(self, state: dict[str, np.ndarray]) -> None:
         self.item_factors = state["item_factors"]
         self.scale = state["scale"]
+
+
+def grow_item_rows(
+    factors: np.ndarray, scale: np.ndarray, added: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``factors [N, r]`` and ``scale [N]`` with ``added`` items appended: zero factor rows and
+    scale 1 (the weight :func:`scaling_weights` gives an item without interactions)."""
+    zeros = np.zeros((added, factors.shape[1]), dtype=factors.dtype)
+    return np.concatenate([factors, zeros]), np.concatenate([scale, np.ones(added, scale.dtype)])
 
 
 def svd_item_factors(x: sp.spmatrix, rank: int, solver: str, seed: int) -> np.ndarray:
