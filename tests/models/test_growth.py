@@ -185,3 +185,36 @@ def test_fit_partial_grows_and_learns_the_new_items(name):
     assert np.isfinite(scores[:, 1:]).all()
     # the new items were trained: the next item after (1, new0) in the update data is new1
     assert scores[0, old_n + 2] > np.median(scores[0, 1:])
+
+
+@pytest.mark.parametrize("name", ["sasrec", "puresvd"])
+def test_fit_partial_rebuilds_the_item_index_over_the_new_weights(name, tmp_path):
+    ann = pytest.importorskip("seqrec.models.ann")
+    pytest.importorskip("faiss")
+    model = _fitted(name)
+    params = ann.IndexParams(ef_search=64)
+    model.index = ann.ItemIndex.build(model.item_vectors(), params)
+    data = _update_data(model.vocab, NEW_USERS)
+    options = {} if name == "puresvd" else {"epochs": 2, "lr": 1e-2, "progress": False}
+    model.fit_partial(data, **options)
+    # the index covers the grown catalogue, with the same parameters, and answers for the new
+    # weights: its vectors are the model's item table now
+    assert model.index is not None and model.index.n_items == model.n_items
+    assert model.index.params == params
+    items = np.arange(1, model.n_items + 1)
+    np.testing.assert_allclose(
+        model.index.vectors(items), model.item_vectors()[items], rtol=1e-5, atol=1e-5
+    )
+    model.save(tmp_path / "m")  # and the saved artifact loads with it
+    again = load_recommender(tmp_path / "m")
+    assert again.index is not None and again.index.n_items == model.n_items
+
+
+def test_growing_alone_drops_the_item_index(caplog):
+    ann = pytest.importorskip("seqrec.models.ann")
+    pytest.importorskip("faiss")
+    model = _fitted("sasrec")
+    model.index = ann.ItemIndex.build(model.item_vectors(), ann.IndexParams())
+    with caplog.at_level("WARNING"):
+        model.grow(_grown_vocab(model.vocab))
+    assert model.index is None and "item index was dropped" in caplog.text

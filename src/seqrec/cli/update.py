@@ -108,6 +108,12 @@ def _update(args: argparse.Namespace, art: Path, data: Any, where: str, replay: 
         return 130
     for line in report.lines():
         print(line, file=sys.stderr)
+    if getattr(model, "index", None) is not None:
+        print(
+            f"item index rebuilt over the new weights ({model.index.n_items:,} items, "
+            f"{model.index.build_seconds or 0:.1f} s)",
+            file=sys.stderr,
+        )
     version, kept = save_new_version(model, art)
     print(f"wrote {art} (version {version}); version {version - 1} kept in {kept}")
     return 0

@@ -416,6 +416,13 @@ class Recommender(ABC):
                 f"({old} items): build it with model.vocab.extend(new_ids)"
             )
         added = len(vocab) - old
+        if self.index is not None:  # it indexes the old catalogue: fit_partial rebuilds it
+            self._index_params, self.index = self.index.params, None
+            log.warning(
+                "%s: the item index was dropped (it indexes the old catalogue); fit_partial "
+                "rebuilds it, or run seqrec index",
+                self.name,
+            )
         self._grow(len(vocab), n_users)
         self.popularity = np.concatenate(
             [np.asarray(self.popularity, np.float32), np.zeros(added, np.float32)]
@@ -447,7 +454,27 @@ class Recommender(ABC):
             self.grow(train.vocab)  # refuses a vocabulary that renumbers the old items
         if options:
             log.info("%s: full refit; ignoring %s", self.name, ", ".join(sorted(options)))
-        return self.fit(train, valid)
+        self.fit(train, valid)
+        self._rebuild_index()  # an item index of the old weights would answer for them
+        return self
+
+    def _rebuild_index(self) -> None:
+        """After the weights changed: rebuild the item index the model had (with its
+        parameters) over the new item table; without faiss it is dropped (exact ranking),
+        with a warning."""
+        params = getattr(self, "_index_params", None)
+        if self.index is not None:
+            params = self.index.params
+        self._index_params, self.index = None, None
+        if params is None:
+            return
+        from seqrec.models.ann import ItemIndex, faiss_module
+
+        if faiss_module() is None:
+            log.warning("%s: the item index was dropped (faiss is not installed)", self.name)
+            return
+        self.index = ItemIndex.build(self.item_vectors(), params)
+        log.info("%s: item index rebuilt over %d items", self.name, self.n_items)
 
     # --- persistence ----------------------------------------------------------------------
     def save(self, path: str | Path, overwrite: bool = False) -> Path:

@@ -311,7 +311,8 @@ class TorchRecommender(Recommender):
         on the old catalogue have no entries for the new rows. With ``valid`` the best
         validated weights are kept (early stopping on the configured patience). Nothing is
         checkpointed; a stop request (SIGINT / SIGTERM) or ``deadline`` ends training early
-        with ``training_log.stopped`` saying so (the caller decides whether to keep it).
+        with ``training_log.stopped`` saying so (the caller decides whether to keep it). An
+        item index (``seqrec index``) is rebuilt over the new weights with its parameters.
         """
         from dataclasses import replace
 
@@ -340,6 +341,7 @@ class TorchRecommender(Recommender):
             deadline=deadline,
             on_epoch=on_epoch,
         )
+        self._rebuild_index()  # an item index of the old weights would answer for them
         return self
 
     def _train(
