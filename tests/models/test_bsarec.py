@@ -45,7 +45,7 @@ def test_low_pass_keeps_the_lowest_bins_of_a_direct_dft(length):
     lowest frequencies and their mirrored negative ones; HP = x - LP."""
     torch.manual_seed(0)
     for c in (1, 3, 5):
-        layer = FrequencyLayer(3, c, 0.0).double()
+        layer = FrequencyLayer(length, 3, c, 0.0).double()
         x = torch.randn(2, length, 3, dtype=torch.float64)
         keep = c // 2 + 1
         freq = torch.arange(length)
@@ -60,7 +60,7 @@ def test_low_pass_keeps_the_lowest_bins_of_a_direct_dft(length):
 
 
 def test_filter_with_beta_one_is_the_identity():
-    layer = FrequencyLayer(4, 5, 0.0).double()
+    layer = FrequencyLayer(10, 4, 5, 0.0).double()
     with torch.no_grad():
         layer.sqrt_beta.fill_(1.0)
     x = torch.randn(3, 10, 4, dtype=torch.float64)

@@ -105,21 +105,29 @@ class BSARecConfig(FMLPRecConfig):
             )
 
 
+def low_pass_matrix(length: int, keep: int) -> torch.Tensor:
+    """``[L, L]`` real matrix of ``irfft(rfft(x) with bins >= keep zeroed)`` (orthonormal):
+    the official low-pass is linear along the sequence, so it is applied as one matmul (the
+    same values as the FFT form, and a graph that ONNX can export)."""
+    spec = torch.fft.rfft(torch.eye(length, dtype=torch.float64), dim=0, norm="ortho")
+    spec[keep:] = 0
+    return torch.fft.irfft(spec, n=length, dim=0, norm="ortho")  # float64, cast where used
+
+
 class FrequencyLayer(nn.Module):
     """``LayerNorm(x + Dropout(LP + beta^2 HP))`` along the sequence axis of ``[B, L, D]``."""
 
-    def __init__(self, dim: int, c: int, dropout: float) -> None:
+    def __init__(self, length: int, dim: int, c: int, dropout: float) -> None:
         super().__init__()
         self.keep = c // 2 + 1
         self.sqrt_beta = nn.Parameter(torch.randn(dim))  # the official N(0, 1) init
         self.dropout = Dropout(dropout)
         self.norm = nn.LayerNorm(dim, eps=1e-12)
+        self.register_buffer("low", low_pass_matrix(length, self.keep), persistent=False)
 
     def low_pass(self, x: torch.Tensor) -> torch.Tensor:
         """The ``keep`` lowest rfft bins of ``x`` along dim 1, back in the time domain."""
-        spec = torch.fft.rfft(x, dim=1, norm="ortho")
-        spec = torch.cat([spec[:, : self.keep], torch.zeros_like(spec[:, self.keep :])], dim=1)
-        return torch.fft.irfft(spec, n=x.shape[1], dim=1, norm="ortho")
+        return torch.einsum("ts,bsd->btd", self.low.to(x.dtype), x)
 
     def filter(self, x: torch.Tensor) -> torch.Tensor:
         low = self.low_pass(x)
@@ -162,7 +170,7 @@ class _Block(nn.Module):
         super().__init__()
         d, inner = cfg.dim, cfg.ffn_dim or 4 * cfg.dim
         self.alpha = cfg.alpha
-        self.frequency = FrequencyLayer(d, cfg.c, cfg.dropout)
+        self.frequency = FrequencyLayer(cfg.max_len, d, cfg.c, cfg.dropout)
         self.attention = Attention(cfg)
         self.fc1 = nn.Linear(d, inner)
         self.fc2 = nn.Linear(inner, d)

@@ -127,9 +127,8 @@ class TimeVariantFilter(nn.Module):
 
     def taps(self) -> torch.Tensor:
         """``h = Re(C B_n)`` ``[N, K + 1]`` (rows of ``B`` normalised over their complex taps)."""
-        b = torch.view_as_complex(self.basis)
-        b = b / torch.linalg.vector_norm(b, dim=1, keepdim=True)
-        return self.coef @ b.real
+        norm = self.basis.square().sum(dim=(1, 2)).sqrt()  # |B_m| over its complex taps
+        return self.coef @ (self.basis[..., 0] / norm[:, None])  # real arithmetic (exportable)
 
     def matrix(self) -> torch.Tensor:
         """The filter as the ``[L, L]`` matrix applied along the window."""
