@@ -45,6 +45,55 @@ class TestSASRecDrossVariant(ConformanceSuite):
     test_exclude_seen = None
 
 
+class TestSASRecPostLNBlock(ConformanceSuite):
+    """The FMLP-Rec line's block: post-LN, GELU FFN 4D, N(0, 0.02) init, output projection."""
+
+    model_cls = SASRec
+    config_kwargs = {
+        "dim": 16,
+        "n_blocks": 2,
+        "n_heads": 2,
+        "layout": "post_ln",
+        "ffn_dim": 64,
+        "attn_out_proj": True,
+        "init": "normal",
+        "attn_dropout": 0.1,
+    }
+    test_all_losses = None
+    test_bad_configs = None
+    test_seeded_refit = None
+    test_exclude_seen = None
+
+
+def test_post_ln_block_is_the_fmlprec_line_wiring():
+    """Embeddings LN(E + P) unscaled, LN(x + Attn(x)), LN(x + W2 GELU(W1 x)), no final LN:
+    checked against the formula written out with the encoder's own weights."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    cfg = SASRecConfig(
+        max_len=5,
+        dim=8,
+        n_blocks=1,
+        dropout=0.0,
+        layout="post_ln",
+        ffn_dim=32,
+        attn_out_proj=True,
+    )
+    enc = SASRecEncoder(cfg, n_items=9).eval()
+    assert enc.scale == 1.0 and isinstance(enc.final_norm, torch.nn.Identity)
+    items = torch.tensor([[1, 2, 3, 4, 5]])
+    got = enc(SequenceBatch(items=items, mask=items.ne(0)))
+    x = enc.emb_norm(enc.item_emb(items) + enc.pos_emb(torch.arange(5))[None])
+    blk = enc.blocks[0]
+    q = blk.attn.q(x)
+    k, v = blk.attn.kv(x).split(8, dim=-1)
+    att = (q @ k.transpose(1, 2) / 8**0.5).masked_fill(~torch.ones(5, 5).tril().bool(), -1e9)
+    x = blk.attn_norm(x + blk.attn.out(att.softmax(-1) @ v))
+    x = blk.ffn_norm(x + blk.ffn.fc2(F.gelu(blk.ffn.fc1(x))))
+    assert torch.allclose(got, x, atol=1e-5)
+
+
 class TestSASRecPositionsFromStart(ConformanceSuite):
     """Positions counted from the oldest item of the window (right-padded implementations)."""
 

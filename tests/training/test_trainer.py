@@ -242,9 +242,11 @@ def test_batch_targets_sizes_the_batch_by_targets_per_row(data):
     with pytest.raises(ConfigError, match="batch_targets"):
         settings(SASRecConfig, **dict(TINY, batch_size=0), batch_targets=0)
     from seqrec.models.bert4rec import BERT4RecConfig
+    from seqrec.models.bsarec import BSARecConfig
     from seqrec.models.fmlprec import FMLPRecConfig
+    from seqrec.models.tvrec import TVRecConfig
 
-    for config_cls in (BERT4RecConfig, FMLPRecConfig):  # their targets are not next items
+    for config_cls in (BERT4RecConfig, FMLPRecConfig, BSARecConfig, TVRecConfig):  # not next items
         with pytest.raises(ConfigError, match="batch_targets"):
             settings(config_cls, batch_size=0)
 

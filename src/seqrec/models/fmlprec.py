@@ -100,14 +100,15 @@ class FMLPRecConfig(NeuralConfig):
 
     def check_training(self, train: TrainConfig, run: RunConfig) -> None:
         super().check_training(train, run)
+        label = type(self).__name__.removesuffix("Config")
         if train.train_windows != "last":
             raise ConfigError(
-                "FMLP-Rec trains on every prefix of the last max_len items; "
+                f"{label} trains on every prefix of the last max_len items; "
                 f"train_windows must be 'last', got {train.train_windows!r}"
             )
         if not train.batch_size:
             raise ConfigError(
-                "batch_size = 0 (batch_targets) is not supported by fmlprec: each "
+                f"batch_size = 0 (batch_targets) is not supported by {label}: each "
                 "prefix sample has one target, so batch_size already counts targets"
             )
 
@@ -193,17 +194,24 @@ class FMLPRecEncoder(SequenceEncoder):
         return self.item_emb.weight, None
 
 
-def prefix_samples(train: Sequences, max_len: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The official training samples: every prefix of each row's last ``max_len`` items.
+def prefix_samples(
+    train: Sequences, max_len: int, empty: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The official training samples: every prefix of each row's last items.
 
+    ``empty=True`` (FMLP-Rec, BSARec): the prefixes of the last ``max_len`` items, the first
+    with an empty input (input lengths 0 .. max_len - 1). ``empty=False`` (TV-Rec): the
+    prefixes of the last ``max_len + 1`` items with a non-empty input (lengths 1 .. max_len).
     Returns, per sample, its row, the flat index (into ``train.items``) of its target item and
-    its input length (0 .. max_len - 1; the input is the items just before the target).
+    its input length (the input is the items just before the target).
     """
     lengths = train.lengths
-    m = np.minimum(lengths, max_len)
-    row = np.repeat(np.arange(len(train), dtype=np.int64), m)
-    first = np.repeat(np.cumsum(m) - m, m)
-    k = np.arange(int(m.sum()), dtype=np.int64) - first  # 0 .. m - 1 within the row
+    m = np.minimum(lengths, max_len if empty else max_len + 1)
+    skip = 0 if empty else 1  # the prefix with an empty input
+    n = np.maximum(m - skip, 0)
+    row = np.repeat(np.arange(len(train), dtype=np.int64), n)
+    first = np.repeat(np.cumsum(n) - n, n)
+    k = np.arange(int(n.sum()), dtype=np.int64) - first + skip  # input lengths within the row
     window_start = train.offsets[:-1] + lengths - m
     return row, window_start[row] + k, k
 
@@ -215,10 +223,14 @@ class FMLPRec(TorchRecommender):
     config_cls = FMLPRecConfig
     encoder_cls = FMLPRecEncoder
     causal = False
+    empty_prefix = True
+    """Whether the prefix with an empty input is a training sample (see ``prefix_samples``)."""
 
     def training_rows(self, train: Sequences) -> tuple[Sequences, np.ndarray | None, np.ndarray]:
         """One epoch = every prefix sample once; ``source`` maps a sample to its user row."""
-        row, self._target_at, self._input_len = prefix_samples(train, self.config.max_len)
+        row, self._target_at, self._input_len = prefix_samples(
+            train, self.config.max_len, self.empty_prefix
+        )
         return train, row, np.arange(len(row), dtype=np.int64)
 
     def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:

@@ -13,7 +13,13 @@ Deviations from the paper (all deliberate, all switchable where noted):
   applied to ``LN(x)`` with its residual on ``LN(x)``, and a final LayerNorm.
   ``layout="pre_ln"`` is the guide's Pre-LN form ``x + Dropout(g(LN(x)))``
   with a final LayerNorm and no embedding scaling; it learns more slowly
-  (``docs/decisions/sasrec-reference-layout.md``).
+  (``docs/decisions/sasrec-reference-layout.md``). ``layout="post_ln"`` is the block of the
+  BERT / FMLP-Rec / BSARec line of code: ``Dropout(LN(E[item] + P[position]))`` embeddings (no
+  scaling), ``LN(x + Dropout(Attn(x)))`` and ``LN(x + Dropout(FFN(x)))`` with a GELU FFN
+  (dropout on its output only, none after the activation), no final LayerNorm, LayerNorm eps
+  1e-12; with ``ffn_dim=4 * dim``, ``init="normal"``, ``attn_out_proj=True`` and
+  ``attn_dropout=dropout`` its layers are those of BSARec's self-attention branch alone
+  (``alpha = 0``; PAD queries and the training samples differ, see ``seqrec.models.bsarec``).
 * Positions are counted from the right (the most recent item always has the same position
   embedding). With inputs always padded to ``max_len`` this is the paper's absolute position
   scheme relabelled; it additionally makes outputs independent of extra left padding.
@@ -97,7 +103,8 @@ class SASRecConfig(NeuralConfig):
     attn_dropout: float = 0.0
     """Dropout on attention weights (the TF reference uses ``dropout``; costly on CPU)."""
     layout: str = "reference"
-    """'reference' (authors' TensorFlow code, with sqrt(d) scaling) or 'pre_ln' (guide)."""
+    """'reference' (authors' TensorFlow code, with sqrt(d) scaling), 'pre_ln' (guide) or
+    'post_ln' (the BERT / FMLP-Rec line's block: LN after each residual, GELU FFN)."""
     train_defaults = {
         "lr": 3e-3,  # the paper's 1e-3 validated lower (docs/reproduce/defaults.md)
         "patience": 30,
@@ -128,7 +135,7 @@ class SASRecConfig(NeuralConfig):
         check_positive(self, "dim", "n_blocks", "n_heads", "temperature")
         check_range(self, "dropout", 0.0, 0.99)
         check_range(self, "attn_dropout", 0.0, 0.99)
-        check_choice(self, "layout", ("pre_ln", "reference"))
+        check_choice(self, "layout", ("pre_ln", "reference", "post_ln"))
         check_choice(self, "init", ("xavier", "normal"))
         check_choice(self, "positions", ("from_end", "from_start"))
         if self.dim % self.n_heads:
@@ -166,10 +173,14 @@ class SASRecBlock(nn.Module):
     def __init__(self, cfg: SASRecConfig) -> None:
         super().__init__()
         self.layout = cfg.layout
-        self.attn_norm = nn.LayerNorm(cfg.dim)
-        self.ffn_norm = nn.LayerNorm(cfg.dim)
+        eps = 1e-12 if cfg.layout == "post_ln" else 1e-5  # the BERT / FMLP-Rec line's eps
+        self.attn_norm = nn.LayerNorm(cfg.dim, eps=eps)
+        self.ffn_norm = nn.LayerNorm(cfg.dim, eps=eps)
         self.attn = CausalSelfAttention(cfg.dim, cfg.n_heads, cfg.attn_dropout, cfg.attn_out_proj)
-        self.ffn = PointWiseFFN(cfg.dim, cfg.ffn_dim or cfg.dim, cfg.dropout)
+        if cfg.layout == "post_ln":  # GELU, dropout on the output only (applied below)
+            self.ffn = PointWiseFFN(cfg.dim, cfg.ffn_dim or cfg.dim, 0.0, "gelu")
+        else:
+            self.ffn = PointWiseFFN(cfg.dim, cfg.ffn_dim or cfg.dim, cfg.dropout)
         self.dropout = Dropout(cfg.dropout)
 
     def forward(
@@ -182,6 +193,9 @@ class SASRecBlock(nn.Module):
             z = self.attn_norm(x)
             x = x[:, q_slice] + self.dropout(self.attn(z[:, q_slice], z, mask))
             x = x + self.ffn(self.ffn_norm(x))
+        elif self.layout == "post_ln":
+            x = self.attn_norm(x[:, q_slice] + self.dropout(self.attn(x[:, q_slice], x, mask)))
+            x = self.ffn_norm(x + self.dropout(self.ffn(x)))
         else:  # reference: Q = LN(x), K = V = x; residual on the normalized query
             q = self.attn_norm(x)[:, q_slice]
             x = q + self.dropout(self.attn(q, x, mask))
@@ -201,7 +215,11 @@ class SASRecEncoder(SequenceEncoder):
         self.pos_emb = nn.Embedding(config.max_len, d)
         self.emb_dropout = Dropout(config.dropout)
         self.blocks = nn.ModuleList(SASRecBlock(config) for _ in range(config.n_blocks))
-        self.final_norm = nn.LayerNorm(d)
+        post_ln = config.layout == "post_ln"
+        # post_ln normalises the embeddings instead of the output (other layouts keep their
+        # state dicts)
+        self.emb_norm = nn.LayerNorm(d, eps=1e-12) if post_ln else None
+        self.final_norm = nn.Identity() if post_ln else nn.LayerNorm(d)
         self.scale = math.sqrt(d) if config.layout == "reference" else 1.0
         self.reset_parameters()
 
@@ -236,6 +254,8 @@ class SASRecEncoder(SequenceEncoder):
             )
             pos = self.pos_emb(positions)[None]
         x = self.item_emb(items) * self.scale + pos
+        if self.emb_norm is not None:
+            x = self.emb_norm(x)
         x = self.emb_dropout(x) * valid[..., None]
         mask = causal_padding_mask(valid)
         for i, block in enumerate(self.blocks):

@@ -1,0 +1,228 @@
+"""TV-Rec: time-variant convolutional filters for sequential recommendation.
+
+Shin et al., "TV-Rec: Time-Variant Convolutional Filter for Sequential
+Recommendation", NeurIPS 2025; official PyTorch code yehjin-shin/TV-Rec (``model/tvrec.py``,
+``model/_modules.py``, ``dataset.py``, ``trainers.py``, ``run.sh``), from the same line of code
+as FMLP-Rec and BSARec. Written here from the paper and a reading of that code (no code copied).
+
+Model (checked against the official code):
+
+* **Embedding**: ``F0 = Dropout(LayerNorm(E[item]))`` over a window of exactly ``max_len``
+  positions, left-padded; no position embedding (the filter is position-dependent itself).
+  Before every block the PAD positions are set to zero.
+* **Time-variant filter layer**: the window (length ``L``) is zero-padded on the right to
+  ``N = L + K - 1`` nodes of a directed cycle graph (shift operator ``A``, ``(A x)[t] =
+  x[t - 1 mod N]``); the filter is a node-variant graph filter of order ``K``,
+  ``y[t] = sum_{k=0..K} h[t, k] (A^k x)[t] = sum_k h[t, k] x[(t - k) mod N]``, one tap vector
+  per output position ``t``, shared by the ``D`` channels. The taps are
+  ``h = Re(C B_n)``: ``C`` ``[N, M]`` real coefficients per position, ``B`` ``[M, K + 1]``
+  complex basis filters, each row normalised to unit L2 norm (``B_n``). The official code
+  computes the same operator through the graph Fourier transform of ``A`` (its eigenvectors:
+  ``V (H_hat) V^-1`` with ``H_hat[t, n] = sum_k h[t, k] lambda_n^k``) and keeps its real part;
+  here it is built directly as the ``[L, L]`` matrix ``W[t, s] = sum_{k: (t - k) mod N = s}
+  h[t, k]``, equal up to floating-point error (a test checks it against the eigenvector form).
+  Then ``LayerNorm(F + Dropout(y))``.
+  The padding is one node short of a linear convolution: output 0 also sees the last input
+  through tap ``K``, ``(0 - K) mod N = L - 1``. This is kept, as it is the model the
+  authors trained (it reaches the last position only through the next layer).
+* **Point-wise FFN**: ``LayerNorm(F + Dropout(W2 GELU(W1 F + b1) + b2))``, ``W1`` ``[4D, D]``.
+* **Prediction**: ``score(i) = E[i] . F_t`` at the last position, the item embedding shared;
+  full cross-entropy, plus ``ortho_weight`` times the basis orthogonality penalty
+  ``sum_blocks ||R R^T - I||_F^2 + ||I' I'^T - I||_F^2`` (``R`` / ``I'``: the real / imaginary
+  parts of ``B`` with unit-norm rows).
+
+**Causality and training samples.** The taps depend on the absolute position in the window, so
+a position inside a window computes something else than the same prefix at the window's end;
+the official code therefore trains each prefix of each user's last ``max_len + 1`` training
+items as its own left-padded sample with a non-empty input (input lengths 1 .. max_len,
+``RecDataset`` for training), predicted from the last position only. Done the same way here
+(``prefix_samples(..., empty=False)``); ``causal = False`` (position 0 sees the last item, see
+above) and ``train_windows`` must stay ``"last"``.
+
+Deviations and choices:
+
+* ``n_basis`` (the official ``M``) must be >= 1; the official ``M <= 0`` variant (a free tap
+  per position and order, identity basis) is not offered.
+* PAD embedding row: zero here (the official row is a frozen N(0, 0.02) vector; PAD positions
+  are zeroed before every block either way, so it matters only as a class of the official
+  cross-entropy, which here covers the real items only). Other weights N(0, 0.02), biases zero,
+  ``B`` and ``C`` N(0, 1e-3) as the official code, LayerNorm eps 1e-12.
+* Optimiser: the shared trainer's AdamW (the official Adam has weight decay 0, where both
+  coincide); early stopping on the configured validation metric over full ranking with seen
+  items at -inf (official: NDCG@20, seen items at 0; the same @10 metrics on a trained model,
+  ``docs/decisions/beat-published-protocol.md``).
+* The last block computes its FFN only at the last position when only that one is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqrec.data.batching import SequenceBatch
+from seqrec.errors import ConfigError
+from seqrec.models.encoder import SequenceEncoder
+from seqrec.models.fmlprec import INIT_STD, FMLPRec, FMLPRecConfig
+from seqrec.models.layers import Dropout
+from seqrec.models.neural_config import check_positive
+
+TAP_INIT_STD = 1e-3
+"""The official init of the basis filters and their coefficients."""
+
+
+@dataclass(frozen=True)
+class TVRecConfig(FMLPRecConfig):
+    """TV-Rec hyperparameters (training defaults: ``train_defaults``).
+
+    Defaults follow the official Beauty recipe (``run.sh``, ``output/TVRec_Beauty_best.log``):
+    d = 64, 2 blocks, dropout 0.5, M = 32 basis filters of order K = 50, no orthogonality
+    penalty, max_len 50; Adam lr 5e-4, betas (0.9, 0.999), batch 256 prefixes.
+    """
+
+    n_basis: int = 32
+    """Number of basis filters ``M``."""
+    order: int = 50
+    """Filter order ``K``: taps 0 .. K (the official code fixes K = 50)."""
+    ortho_weight: float = 0.0
+    """Weight of the basis orthogonality penalty (official ``reg_weight``)."""
+    train_defaults = {
+        "betas": (0.9, 0.999),
+        "batch_size": 256,  # samples (prefixes) per step, the official 256
+        "lr": 5e-4,  # the official Beauty and Sports recipes
+    }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "n_basis", "order")
+        if self.ortho_weight < 0:
+            raise ConfigError(f"ortho_weight must be >= 0, got {self.ortho_weight}")
+
+
+def shift_taps(length: int, order: int) -> torch.Tensor:
+    """One-hot ``[L, K + 1, L]``: ``S[t, k, s] = 1`` where ``(t - k) mod (L + K - 1) = s``."""
+    n = length + order - 1
+    t = np.arange(length)[:, None]
+    src = (t - np.arange(order + 1)[None]) % n  # [L, K + 1]
+    onehot = np.zeros((length, order + 1, length), np.float32)
+    tt, kk = np.nonzero(src < length)
+    onehot[tt, kk, src[tt, kk]] = 1.0
+    return torch.from_numpy(onehot)
+
+
+class TimeVariantFilter(nn.Module):
+    """``LayerNorm(x + Dropout(W x))`` with ``W`` the ``[L, L]`` time-variant filter."""
+
+    def __init__(self, length: int, cfg: TVRecConfig) -> None:
+        super().__init__()
+        n_nodes = length + cfg.order - 1
+        self.basis = nn.Parameter(torch.randn(cfg.n_basis, cfg.order + 1, 2) * TAP_INIT_STD)
+        self.coef = nn.Parameter(torch.randn(n_nodes, cfg.n_basis) * TAP_INIT_STD)
+        self.register_buffer("shift", shift_taps(length, cfg.order), persistent=False)
+        self.dropout = Dropout(cfg.dropout)
+        self.norm = nn.LayerNorm(cfg.dim, eps=1e-12)
+
+    def taps(self) -> torch.Tensor:
+        """``h = Re(C B_n)`` ``[N, K + 1]`` (rows of ``B`` normalised over their complex taps)."""
+        norm = self.basis.square().sum(dim=(1, 2)).sqrt()  # |B_m| over its complex taps
+        return self.coef @ (self.basis[..., 0] / norm[:, None])  # real arithmetic (exportable)
+
+    def matrix(self) -> torch.Tensor:
+        """The filter as the ``[L, L]`` matrix applied along the window."""
+        length = self.shift.shape[0]
+        return torch.einsum("tk,tks->ts", self.taps()[:length], self.shift)
+
+    def ortho_penalty(self) -> torch.Tensor:
+        def gram_gap(m: torch.Tensor) -> torch.Tensor:
+            m = F.normalize(m, p=2, dim=1)
+            eye = torch.eye(m.shape[0], dtype=m.dtype, device=m.device)
+            return (m @ m.T - eye).square().sum()
+
+        return gram_gap(self.basis[..., 0]) + gram_gap(self.basis[..., 1])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.einsum("ts,bsd->btd", self.matrix().to(x.dtype), x)
+        return self.norm(x + self.dropout(y))
+
+
+class _Block(nn.Module):
+    def __init__(self, cfg: TVRecConfig) -> None:
+        super().__init__()
+        d, inner = cfg.dim, cfg.ffn_dim or 4 * cfg.dim
+        self.filter = TimeVariantFilter(cfg.max_len, cfg)
+        self.fc1 = nn.Linear(d, inner)
+        self.fc2 = nn.Linear(inner, d)
+        self.ffn_norm = nn.LayerNorm(d, eps=1e-12)
+        self.dropout = Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        x = self.filter(x)
+        if last_only:  # the FFN is position-wise: only the position that is read
+            x = x[:, -1:]
+        return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
+
+
+class TVRecEncoder(SequenceEncoder):
+    """``[B, L]`` left-padded items (``L <= max_len``) -> ``[B, L, D]``; the window is padded
+    to ``max_len`` first (the filter taps depend on the position in that window)."""
+
+    def __init__(self, config: TVRecConfig, n_items: int) -> None:
+        super().__init__()
+        self.config, self.n_items = config, n_items
+        d = config.dim
+        self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
+        self.emb_norm = nn.LayerNorm(d, eps=1e-12)
+        self.emb_dropout = Dropout(config.dropout)
+        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for mod in self.modules():
+            if isinstance(mod, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(mod.weight, 0.0, INIT_STD)
+            if isinstance(mod, nn.Linear):
+                nn.init.zeros_(mod.bias)
+        with torch.no_grad():
+            self.item_emb.weight[0].zero_()
+
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
+        items = batch.items
+        length, max_len = items.shape[1], self.config.max_len
+        if length > max_len:
+            raise ConfigError(f"input length {length} exceeds max_len {max_len}")
+        items = F.pad(items, (max_len - length, 0))  # the taps are per slot of the max_len window
+        real = items.ne(0)[..., None]
+        x = self.emb_dropout(self.emb_norm(self.item_emb(items)))
+        for i, block in enumerate(self.blocks):
+            x = block(x * real, last_only and i == len(self.blocks) - 1)  # PAD zeroed per block
+        return x if last_only else x[:, max_len - length :]
+
+    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
+        """Output of the last position ``[B, D]``; the last FFN runs only there."""
+        return self.forward(batch, last_only=True)[:, -1]
+
+    def ortho_penalty(self) -> torch.Tensor:
+        return sum(block.filter.ortho_penalty() for block in self.blocks)
+
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.item_emb.weight, None
+
+
+class TVRec(FMLPRec):
+    """TV-Rec recommender (see the module docstring for the paper and deviations); trained on
+    the official prefixes with a non-empty input."""
+
+    name = "tvrec"
+    config_cls = TVRecConfig
+    encoder_cls = TVRecEncoder
+    causal = False
+    empty_prefix = False
+
+    def compute_loss(self, data: dict) -> torch.Tensor:
+        loss = super().compute_loss(data)
+        if self.config.ortho_weight:
+            loss = loss + self.config.ortho_weight * self.encoder.ortho_penalty()
+        return loss
