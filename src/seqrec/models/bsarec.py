@@ -57,10 +57,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
-from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.fmlprec import INIT_STD, FMLPRec, FMLPRecConfig
+from seqrec.models.fmlprec import FMLPRec, FMLPRecConfig, WindowEncoder
 from seqrec.models.layers import Dropout
 from seqrec.models.neural_config import check_positive, check_range
 
@@ -194,50 +192,18 @@ def attention_bias(items: torch.Tensor) -> torch.Tensor:
     return (~allowed).to(torch.float32)[:, None] * MASKED
 
 
-class BSARecEncoder(SequenceEncoder):
-    """``[B, L]`` left-padded items (``L <= max_len``) -> ``[B, L, D]``; the window is padded
-    to ``max_len`` first (PAD positions are FFT inputs and carry outputs)."""
+class BSARecEncoder(WindowEncoder):
+    """BSARec's blocks over the window (:class:`WindowEncoder`); the attention half masks
+    PAD keys and future positions (:func:`attention_bias`)."""
 
     def __init__(self, config: BSARecConfig, n_items: int) -> None:
-        super().__init__()
-        self.config, self.n_items = config, n_items
-        d = config.dim
-        self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
-        self.pos_emb = nn.Embedding(config.max_len, d)
-        self.emb_norm = nn.LayerNorm(d, eps=1e-12)
-        self.emb_dropout = Dropout(config.dropout)
-        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
-        self.reset_parameters()
+        super().__init__(config, n_items, _Block)
 
-    def reset_parameters(self) -> None:
-        for mod in self.modules():
-            if isinstance(mod, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(mod.weight, 0.0, INIT_STD)
-            if isinstance(mod, nn.Linear):
-                nn.init.zeros_(mod.bias)
-        with torch.no_grad():
-            self.item_emb.weight[0].zero_()
-
-    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
-        items = batch.items
-        length, max_len = items.shape[1], self.config.max_len
-        if length > max_len:
-            raise ConfigError(f"input length {length} exceeds max_len {max_len}")
-        items = F.pad(items, (max_len - length, 0))  # the FFT spans exactly max_len
-        bias = attention_bias(items).to(self.pos_emb.weight.dtype)
-        pos = self.pos_emb(torch.arange(max_len, device=items.device))[None]
-        x = self.emb_dropout(self.emb_norm(self.item_emb(items) + pos))
+    def run_blocks(self, x: torch.Tensor, items: torch.Tensor, last_only: bool) -> torch.Tensor:
+        bias = attention_bias(items).to(x.dtype)
         for i, block in enumerate(self.blocks):
             x = block(x, bias, last_only and i == len(self.blocks) - 1)
-        return x if last_only else x[:, max_len - length :]
-
-    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
-        """Output of the last position ``[B, D]``; the last block runs its query and FFN only
-        there."""
-        return self.forward(batch, last_only=True)[:, -1]
-
-    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        return self.item_emb.weight, None
+        return x
 
 
 class BSARec(FMLPRec):

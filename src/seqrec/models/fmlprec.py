@@ -47,6 +47,7 @@ Deviations and choices:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -150,19 +151,23 @@ class _Block(nn.Module):
         return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
 
 
-class FMLPRecEncoder(SequenceEncoder):
-    """``[B, L]`` left-padded items (``L <= max_len``) -> ``[B, L, D]``; the window is padded
-    to ``max_len`` first (PAD positions are filter inputs and carry outputs)."""
+class WindowEncoder(SequenceEncoder):
+    """The encoder shape of the FMLP-Rec line (FMLP-Rec, BSARec, TV-Rec): ``[B, L]``
+    left-padded items (``L <= max_len``) -> ``[B, L, D]``, the window padded to exactly
+    ``max_len`` first (the frequency-domain layers span the whole window, so PAD positions are
+    their inputs and carry outputs); ``Dropout(LayerNorm(E[item] (+ P[position])))`` in,
+    ``blocks`` in turn (:meth:`run_blocks`), N(0, 0.02) weights, the item table shared with the
+    output."""
 
-    def __init__(self, config: FMLPRecConfig, n_items: int) -> None:
+    def __init__(self, config: Any, n_items: int, make_block: Any, positions: bool = True) -> None:
         super().__init__()
         self.config, self.n_items = config, n_items
         d = config.dim
         self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
-        self.pos_emb = nn.Embedding(config.max_len, d)
+        self.pos_emb = nn.Embedding(config.max_len, d) if positions else None
         self.emb_norm = nn.LayerNorm(d, eps=1e-12)
         self.emb_dropout = Dropout(config.dropout)
-        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
+        self.blocks = nn.ModuleList(make_block(config) for _ in range(config.n_blocks))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -174,24 +179,38 @@ class FMLPRecEncoder(SequenceEncoder):
         with torch.no_grad():
             self.item_emb.weight[0].zero_()
 
+    def run_blocks(self, x: torch.Tensor, items: torch.Tensor, last_only: bool) -> torch.Tensor:
+        """The blocks over the embedded window ``x`` of padded ``items``; the last one only at
+        the last position when ``last_only``."""
+        for i, block in enumerate(self.blocks):
+            x = block(x, last_only and i == len(self.blocks) - 1)
+        return x
+
     def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
         items = batch.items
         length, max_len = items.shape[1], self.config.max_len
         if length > max_len:
             raise ConfigError(f"input length {length} exceeds max_len {max_len}")
-        items = F.pad(items, (max_len - length, 0))  # the filter spans exactly max_len
-        pos = self.pos_emb(torch.arange(max_len, device=items.device))[None]
-        x = self.emb_dropout(self.emb_norm(self.item_emb(items) + pos))
-        for i, block in enumerate(self.blocks):
-            x = block(x, last_only and i == len(self.blocks) - 1)
+        items = F.pad(items, (max_len - length, 0))  # the layers span exactly max_len
+        x = self.item_emb(items)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(torch.arange(max_len, device=items.device))[None]
+        x = self.run_blocks(self.emb_dropout(self.emb_norm(x)), items, last_only)
         return x if last_only else x[:, max_len - length :]
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
-        """Output of the last position ``[B, D]``; the last FFN runs only there."""
+        """Output of the last position ``[B, D]``; the last block runs only there."""
         return self.forward(batch, last_only=True)[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.item_emb.weight, None
+
+
+class FMLPRecEncoder(WindowEncoder):
+    """FMLP-Rec's filter + FFN blocks over the window (:class:`WindowEncoder`)."""
+
+    def __init__(self, config: FMLPRecConfig, n_items: int) -> None:
+        super().__init__(config, n_items, _Block)
 
 
 def prefix_samples(

@@ -63,10 +63,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
-from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.fmlprec import INIT_STD, FMLPRec, FMLPRecConfig
+from seqrec.models.fmlprec import FMLPRec, FMLPRecConfig, WindowEncoder
 from seqrec.models.layers import Dropout
 from seqrec.models.neural_config import check_positive
 
@@ -165,50 +163,22 @@ class _Block(nn.Module):
         return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
 
 
-class TVRecEncoder(SequenceEncoder):
-    """``[B, L]`` left-padded items (``L <= max_len``) -> ``[B, L, D]``; the window is padded
-    to ``max_len`` first (the filter taps depend on the position in that window)."""
+class TVRecEncoder(WindowEncoder):
+    """TV-Rec's blocks over the window (:class:`WindowEncoder`), without position embeddings
+    (the filter taps depend on the position in the window); PAD inputs are zeroed before each
+    block."""
 
     def __init__(self, config: TVRecConfig, n_items: int) -> None:
-        super().__init__()
-        self.config, self.n_items = config, n_items
-        d = config.dim
-        self.item_emb = nn.Embedding(n_items + 1, d, padding_idx=0)
-        self.emb_norm = nn.LayerNorm(d, eps=1e-12)
-        self.emb_dropout = Dropout(config.dropout)
-        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_blocks))
-        self.reset_parameters()
+        super().__init__(config, n_items, _Block, positions=False)
 
-    def reset_parameters(self) -> None:
-        for mod in self.modules():
-            if isinstance(mod, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(mod.weight, 0.0, INIT_STD)
-            if isinstance(mod, nn.Linear):
-                nn.init.zeros_(mod.bias)
-        with torch.no_grad():
-            self.item_emb.weight[0].zero_()
-
-    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
-        items = batch.items
-        length, max_len = items.shape[1], self.config.max_len
-        if length > max_len:
-            raise ConfigError(f"input length {length} exceeds max_len {max_len}")
-        items = F.pad(items, (max_len - length, 0))  # the taps are per slot of the max_len window
+    def run_blocks(self, x: torch.Tensor, items: torch.Tensor, last_only: bool) -> torch.Tensor:
         real = items.ne(0)[..., None]
-        x = self.emb_dropout(self.emb_norm(self.item_emb(items)))
         for i, block in enumerate(self.blocks):
             x = block(x * real, last_only and i == len(self.blocks) - 1)  # PAD zeroed per block
-        return x if last_only else x[:, max_len - length :]
-
-    def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
-        """Output of the last position ``[B, D]``; the last FFN runs only there."""
-        return self.forward(batch, last_only=True)[:, -1]
+        return x
 
     def ortho_penalty(self) -> torch.Tensor:
         return sum(block.filter.ortho_penalty() for block in self.blocks)
-
-    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        return self.item_emb.weight, None
 
 
 class TVRec(FMLPRec):
