@@ -38,18 +38,17 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from seqrec.config_fields import BUDGET, setting
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.errors import ConfigError
-from seqrec.models.base import Recommender
 from seqrec.models.factorization import hankel as hk
 from seqrec.models.factorization import operators as ops
 from seqrec.models.factorization.svd import (
-    fold_in,
+    FoldInScores,
     grow_item_rows,
-    item_projector,
     scaling_weights,
 )
 
@@ -200,7 +199,7 @@ def _orthonormal(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
     return np.linalg.qr(rng.standard_normal((rows, cols)))[0]
 
 
-class _SATF(Recommender):
+class _SATF(FoldInScores):
     """HOOI loop, validation-driven stopping, folding-in scores and persistence."""
 
     def __init__(self, config) -> None:
@@ -334,25 +333,8 @@ class _SATF(Recommender):
         self.factors.update(snap)
         self.item_factors = self.factors["V"]
 
-    def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
-        left, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
-        return fold_in(ops.positional_rows(histories, self.position_weights), left, right)
-
-    index_unsupported = None
-
-    def item_vectors(self) -> np.ndarray:
-        """``left`` of the projector with a zero PAD row: scores are ``query @ left^T``."""
-        self._check_fitted()
-        left, _ = item_projector(self.item_factors, self.scale, self.config.rescaled)
-        return np.vstack([np.zeros((1, left.shape[1])), left]).astype(np.float32)
-
-    def query_vectors(
-        self, histories: Sequences, query_times: np.ndarray | None = None
-    ) -> np.ndarray:
-        self._check_histories(histories)
-        _, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
-        rows = ops.positional_rows(histories, self.position_weights)
-        return np.asarray(rows @ right, dtype=np.float32)
+    def _history_rows(self, histories: Sequences) -> sp.csr_matrix:
+        return ops.positional_rows(histories, self.position_weights)
 
     def _grow(self, n_items: int, n_users: int | None) -> None:
         """As PureSVD's: new items get zero item factors and ``d_j = 1`` (score 0) until a

@@ -97,7 +97,36 @@ class PureSVDConfig:
             raise ConfigError(f"solver must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
 
 
-class PureSVD(Recommender):
+class FoldInScores(Recommender):
+    """The scores of the folding-in models (PureSVD, the SATF models):
+    ``fold_in(_history_rows(h), left, right)`` of :func:`item_projector`, an inner product of a
+    query with the item table ``left``, hence indexable (``seqrec index``). Subclasses give
+    ``item_factors``, ``scale``, ``config.rescaled`` and ``_history_rows``."""
+
+    index_unsupported = None
+
+    def _history_rows(self, histories: Sequences) -> sp.csr_matrix:
+        raise NotImplementedError
+
+    def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
+        left, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
+        return fold_in(self._history_rows(histories), left, right)
+
+    def item_vectors(self) -> np.ndarray:
+        """``left`` of :func:`item_projector` with a zero PAD row: scores are ``query @ left^T``."""
+        self._check_fitted()
+        left, _ = item_projector(self.item_factors, self.scale, self.config.rescaled)
+        return np.vstack([np.zeros((1, left.shape[1])), left]).astype(np.float32)
+
+    def query_vectors(
+        self, histories: Sequences, query_times: np.ndarray | None = None
+    ) -> np.ndarray:
+        self._check_histories(histories)
+        _, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
+        return np.asarray(self._history_rows(histories) @ right, dtype=np.float32)
+
+
+class PureSVD(FoldInScores):
     """PureSVD (Cremonesi et al., RecSys 2010) with the popularity-normalized input of
     PureSVD-N (Frolov & Oseledets, IEEE Access 2023, eqs. 26-28).
 
@@ -125,24 +154,8 @@ class PureSVD(Recommender):
         self.fit_seconds = time.perf_counter() - t0
         return self
 
-    def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
-        left, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
-        return fold_in(binary_rows(histories), left, right)
-
-    index_unsupported = None
-
-    def item_vectors(self) -> np.ndarray:
-        """``left`` of :func:`item_projector` with a zero PAD row: scores are ``query @ left^T``."""
-        self._check_fitted()
-        left, _ = item_projector(self.item_factors, self.scale, self.config.rescaled)
-        return np.vstack([np.zeros((1, left.shape[1])), left]).astype(np.float32)
-
-    def query_vectors(
-        self, histories: Sequences, query_times: np.ndarray | None = None
-    ) -> np.ndarray:
-        self._check_histories(histories)
-        _, right = item_projector(self.item_factors, self.scale, self.config.rescaled)
-        return np.asarray(binary_rows(histories) @ right, dtype=np.float32)
+    def _history_rows(self, histories: Sequences) -> sp.csr_matrix:
+        return binary_rows(histories)
 
     def truncated(self, rank: int, rescaled: bool | None = None) -> PureSVD:
         """A copy using the first ``rank`` factors (the rank grid needs one SVD only)."""
