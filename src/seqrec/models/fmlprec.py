@@ -134,11 +134,14 @@ class FilterLayer(nn.Module):
         return self.norm(x + self.dropout(self.filter(x)))
 
 
-class _Block(nn.Module):
-    def __init__(self, cfg: FMLPRecConfig) -> None:
+class FilterBlock(nn.Module):
+    """A sequence filter (``filter_layer``: FMLP-Rec's learnable frequency filter, TV-Rec's
+    time-variant one) then the post-LN GELU feed-forward of the FMLP-Rec line."""
+
+    def __init__(self, cfg: Any, filter_layer: nn.Module) -> None:
         super().__init__()
         d, inner = cfg.dim, cfg.ffn_dim or 4 * cfg.dim
-        self.filter = FilterLayer(cfg.max_len, d, cfg.dropout)
+        self.filter = filter_layer
         self.fc1 = nn.Linear(d, inner)
         self.fc2 = nn.Linear(inner, d)
         self.ffn_norm = nn.LayerNorm(d, eps=1e-12)
@@ -210,7 +213,11 @@ class FMLPRecEncoder(WindowEncoder):
     """FMLP-Rec's filter + FFN blocks over the window (:class:`WindowEncoder`)."""
 
     def __init__(self, config: FMLPRecConfig, n_items: int) -> None:
-        super().__init__(config, n_items, _Block)
+        super().__init__(
+            config,
+            n_items,
+            lambda cfg: FilterBlock(cfg, FilterLayer(cfg.max_len, cfg.dim, cfg.dropout)),
+        )
 
 
 def prefix_samples(

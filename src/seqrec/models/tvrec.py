@@ -64,7 +64,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqrec.errors import ConfigError
-from seqrec.models.fmlprec import FMLPRec, FMLPRecConfig, WindowEncoder
+from seqrec.models.fmlprec import FilterBlock, FMLPRec, FMLPRecConfig, WindowEncoder
 from seqrec.models.layers import Dropout
 from seqrec.models.neural_config import check_positive
 
@@ -146,30 +146,18 @@ class TimeVariantFilter(nn.Module):
         return self.norm(x + self.dropout(y))
 
 
-class _Block(nn.Module):
-    def __init__(self, cfg: TVRecConfig) -> None:
-        super().__init__()
-        d, inner = cfg.dim, cfg.ffn_dim or 4 * cfg.dim
-        self.filter = TimeVariantFilter(cfg.max_len, cfg)
-        self.fc1 = nn.Linear(d, inner)
-        self.fc2 = nn.Linear(inner, d)
-        self.ffn_norm = nn.LayerNorm(d, eps=1e-12)
-        self.dropout = Dropout(cfg.dropout)
-
-    def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
-        x = self.filter(x)
-        if last_only:  # the FFN is position-wise: only the position that is read
-            x = x[:, -1:]
-        return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
-
-
 class TVRecEncoder(WindowEncoder):
     """TV-Rec's blocks over the window (:class:`WindowEncoder`), without position embeddings
     (the filter taps depend on the position in the window); PAD inputs are zeroed before each
     block."""
 
     def __init__(self, config: TVRecConfig, n_items: int) -> None:
-        super().__init__(config, n_items, _Block, positions=False)
+        super().__init__(
+            config,
+            n_items,
+            lambda cfg: FilterBlock(cfg, TimeVariantFilter(cfg.max_len, cfg)),
+            positions=False,
+        )
 
     def run_blocks(self, x: torch.Tensor, items: torch.Tensor, last_only: bool) -> torch.Tensor:
         real = items.ne(0)[..., None]
