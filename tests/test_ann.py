@@ -50,6 +50,18 @@ def model(data):
 
 
 @pytest.fixture(scope="module")
+def ivf_model(model):
+    """The same model with an inverted file of 4 cells, every cell scanned (the large
+    over-fetch of the graph's fixture)."""
+    m = SASRec(model.settings)
+    m.__dict__.update(model.__dict__)
+    params = ann.IndexParams(kind="ivf", nlist=4, nprobe=4, max_fetch=N_ITEMS)
+    m.index = ann.ItemIndex.build(m.item_vectors(), params, threads=1)
+    assert m.index.params.kind == "ivf" and m.index.params.nprobe == 4
+    return m
+
+
+@pytest.fixture(scope="module")
 def saved(model, tmp_path_factory):
     path = tmp_path_factory.mktemp("ann") / "sasrec"
     model.save(path)
@@ -66,6 +78,7 @@ def _same_ranking(got, want):
             assert abs(got.scores[i] - want.scores[i]) < 1e-5 and b in got.items, (got, want)
 
 
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -76,7 +89,8 @@ def _same_ranking(got, want):
     allow=st.one_of(st.none(), st.sets(st.integers(1, N_ITEMS), min_size=1, max_size=N_ITEMS)),
     deny=st.one_of(st.none(), st.sets(st.integers(1, N_ITEMS), max_size=40)),
 )
-def test_filters_are_exact_with_the_index(model, data, users, k, exclude_seen, allow, deny):
+def test_filters_are_exact_with_the_index(request, kind, data, users, k, exclude_seen, allow, deny):
+    model = request.getfixturevalue("model" if kind == "hnsw" else "ivf_model")
     train = data[0]
     hist = [model.vocab.decode(train.items[train.offsets[u] : train.offsets[u + 1]]) for u in users]
     hist = [list(h) for h in hist]
@@ -225,3 +239,100 @@ def test_factorization_models_index_or_say_why(data):
 def test_bad_index_params_are_refused():
     with pytest.raises(ConfigError, match="ef_search"):
         ann.IndexParams(ef_search=0)
+
+
+def _clustered(n_items=3000, n_queries=300, dim=16, seed=0):
+    """A small clustered table with popularity-grown norms and a bias column (the shape of the
+    benchmark's generated catalogue), queries near the clusters, 5 excluded items per row."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((30, dim))
+    label = rng.integers(0, 30, n_items)
+    pop = rng.pareto(1.2, n_items)
+    table = np.zeros((n_items + 1, dim + 1), dtype=np.float32)
+    table[1:, :dim] = (centres[label] + 0.6 * rng.standard_normal((n_items, dim))) * (
+        1 + 0.3 * np.log1p(pop)
+    )[:, None]
+    table[1:, dim] = 0.5 * np.log1p(pop)
+    queries = np.ones((n_queries, dim + 1), dtype=np.float32)
+    queries[:, :dim] = centres[rng.integers(0, 30, n_queries)] + 0.5 * rng.standard_normal(
+        (n_queries, dim)
+    )
+    seen = rng.integers(1, n_items + 1, (n_queries, 5))
+    excluded = (np.repeat(np.arange(n_queries), 5), seen.reshape(-1))
+    return table, queries, excluded
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_calibration_reaches_its_target(kind):
+    table, queries, excluded = _clustered()
+    start = ann.IndexParams(kind=kind, m=8, ef_construction=40, ef_search=10, nlist=64, nprobe=1)
+    index = ann.ItemIndex.build(table, start, threads=1)
+    exact = ann.exact_top_k(table, queries, 10, excluded)
+    before = ann.recall_at_k(ann.index_top_k(index, queries, 10, excluded)[0], exact)
+    assert before < 0.98  # the starting effort is not enough: calibration has work to do
+    cal = ann.calibrate(index, table, queries, excluded, k=10, target=0.98)
+    assert cal["reached"] and cal["recall"] >= 0.98
+    assert (
+        cal["parameter"] == index.params.effort_name == ("nprobe" if kind == "ivf" else "ef_search")
+    )
+    assert index.params.effort == cal["value"] > start.effort
+    ids, _, short = ann.index_top_k(index, queries, 10, excluded)
+    assert not short.any()
+    assert ann.recall_at_k(ids, exact) == pytest.approx(cal["recall"])
+    # the smallest effort tried that meets the target is the one kept
+    assert all(r < 0.98 for e, r in cal["tried"] if e < cal["value"])
+    # stored with the index
+    back = ann.load_index(index.to_arrays("x"), ann.index_meta(index.to_arrays("x"), "t"), "t")
+    assert back.params.effort == cal["value"] and back.calibration == cal
+
+
+def test_exact_top_k_is_the_filtered_ranking():
+    table, queries, excluded = _clustered(n_items=200, n_queries=20)
+    top = ann.exact_top_k(table, queries, 7, excluded, chunk_cells=1000)  # several chunks
+    scores = queries @ table[1:].T
+    scores[excluded[0], excluded[1] - 1] = -np.inf
+    want = np.argsort(-scores, axis=1, kind="stable")[:, :7] + 1
+    np.testing.assert_array_equal(top, want)
+
+
+def test_the_index_returns_exact_inner_products():
+    table, queries, excluded = _clustered(n_items=2000, n_queries=50)
+    for kind in ("hnsw", "ivf"):
+        index = ann.ItemIndex.build(table, ann.IndexParams(kind=kind), threads=1)
+        ids, scores, _ = ann.index_top_k(index, queries, 10, excluded)
+        want = np.einsum("bkd,bd->bk", table[ids], queries)
+        np.testing.assert_allclose(scores, want, rtol=1e-6, atol=1e-6)
+        assert (np.diff(scores, axis=1) <= 0).all()
+
+
+def test_auto_kind_follows_the_catalogue_size():
+    assert ann.IndexParams().resolved(ann.IVF_FROM_ITEMS - 1).kind == "hnsw"
+    big = ann.IndexParams().resolved(ann.IVF_FROM_ITEMS)
+    assert big.kind == "ivf" and big.nlist == ann.auto_nlist(ann.IVF_FROM_ITEMS)
+    assert ann.auto_nlist(1_000_000) == 4096 and ann.auto_nlist(10) == 1
+    with pytest.raises(ConfigError, match="kind"):
+        ann.IndexParams(kind="pq")
+
+
+def test_cli_index_calibrates_an_inverted_file(model, data, tmp_path, capsys):
+    from seqrec.serving.histories import UserHistories
+
+    train = data[0]
+    m = SASRec(model.settings)
+    m.__dict__.update({**model.__dict__, "index": None})
+    m.user_histories = UserHistories(
+        raw=np.array([f"u{i}" for i in range(len(train))]),
+        offsets=train.offsets.astype(np.int64),
+        items=train.items.astype(np.int64),
+        removed=np.array([], dtype=str),
+    )
+    path = tmp_path / "run"
+    m.save(path)
+    args = ["index", str(path), "--kind", "ivf", "--nlist", "4", "--nprobe", "1"]
+    assert main([*args, "--calibrate", "20", "--recall-target", "1.0", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "calibrated nprobe on 20 stored histories" in out
+    assert "recall@10 of exact ranking on 20 other stored histories" in out
+    index = Recommender.load(path).index
+    assert index.params.kind == "ivf" and index.calibration["reached"]
+    assert index.params.nprobe == index.calibration["value"]

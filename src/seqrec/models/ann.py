@@ -1,15 +1,26 @@
-"""Approximate top-k retrieval: an HNSW graph over a model's item table (faiss).
+"""Approximate top-k retrieval: an HNSW graph or an inverted file over a model's item table
+(faiss).
 
 A model whose score is an inner product with an item table provides two arrays
 (:meth:`seqrec.models.base.Recommender.item_vectors` and ``query_vectors``) such that
 ``score(histories)[:, 1:] == query_vectors(histories) @ item_vectors()[1:].T``; an item bias is
 folded in exactly as one extra dimension (item ``[w_i, b_i]``, query ``[h, 1]``). The index is
-a graph over those item vectors (faiss ``IndexHNSWFlat``, which keeps the vectors). By default
+either a graph over those item vectors (``kind = "hnsw"``: faiss ``IndexHNSWFlat``) or an
+inverted file (``kind = "ivf"``: faiss ``IndexIVFFlat``, the items grouped into ``nlist``
+k-means cells of which a query scans the ``nprobe`` nearest); both keep the vectors. The
+default ``kind = "auto"`` chooses by the catalogue's size (:data:`IVF_FROM_ITEMS`, measured in
+docs/decisions/ann-library.md). By default
 (``space = "l2"``) the inner product is reduced to Euclidean search by one more coordinate
 (item ``[x, sqrt(M^2 - |x|^2)]`` with ``M`` the largest item norm, query ``[q, 0]``: the nearest
 items are the ones of largest inner product), which navigates trained tables far better than a
 graph built on the inner product itself (``space = "ip"``); the scores returned are the inner
-products, recovered exactly from the distances.
+products, computed again from the stored vectors for every candidate (an exact re-ranking of
+what the index returns, so the order of the answer never depends on the index's arithmetic).
+
+The search effort (``ef_search`` of a graph, ``nprobe`` of an inverted file) can be chosen at
+build time by :func:`calibrate`: on a sample of real queries it compares the index's top-k with
+exact ranking and raises the effort until the recall reaches a target; the chosen value and the
+recall measured are stored with the index (``ItemIndex.calibration``).
 
 Filters stay exact: :func:`index_top_k` over-fetches ``k`` plus the number of items a row
 excludes (its seen items, the deny list), so that after filtering ``k`` remain whenever the
@@ -26,7 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,19 +51,41 @@ LIBRARY = "faiss"
 INSTALL_HINT = "pip install 'seqrec[ann]' (faiss-cpu)"
 
 
+#: ``kind = "auto"`` builds an inverted file from this many items up, a graph below
+IVF_FROM_ITEMS = 200_000
+KINDS = ("auto", "hnsw", "ivf")
+
+
+def auto_nlist(n_items: int) -> int:
+    """The inverted file's cells for ``n_items`` items: ``4 * sqrt(n)`` rounded to a power of
+    two, at least 1 and at most ``n / 32`` (cells of a few dozen items at least)."""
+    want = 4 * np.sqrt(max(n_items, 1))
+    nlist = int(2 ** np.round(np.log2(want)))
+    return int(max(1, min(nlist, n_items // 32)))
+
+
 @dataclass(frozen=True)
 class IndexParams:
-    """Parameters of the HNSW graph (defaults: docs/decisions/ann-library.md)."""
+    """Parameters of the index (defaults: docs/decisions/ann-library.md)."""
 
+    kind: str = "auto"
+    """``"hnsw"`` (a graph), ``"ivf"`` (an inverted file) or ``"auto"``: ``"ivf"`` from
+    :data:`IVF_FROM_ITEMS` items up, else ``"hnsw"`` (an index stores the kind it was built
+    with)."""
     m: int = 32
-    """Neighbours per node (faiss ``M``): more gives higher recall, a larger and slower index."""
+    """Graph: neighbours per node (faiss ``M``): more gives higher recall, a larger and slower
+    index."""
     ef_construction: int = 200
-    """Candidate list while building: more gives a better graph and a slower build."""
+    """Graph: candidate list while building: more gives a better graph and a slower build."""
     ef_search: int = 256
-    """Candidate list while searching (at least the number of items fetched)."""
+    """Graph: candidate list while searching (at least the number of items fetched)."""
+    nlist: int = 0
+    """Inverted file: k-means cells (0: :func:`auto_nlist` of the catalogue's size)."""
+    nprobe: int = 128
+    """Inverted file: cells scanned per query (at most ``nlist``; ``nlist`` is exact)."""
     space: str = "l2"
-    """``"l2"``: Euclidean graph over the inner product reduced by one coordinate; ``"ip"``:
-    a graph built on the inner product itself."""
+    """``"l2"``: Euclidean search over the inner product reduced by one coordinate; ``"ip"``:
+    the inner product itself."""
     small_allow: float = 0.125
     """An allow list of at most this fraction of the catalogue is ranked exactly over its own
     items; a larger one is over-fetched and filtered."""
@@ -60,14 +93,50 @@ class IndexParams:
     """The largest over-fetch per row; a row that needs more is ranked exactly."""
 
     def __post_init__(self) -> None:
-        for name in ("m", "ef_construction", "ef_search", "max_fetch"):
+        for name in ("m", "ef_construction", "ef_search", "nprobe", "max_fetch"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ConfigError(f"index {name} must be an integer >= 1, got {value!r}")
+        if type(self.nlist) is not int or self.nlist < 0:
+            raise ConfigError(f"index nlist must be an integer >= 0, got {self.nlist!r}")
+        if self.kind not in KINDS:
+            raise ConfigError(f"index kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.space not in ("l2", "ip"):
             raise ConfigError(f"index space must be 'l2' or 'ip', got {self.space!r}")
         if not 0.0 <= self.small_allow <= 1.0:
             raise ConfigError(f"index small_allow must be in [0, 1], got {self.small_allow!r}")
+
+    def resolved(self, n_items: int) -> IndexParams:
+        """These parameters for a catalogue of ``n_items``: ``kind`` and ``nlist`` made
+        concrete, ``nprobe`` capped at ``nlist``."""
+        kind = self.kind
+        if kind == "auto":
+            kind = "ivf" if n_items >= IVF_FROM_ITEMS else "hnsw"
+        if kind == "hnsw":
+            return replace(self, kind=kind)
+        nlist = self.nlist or auto_nlist(n_items)
+        return replace(self, kind=kind, nlist=nlist, nprobe=min(self.nprobe, nlist))
+
+    @property
+    def effort_name(self) -> str:
+        """The parameter that trades time for recall: ``ef_search`` or ``nprobe``."""
+        return "nprobe" if self.kind == "ivf" else "ef_search"
+
+    @property
+    def effort(self) -> int:
+        return int(getattr(self, self.effort_name))
+
+    def with_effort(self, value: int) -> IndexParams:
+        return replace(self, **{self.effort_name: int(value)})
+
+    def describe(self) -> str:
+        """One line: the family and its parameters."""
+        if self.kind == "ivf":
+            return f"IVF ({self.space}) nlist={self.nlist}, nprobe={self.nprobe}"
+        return (
+            f"HNSW ({self.space}) M={self.m}, ef_construction={self.ef_construction}, "
+            f"ef_search={self.ef_search}"
+        )
 
 
 def faiss_module() -> Any:
@@ -87,14 +156,23 @@ def require_faiss() -> Any:
 
 
 class ItemIndex:
-    """An HNSW inner-product graph over items ``1..n_items`` (faiss id ``j`` = item ``j + 1``)."""
+    """An index over items ``1..n_items`` (faiss id ``j`` = item ``j + 1``): a graph or an
+    inverted file, with the parameters it was built with (``params.kind`` concrete)."""
 
     def __init__(
-        self, index: Any, n_items: int, dim: int, params: IndexParams, max_sq_norm: float = 0.0
+        self,
+        index: Any,
+        n_items: int,
+        dim: int,
+        params: IndexParams,
+        max_sq_norm: float = 0.0,
+        calibration: dict[str, Any] | None = None,
     ) -> None:
-        self.index, self.n_items, self.dim, self.params = index, n_items, dim, params
+        self.index, self.n_items, self.dim = index, n_items, dim
+        self.params = params.resolved(n_items)
         self.max_sq_norm = float(max_sq_norm)  # M^2 of the "l2" reduction
         self.build_seconds: float | None = None
+        self.calibration = calibration  # what calibrate() chose and measured, if it ran
 
     @classmethod
     def build(
@@ -105,12 +183,12 @@ class ItemIndex:
         import time
 
         faiss = require_faiss()
-        params = params or IndexParams()
         vectors = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32)[1:])
         if vectors.ndim != 2 or len(vectors) < 1:
             raise DataError(f"an item index needs a [n_items + 1, D] table, got {vectors.shape}")
         if not np.isfinite(vectors).all():
             raise DataError("the item table holds NaN or infinite values: nothing to index")
+        params = (params or IndexParams()).resolved(len(vectors))
         t0 = time.perf_counter()
         dim, max_sq = vectors.shape[1], 0.0
         if params.space == "l2":
@@ -118,33 +196,47 @@ class ItemIndex:
             max_sq = float(sq.max())
             extra = np.sqrt(np.maximum(max_sq - sq, 0.0)).astype(np.float32)
             vectors = np.ascontiguousarray(np.hstack([vectors, extra[:, None]]))
+        d = vectors.shape[1]
+        metric = faiss.METRIC_L2 if params.space == "l2" else faiss.METRIC_INNER_PRODUCT
         with _faiss_threads(faiss, threads):
-            if params.space == "l2":
-                index = faiss.IndexHNSWFlat(dim + 1, params.m)
+            if params.kind == "hnsw":
+                index = faiss.IndexHNSWFlat(d, params.m, metric)
+                index.hnsw.efConstruction = params.ef_construction
+                index.add(vectors)
             else:
-                index = faiss.IndexHNSWFlat(dim, params.m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = params.ef_construction
-            index.add(vectors)
+                index = _build_ivf(faiss, vectors, params.nlist, metric)
         out = cls(index, len(vectors), dim, params, max_sq)
         out.build_seconds = time.perf_counter() - t0
         return out
 
     def search(self, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(items [B, fetch], scores [B, fetch])`` best first; item 0 / ``-inf`` where the
-        graph found fewer."""
+        """``(items [B, fetch], scores [B, fetch])`` best first by the exact inner product of
+        each candidate (re-ranked from the stored vectors); item 0 / ``-inf`` where the index
+        found fewer."""
         fetch = min(int(fetch), self.n_items)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
+        q = queries
         if self.params.space == "l2":
-            q = np.hstack([queries, np.zeros((len(queries), 1), np.float32)])
-            queries = np.ascontiguousarray(q)
+            q = np.ascontiguousarray(np.hstack([q, np.zeros((len(q), 1), np.float32)]))
         # per call, not on the shared index: concurrent requests (the HTTP service) may differ
-        params = require_faiss().SearchParametersHNSW(efSearch=max(self.params.ef_search, fetch))
-        scores, ids = self.index.search(queries, fetch, params=params)
-        if self.params.space == "l2":  # |q - x|^2 = |q|^2 + M^2 - 2 q.x
-            qq = np.einsum("ij,ij->i", queries, queries, dtype=np.float64)[:, None]
-            scores = (qq + self.max_sq_norm - scores) / 2
+        faiss = require_faiss()
+        if self.params.kind == "ivf":
+            params = faiss.SearchParametersIVF(nprobe=self.params.nprobe)
+        else:
+            params = faiss.SearchParametersHNSW(efSearch=max(self.params.ef_search, fetch))
+        _, ids = self.index.search(q, fetch, params=params)
         found = ids >= 0
-        return np.where(found, ids + 1, 0), np.where(found, scores, -np.inf).astype(np.float32)
+        items = np.where(found, ids + 1, 0)
+        scores = np.full(items.shape, -np.inf, dtype=np.float32)
+        step = max(1, (1 << 20) // max(fetch, 1))  # rows re-ranked at a time: ~1M vectors
+        for s in range(0, len(items), step):
+            blk, ok = items[s : s + step], found[s : s + step]
+            vecs = np.zeros((*blk.shape, self.dim), dtype=np.float32)
+            vecs[ok] = self.vectors(blk[ok])
+            exact = np.einsum("bfd,bd->bf", vecs, queries[s : s + step])
+            scores[s : s + step] = np.where(ok, exact, -np.inf)
+        order = np.lexsort((items, -scores), axis=1)
+        return np.take_along_axis(items, order, 1), np.take_along_axis(scores, order, 1)
 
     def vectors(self, items: np.ndarray) -> np.ndarray:
         """The indexed vectors of internal ids ``items`` (1..n_items)."""
@@ -166,16 +258,46 @@ class ItemIndex:
             "dim": self.dim,
             "max_sq_norm": self.max_sq_norm,
             "params": asdict(self.params),
+            "calibration": self.calibration,
             "state_sha256": state_sha256,
         }
         return {"index": self.serialized(), "meta": np.array(json.dumps(meta))}
+
+
+def _build_ivf(faiss: Any, vectors: np.ndarray, nlist: int, metric: int) -> Any:
+    """An ``IndexIVFFlat`` of ``nlist`` cells: k-means (10 rounds) on at most 64 items per
+    cell, then every item added to its nearest cell; the direct map kept (re-ranking reads
+    the vectors back)."""
+    d = vectors.shape[1]
+    quantizer = faiss.IndexFlat(d, metric)
+    index = faiss.IndexIVFFlat(quantizer, d, nlist, metric)
+    index.own_fields = True
+    quantizer.this.disown()
+    index.cp.niter = 10
+    index.cp.max_points_per_centroid = 64
+    index.cp.seed = 0
+    n_train = min(len(vectors), 64 * nlist)
+    if n_train < len(vectors):
+        pick = np.random.default_rng(0).choice(len(vectors), n_train, replace=False)
+        train = np.ascontiguousarray(vectors[np.sort(pick)])
+    else:
+        train = vectors
+    index.train(train)
+    index.add(vectors)
+    index.make_direct_map()
+    return index
 
 
 def index_meta(arrays: dict[str, np.ndarray], where: str) -> dict[str, Any]:
     """The validated metadata of an ``index.npz``'s arrays."""
     try:
         meta = json.loads(str(arrays["meta"]))
-        params = IndexParams(**{"space": "ip", **meta["params"]})  # files before "space": ip
+        # files before "space" are "ip" graphs, files before "kind" graphs
+        params = IndexParams(**{"space": "ip", "kind": "hnsw", **meta["params"]})
+        if params.kind == "auto" or (params.kind == "ivf" and params.nlist < 1):
+            raise ValueError(f"kind {params.kind!r} with nlist {params.nlist}")
+        if meta.get("calibration") is not None and not isinstance(meta["calibration"], dict):
+            raise ValueError("calibration is not a mapping")
         ok = (
             meta["library"] == LIBRARY
             and type(meta["n_items"]) is int
@@ -203,8 +325,16 @@ def load_index(arrays: dict[str, np.ndarray], meta: dict[str, Any], where: str) 
             f"{where}: the index holds {index.ntotal} vectors of {index.d} dimensions, its "
             f"metadata says {meta['n_items']} of {meta['dim']}"
         )
+    want = faiss.IndexIVF if meta["params"].kind == "ivf" else faiss.IndexHNSW
+    if not isinstance(faiss.downcast_index(index), want):
+        raise DataError(f"{where}: the index is not the {meta['params'].kind} its metadata says")
     return ItemIndex(
-        index, meta["n_items"], meta["dim"], meta["params"], float(meta.get("max_sq_norm", 0.0))
+        index,
+        meta["n_items"],
+        meta["dim"],
+        meta["params"],
+        float(meta.get("max_sq_norm", 0.0)),
+        meta.get("calibration"),
     )
 
 
@@ -330,3 +460,103 @@ def _filtered(
         ids = np.pad(ids, ((0, 0), (0, pad)))
         vals = np.pad(vals, ((0, 0), (0, pad)), constant_values=-np.inf)
     return ids, np.where(ids > 0, vals, -np.inf).astype(np.float32)
+
+
+def exact_top_k(
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+    excluded: tuple[np.ndarray, np.ndarray],
+    chunk_cells: int = 1 << 24,
+) -> np.ndarray:
+    """Exact top-``k`` internal ids ``[B, k]`` of ``queries @ vectors[1:].T`` with each row's
+    ``excluded`` cells removed (what :func:`index_top_k` answers without filters but the seen
+    items): the reference :func:`calibrate` measures against."""
+    table = np.asarray(vectors, dtype=np.float32)[1:]
+    n = len(table)
+    k = min(int(k), n)
+    ex_rows, ex_items = (np.asarray(a, dtype=np.int64) for a in excluded)
+    out = np.zeros((len(queries), k), dtype=np.int64)
+    step = max(1, chunk_cells // max(n, 1))
+    for s in range(0, len(queries), step):
+        scores = np.asarray(queries[s : s + step], dtype=np.float32) @ table.T
+        sel = (ex_rows >= s) & (ex_rows < s + len(scores))
+        scores[ex_rows[sel] - s, ex_items[sel] - 1] = -np.inf
+        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        vals = np.take_along_axis(scores, part, 1)
+        order = np.lexsort((part, -vals), axis=1)
+        top = np.take_along_axis(part, order, 1) + 1
+        out[s : s + len(scores)] = np.where(np.take_along_axis(vals, order, 1) > -np.inf, top, 0)
+    return out
+
+
+def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
+    """Mean share of each row's exact top-k (its nonzero ids) that ``found`` holds."""
+    shares = [
+        len(np.intersect1d(f[f > 0], e[e > 0])) / (e > 0).sum()
+        for f, e in zip(found, exact, strict=True)
+        if (e > 0).any()
+    ]
+    return float(np.mean(shares)) if shares else 1.0
+
+
+def calibrate(
+    index: ItemIndex,
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    excluded: tuple[np.ndarray, np.ndarray],
+    k: int = 10,
+    target: float = 0.995,
+) -> dict[str, Any]:
+    """Raise the index's search effort until recall@k on ``queries`` reaches ``target``.
+
+    The exact top-``k`` of each query (:func:`exact_top_k` over ``vectors``, the table the
+    index was built from, with the ``excluded`` cells removed) is compared with
+    :func:`index_top_k`'s; starting from the index's effort (``ef_search`` or ``nprobe``, never
+    lowered), the effort is doubled until the target is met or the most useful value is
+    reached (``nlist``: every cell, exact; a graph: the catalogue's size), then bisected back
+    down to the smallest value that still meets it. The index keeps the chosen effort, and
+    ``index.calibration`` (also returned) records it: ``{"target", "k", "queries",
+    "parameter", "value", "recall", "reached", "tried": [[value, recall], ...]}``.
+    """
+    if not 0.0 < target <= 1.0:
+        raise ConfigError(f"the recall target must be in (0, 1], got {target!r}")
+    queries = np.asarray(queries, dtype=np.float32)
+    if len(queries) == 0:
+        raise DataError("calibrating the item index needs at least one query")
+    exact = exact_top_k(vectors, queries, k, excluded)
+    base = index.params
+    cap = base.nlist if base.kind == "ivf" else max(index.n_items, base.effort)
+    tried: dict[int, float] = {}
+
+    def measure(effort: int) -> float:
+        if effort not in tried:
+            index.params = base.with_effort(effort)
+            ids, _, short = index_top_k(index, queries, k, excluded)
+            ids[short] = exact[short]  # rows the index does not answer are ranked exactly
+            tried[effort] = recall_at_k(ids, exact)
+        return tried[effort]
+
+    low, high = None, base.effort
+    while measure(high) < target and high < cap:
+        low, high = high, min(2 * high, cap)
+    reached = tried[high] >= target
+    if reached and low is not None:  # the smallest effort in (low, high] that meets it
+        while high - low > max(1, low // 8):
+            mid = (low + high) // 2
+            if measure(mid) >= target:
+                high = mid
+            else:
+                low = mid
+    index.params = base.with_effort(high)
+    index.calibration = {
+        "target": float(target),
+        "k": int(k),
+        "queries": len(queries),
+        "parameter": base.effort_name,
+        "value": int(high),
+        "recall": tried[high],
+        "reached": bool(reached),
+        "tried": [[e, round(r, 6)] for e, r in sorted(tried.items())],
+    }
+    return index.calibration
