@@ -60,12 +60,27 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--requests", type=int, default=400, help="serve: requests per path")
     ap.add_argument(
+        "--kind",
+        choices=["auto", "hnsw", "ivf"],
+        default="auto",
+        help="scale: the index kind (auto: seqrec's default for the size; recorded as "
+        "'scale', another as 'scale_KIND')",
+    )
+    ap.add_argument(
         "--reuse-index",
         action="store_true",
         help="scale: load the index an earlier scale run left in --workdir instead of building "
         "it (its build time and size are carried over from docs/results/ann.json)",
     )
     ap.add_argument("runs", nargs="*", help="--part real: trained run directories")
+    ap.add_argument("--kinds", default="hnsw,ivf", help="real: the index kinds built for each run")
+    ap.add_argument(
+        "--recall-target",
+        type=float,
+        default=0.995,
+        help="real: calibrate each index's effort to this recall@10 on 1,000 stored users, as "
+        "`seqrec index` does (0: the defaults uncalibrated)",
+    )
     ap.add_argument("--sample", type=int, default=2000, help="users ranked exactly (scale)")
     ap.add_argument("--tiny", action="store_true", help="a small version (smoke test)")
     ap.add_argument("--no-write", action="store_true", help="do not write docs/results")
@@ -266,11 +281,11 @@ def part_libraries(tiny: bool) -> dict:
 
 
 def part_scale(
-    tiny: bool, sample: int, workdir: Path, build_threads: int, reuse: bool = False
+    tiny: bool, sample: int, workdir: Path, build_threads: int, kind: str, reuse: bool = False
 ) -> dict:
     import torch
 
-    from seqrec.models.ann import IndexParams, ItemIndex, index_top_k
+    from seqrec.models.ann import IndexParams, ItemIndex, calibrate, index_top_k
 
     torch.set_num_threads(1)
     n, users = (20_000, 2_000) if tiny else (1_000_000, 100_000)
@@ -284,17 +299,19 @@ def part_scale(
     pick = np.sort(rng.choice(users, sample, replace=False))
     exact, t_exact = exact_top(items_t, queries[pick], seen[pick])
     print(f"exact: {1000 * t_exact / sample:.3f} CPU ms / user", flush=True)
-    params = IndexParams()
+    params = IndexParams(kind=kind).resolved(n)
+    key = "scale" if kind == "auto" else f"scale_{kind}"
     if reuse:
         from seqrec.models.ann import require_faiss
 
-        earlier = json.loads((OUT / "ann.json").read_text())["scale"]
-        raw = require_faiss().deserialize_index(np.load(workdir / "index.npy"))
+        earlier = json.loads((OUT / "ann.json").read_text())[key]
+        raw = require_faiss().deserialize_index(np.load(workdir / f"index_{params.kind}.npy"))
         index = ItemIndex(raw, n, D + 1, params, _max_sq_norm(workdir))
         build_cpu, build_wall = earlier["build_cpu_s"], earlier["build_wall_s"]
         build_threads = earlier["build_threads"]
-        assert {k: v for k, v in earlier["index_params"].items() if k != "ef_search"} == {
-            k: v for k, v in params.__dict__.items() if k != "ef_search"
+        effort = params.effort_name
+        assert {k: v for k, v in earlier["index_params"].items() if k != effort} == {
+            k: v for k, v in params.__dict__.items() if k != effort
         }, "the saved index was built with other parameters"
     else:
         t0, w0 = time.process_time(), time.perf_counter()
@@ -305,23 +322,31 @@ def part_scale(
     if not tiny and not reuse:  # for --part serve
         workdir.mkdir(parents=True, exist_ok=True)
         np.save(workdir / "items.npy", items)
-        np.save(workdir / "index.npy", index.serialized())
+        np.save(workdir / f"index_{params.kind}.npy", index.serialized())
         np.save(workdir / "max_sq_norm.npy", np.array(index.max_sq_norm))
     sweep = []
-    for ef in (32, 64, 128, 256, 512):
-        index.params = IndexParams(**{**params.__dict__, "ef_search": ef})
+    efforts = (16, 32, 64, 128, 256) if params.kind == "ivf" else (32, 64, 128, 256, 512)
+    for effort in efforts:
+        index.params = params.with_effort(effort)
         t0 = time.process_time()
         ids, _, short = index_top_k(index, queries[pick], 10, excluded_cells(seen[pick]))
         t = time.process_time() - t0
         sweep.append(
             {
-                "ef_search": ef,
+                params.effort_name: effort,
                 "cpu_ms_per_user": round(1000 * t / sample, 4),
                 "recall@10": round(recall(ids, exact), 4),
                 "exact_fallback_rows": int(short.sum()),
             }
         )
         print(sweep[-1], flush=True)
+    # what `seqrec index` would choose: calibration on 1,000 other users (target 0.995)
+    others = np.setdiff1d(np.arange(users), pick)[:1000]
+    index.params = params
+    t0 = time.process_time()
+    cal = calibrate(index, items, queries[others], excluded_cells(seen[others]), 10, 0.995)
+    cal["cpu_s"] = round(time.process_time() - t0, 1)
+    print("calibration", cal, flush=True)
     index.params = params
     t0 = time.process_time()
     all_ids = np.zeros((users, 10), dtype=np.int64)
@@ -340,16 +365,18 @@ def part_scale(
         "exact_cpu_ms_per_user": round(1000 * t_exact / sample, 4),
         "exact_cpu_s_all_users_extrapolated": round(t_exact / sample * users, 1),
         "index_params": params.__dict__,
+        "index": params.describe(),
         "build_cpu_s": round(build_cpu, 1),
         "build_wall_s": round(build_wall, 1),
         "build_threads": build_threads,
         "index_reused": reuse,
         "index_mb": round(size / 2**20, 1),
         "sweep": sweep,
+        "calibration_0.995": cal,
         "index_cpu_s_all_users": round(t_all, 2),
         "index_cpu_ms_per_user": round(1000 * t_all / users, 4),
         "recall@10_sample_default": next(
-            r["recall@10"] for r in sweep if r["ef_search"] == params.ef_search
+            r["recall@10"] for r in sweep if r[params.effort_name] == params.effort
         ),
         "recall@10_sample_all_users_run": round(recall(all_ids[pick], exact), 4),
         "cpu_ratio_exact_over_index": round((t_exact / sample) / (t_all / users), 1),
@@ -419,12 +446,14 @@ def part_serve(workdir: Path, n_requests: int) -> dict:
     return out
 
 
-def part_real(runs: list[str]) -> dict:
+def part_real(runs: list[str], kinds: list[str], target: float) -> dict:
     from seqrec.cli.commands import _training_identity
+    from seqrec.cli.index import _samples
     from seqrec.config import experiment_from_tree
     from seqrec.evaluation.index import index_accuracy
+    from seqrec.evaluation.ranking import seen_positions
     from seqrec.experiment import prepare_data
-    from seqrec.models.ann import IndexParams, ItemIndex
+    from seqrec.models.ann import IndexParams, ItemIndex, calibrate
     from seqrec.models.base import Recommender
     from seqrec.serving.artifact import artifact_dir
 
@@ -437,31 +466,113 @@ def part_real(runs: list[str]) -> dict:
             {"data": dict(ident["data"]), "split": dict(ident["split"]), "seed": ident["seed"]}
         )
         data = prepare_data(exp)
-        t0 = time.process_time()
-        model.index = ItemIndex.build(model.item_vectors(), IndexParams(), threads=1)
-        build = time.process_time() - t0
-        res = index_accuracy(model, data.split.test, 10, "history")
-        settings = model.settings
-        rel = (res["index"]["NDCG@10"] - res["exact"]["NDCG@10"]) / res["exact"]["NDCG@10"]
-        out.append(
-            {
-                "run": Path(run).name,
-                "model": model.name,
-                "dataset": ident["data"]["name"],
-                "items": model.n_items,
-                "epochs": getattr(settings, "epochs", None),
-                "build_cpu_s": round(build, 2),
-                **{k: v for k, v in res.items() if k not in ("exact", "index")},
-                "exact": res["exact"],
-                "index": res["index"],
-                "ndcg10_relative_change": rel,
-            }
-        )
-        print(out[-1], flush=True)
-    return {"index_params": IndexParams().__dict__, "seen_filter": "history", "rows": out}
+        vectors = model.item_vectors()
+        for kind in kinds:
+            t0 = time.process_time()
+            model.index = ItemIndex.build(vectors, IndexParams(kind=kind), threads=1)
+            build = time.process_time() - t0
+            cal = None
+            seqs, _ = _samples(model, 1000, 0)
+            if target and seqs is not None:  # as `seqrec index` does: 1,000 stored histories
+                t0 = time.process_time()
+                cal = calibrate(
+                    model.index,
+                    vectors,
+                    model.query_vectors(seqs),
+                    seen_positions(seqs, "history"),
+                    10,
+                    target,
+                )
+                cal["cpu_s"] = round(time.process_time() - t0, 2)
+            res = index_accuracy(model, data.split.test, 10, "history")
+            settings = model.settings
+            rel = (res["index"]["NDCG@10"] - res["exact"]["NDCG@10"]) / res["exact"]["NDCG@10"]
+            out.append(
+                {
+                    "run": Path(run).name,
+                    "model": model.name,
+                    "dataset": ident["data"]["name"],
+                    "items": model.n_items,
+                    "epochs": getattr(settings, "epochs", None),
+                    "index": model.index.params.describe(),
+                    "kind": model.index.params.kind,
+                    "calibration": cal,
+                    "build_cpu_s": round(build, 2),
+                    **{k: v for k, v in res.items() if k not in ("exact", "index")},
+                    "exact": res["exact"],
+                    "index_metrics": res["index"],
+                    "ndcg10_relative_change": rel,
+                }
+            )
+            print(out[-1], flush=True)
+    return {"recall_target": target, "seen_filter": "history", "rows": out}
 
 
 # --- report ------------------------------------------------------------------------------------
+def render_scale(sc: dict, key: str) -> list[str]:
+    p = sc["index_params"]
+    kind = p.get("kind", "hnsw")  # records before "kind" are graphs
+    effort = "nprobe" if kind == "ivf" else "ef_search"
+    described = sc.get("index") or (
+        f"HNSW ({p.get('space', 'ip')}) M={p['m']}, ef_construction={p['ef_construction']}, "
+        f"ef_search={p['ef_search']}"
+    )
+    title = "the default index" if key == "scale" else f"kind {key.split('_', 1)[1]}"
+    lines = [
+        "",
+        f"## Scale, {title}: {sc['items']:,} items, {sc['users']:,} users (generated)",
+        "",
+        f"Command: `{sc['command']}`; {sc['hardware']['platform']}, load "
+        f"{sc['hardware']['load_average']}.",
+        "",
+        f"Exact top-10 (seqrec's chunked exact path, {sc['seen_per_user']} seen items per "
+        f"user set to -inf) on a sample of {sc['exact_sample_users']:,} users: "
+        f"**{sc['exact_cpu_ms_per_user']} CPU ms per user** "
+        f"({sc['exact_cpu_s_all_users_extrapolated']} CPU s for all users, extrapolated "
+        "linearly).",
+        "",
+        f"Index (faiss {described}, {sc['dim']} dimensions with the bias): built in "
+        f"**{sc['build_cpu_s']} CPU s** on {sc['build_threads']} thread(s) "
+        f"({sc['build_wall_s']} s wall), **{sc['index_mb']} MiB**"
+        + (
+            " (the index an earlier run of this part built and left in its workdir; the "
+            "build figures are that run's)"
+            if sc.get("index_reused")
+            else ""
+        )
+        + f". All {sc['users']:,} users at the default "
+        f"{effort}={p[effort]} through `index_top_k` (over-fetch, exact re-ranking of the "
+        f"candidates where the code had it, seen filter): "
+        f"**{sc['index_cpu_s_all_users']} CPU s, {sc['index_cpu_ms_per_user']} ms per "
+        f"user**, **{sc['cpu_ratio_exact_over_index']}x less CPU than exact**; recall@10 "
+        f"against exact on the sample **{sc['recall@10_sample_all_users_run']}**. Peak RSS "
+        f"{sc['peak_rss_mb']:.0f} MB (baseline {sc['baseline_rss_mb']:.0f} MB).",
+    ]
+    cal = sc.get("calibration_0.995")
+    if cal:
+        lines += [
+            "",
+            f"Calibration as `seqrec index` does it (recall@10 >= {cal['target']} on "
+            f"{cal['queries']:,} other users, {cal['cpu_s']} CPU s): {cal['parameter']}="
+            f"{cal['value']}, recall {cal['recall']:.4f}"
+            + ("" if cal["reached"] else " (target not reached)")
+            + ".",
+        ]
+    lines += [
+        "",
+        f"{effort} sweep on the sample (same index):",
+        "",
+        f"| {effort} | CPU ms / user | x less CPU than exact | recall@10 |",
+        "|---:|---:|---:|---:|",
+    ]
+    for row in sc["sweep"]:
+        ratio = sc["exact_cpu_ms_per_user"] / max(row["cpu_ms_per_user"], 1e-9)
+        lines.append(
+            f"| {row[effort]} | {row['cpu_ms_per_user']} | {ratio:.1f} | {row['recall@10']} |"
+        )
+    return lines
+
+
 def render(r: dict) -> str:
     lines = [
         "# Approximate top-k retrieval: the item index against exact ranking",
@@ -497,51 +608,8 @@ def render(r: dict) -> str:
                 f"{row['build_cpu_s']} | {row['size_mb']} | {row['query_cpu_ms']} | "
                 f"{row['recall@10']} |"
             )
-    sc = r.get("scale")
-    if sc:
-        p = sc["index_params"]
-        lines += [
-            "",
-            f"## Scale: {sc['items']:,} items, {sc['users']:,} users (generated)",
-            "",
-            f"Command: `{sc['command']}`; {sc['hardware']['platform']}, load "
-            f"{sc['hardware']['load_average']}.",
-            "",
-            f"Exact top-10 (seqrec's chunked exact path, {sc['seen_per_user']} seen items per "
-            f"user set to -inf) on a sample of {sc['exact_sample_users']:,} users: "
-            f"**{sc['exact_cpu_ms_per_user']} CPU ms per user** "
-            f"({sc['exact_cpu_s_all_users_extrapolated']} CPU s for all users, extrapolated "
-            "linearly).",
-            "",
-            f"Index (faiss HNSW, space {p.get('space', 'ip')}, M={p['m']}, "
-            f"ef_construction={p['ef_construction']}, "
-            f"{sc['dim']} dimensions with the bias): built in **{sc['build_cpu_s']} CPU s** "
-            f"on {sc['build_threads']} thread(s) ({sc['build_wall_s']} s wall), "
-            f"**{sc['index_mb']} MiB**"
-            + (
-                " (the index an earlier run of this part built and left in its workdir; the "
-                "build figures are that run's)"
-                if sc.get("index_reused")
-                else ""
-            )
-            + f". All {sc['users']:,} users at the default "
-            f"ef_search={p['ef_search']} through `index_top_k` (over-fetch + seen filter): "
-            f"**{sc['index_cpu_s_all_users']} CPU s, {sc['index_cpu_ms_per_user']} ms per "
-            f"user**, {sc['cpu_ratio_exact_over_index']}x less CPU than exact; recall@10 "
-            f"against exact on the sample **{sc['recall@10_sample_all_users_run']}**. Peak RSS "
-            f"{sc['peak_rss_mb']:.0f} MB (baseline {sc['baseline_rss_mb']:.0f} MB).",
-            "",
-            "ef_search sweep on the sample (same index):",
-            "",
-            "| ef_search | CPU ms / user | x less CPU than exact | recall@10 |",
-            "|---:|---:|---:|---:|",
-        ]
-        for row in sc["sweep"]:
-            ratio = sc["exact_cpu_ms_per_user"] / max(row["cpu_ms_per_user"], 1e-9)
-            lines.append(
-                f"| {row['ef_search']} | {row['cpu_ms_per_user']} | {ratio:.1f} | "
-                f"{row['recall@10']} |"
-            )
+    for key in sorted(k for k in r if k.startswith("scale")):
+        lines += render_scale(r[key], key)
     sv = r.get("serve")
     if sv:
         lines += [
@@ -568,27 +636,39 @@ def render(r: dict) -> str:
             )
     real = r.get("real")
     if real:
-        p = real["index_params"]
+        target = real.get("recall_target")
         lines += [
             "",
             "## Trained models: test NDCG@10 with the index against exact",
             "",
-            f"Command: `{real['command']}`; {real['hardware']['platform']}. Index with the "
-            f"defaults (space {p.get('space', 'ip')}, M={p['m']}, ef_search={p['ef_search']}); "
-            "leave-last-out test targets, "
-            "history filter; both columns from top-10 lists of the same model."
+            f"Command: `{real['command']}`; {real['hardware']['platform']}. Each index built "
+            "with the defaults of its kind, "
+            + (
+                f"then its search effort calibrated as `seqrec index` does (recall@10 >= "
+                f"{target} against exact on 1,000 stored user histories, history filter; the "
+                "value chosen is in the index column). "
+                if target
+                else "uncalibrated. "
+            )
+            + "Leave-last-out test targets, history filter; both NDCG columns from top-10 "
+            "lists of the same model."
             + (f" The runs: {real['trained']}" if real.get("trained") else ""),
             "",
-            "| run | model | data | items | epochs | recall@10 | NDCG@10 exact | NDCG@10 index "
-            "| change | HR@10 exact | HR@10 index |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| run | items | epochs | index | calibration recall | test recall@10 "
+            "| NDCG@10 exact | NDCG@10 index | change | HR@10 exact | HR@10 index |",
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for row in real["rows"]:
+            cal = row.get("calibration")
+            cal_txt = (
+                "-" if not cal else f"{cal['recall']:.4f}" + ("" if cal["reached"] else " (short)")
+            )
+            x, y = row["exact"], row["index_metrics"]
             lines.append(
-                f"| {row['run']} | {row['model']} | {row['dataset']} | {row['items']:,} | "
-                f"{row['epochs']} | {row['recall@10']:.4f} | {row['exact']['NDCG@10']:.4f} | "
-                f"{row['index']['NDCG@10']:.4f} | {100 * row['ndcg10_relative_change']:+.2f}% | "
-                f"{row['exact']['HR@10']:.4f} | {row['index']['HR@10']:.4f} |"
+                f"| {row['run']} | {row['items']:,} | {row['epochs']} | {row['index']} | "
+                f"{cal_txt} | {row['recall@10']:.4f} | {x['NDCG@10']:.4f} | {y['NDCG@10']:.4f} | "
+                f"{100 * row['ndcg10_relative_change']:+.2f}% | {x['HR@10']:.4f} | "
+                f"{y['HR@10']:.4f} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -604,14 +684,14 @@ def main() -> None:
         result = part_libraries(args.tiny)
     elif args.part == "scale":
         result = part_scale(
-            args.tiny, args.sample, args.workdir, args.build_threads, args.reuse_index
+            args.tiny, args.sample, args.workdir, args.build_threads, args.kind, args.reuse_index
         )
     elif args.part == "serve":
         result = part_serve(args.workdir, args.requests)
     else:
         if not args.runs:
             raise SystemExit("--part real needs trained run directories")
-        result = part_real(args.runs)
+        result = part_real(args.runs, args.kinds.split(","), args.recall_target)
     result["command"] = "benchmarks/bench_ann.py " + " ".join(
         a if not a.startswith("/") else Path(a).name for a in sys.argv[1:]
     )
@@ -622,13 +702,20 @@ def main() -> None:
         return
     path = OUT / "ann.json"
     record = json.loads(path.read_text()) if path.exists() else {}
-    if args.part == "real" and "real" in record:  # one row per run: newer rows replace older
-        names = {row["run"] for row in result["rows"]}
-        kept = [row for row in record["real"]["rows"] if row["run"] not in names]
+    if args.part == "real" and "real" in record:  # one row per run and kind: newer replace older
+        names = {(row["run"], row.get("kind")) for row in result["rows"]}
+        kept = [
+            row
+            for row in record["real"]["rows"]
+            if (row["run"], row.get("kind")) not in names and "index_metrics" in row
+        ]
         result["rows"] = kept + result["rows"]
         if kept:
             result["command"] = record["real"]["command"] + "; " + result["command"]
-    record[args.part] = result
+        if "trained" in record["real"]:
+            result["trained"] = record["real"]["trained"]
+    key = args.part if args.part != "scale" or args.kind == "auto" else f"scale_{args.kind}"
+    record[key] = result
     path.write_text(json.dumps(record, indent=2) + "\n")
     (OUT / "ann.md").write_text(render(record))
 

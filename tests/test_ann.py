@@ -309,6 +309,10 @@ def test_auto_kind_follows_the_catalogue_size():
     assert ann.IndexParams().resolved(ann.IVF_FROM_ITEMS - 1).kind == "hnsw"
     big = ann.IndexParams().resolved(ann.IVF_FROM_ITEMS)
     assert big.kind == "ivf" and big.nlist == ann.auto_nlist(ann.IVF_FROM_ITEMS)
+    assert (
+        big.nprobe == big.nlist // 32
+        and ann.IndexParams(nprobe=9999).resolved(10**6).nprobe == 4096
+    )
     assert ann.auto_nlist(1_000_000) == 4096 and ann.auto_nlist(10) == 1
     with pytest.raises(ConfigError, match="kind"):
         ann.IndexParams(kind="pq")

@@ -49,8 +49,8 @@ def add_index_args(p: argparse.ArgumentParser) -> None:
         "--nprobe",
         type=int,
         default=d.nprobe,
-        help=f"IVF cells scanned per query: higher is closer to exact and slower (default "
-        f"{d.nprobe})",
+        help="IVF cells scanned per query: higher is closer to exact and slower (default 0: "
+        "nlist / 32)",
     )
     p.add_argument(
         "--recall-target",

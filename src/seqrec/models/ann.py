@@ -81,8 +81,9 @@ class IndexParams:
     """Graph: candidate list while searching (at least the number of items fetched)."""
     nlist: int = 0
     """Inverted file: k-means cells (0: :func:`auto_nlist` of the catalogue's size)."""
-    nprobe: int = 128
-    """Inverted file: cells scanned per query (at most ``nlist``; ``nlist`` is exact)."""
+    nprobe: int = 0
+    """Inverted file: cells scanned per query (0: ``nlist / 32``; at most ``nlist``, which
+    scans every item)."""
     space: str = "l2"
     """``"l2"``: Euclidean search over the inner product reduced by one coordinate; ``"ip"``:
     the inner product itself."""
@@ -93,12 +94,14 @@ class IndexParams:
     """The largest over-fetch per row; a row that needs more is ranked exactly."""
 
     def __post_init__(self) -> None:
-        for name in ("m", "ef_construction", "ef_search", "nprobe", "max_fetch"):
+        for name in ("m", "ef_construction", "ef_search", "max_fetch"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ConfigError(f"index {name} must be an integer >= 1, got {value!r}")
-        if type(self.nlist) is not int or self.nlist < 0:
-            raise ConfigError(f"index nlist must be an integer >= 0, got {self.nlist!r}")
+        for name in ("nlist", "nprobe"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise ConfigError(f"index {name} must be an integer >= 0, got {value!r}")
         if self.kind not in KINDS:
             raise ConfigError(f"index kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.space not in ("l2", "ip"):
@@ -107,15 +110,16 @@ class IndexParams:
             raise ConfigError(f"index small_allow must be in [0, 1], got {self.small_allow!r}")
 
     def resolved(self, n_items: int) -> IndexParams:
-        """These parameters for a catalogue of ``n_items``: ``kind`` and ``nlist`` made
-        concrete, ``nprobe`` capped at ``nlist``."""
+        """These parameters for a catalogue of ``n_items``: ``kind``, ``nlist`` and ``nprobe``
+        made concrete, ``nprobe`` at most ``nlist``."""
         kind = self.kind
         if kind == "auto":
             kind = "ivf" if n_items >= IVF_FROM_ITEMS else "hnsw"
         if kind == "hnsw":
             return replace(self, kind=kind)
         nlist = self.nlist or auto_nlist(n_items)
-        return replace(self, kind=kind, nlist=nlist, nprobe=min(self.nprobe, nlist))
+        nprobe = self.nprobe or max(1, nlist // 32)
+        return replace(self, kind=kind, nlist=nlist, nprobe=min(nprobe, nlist))
 
     @property
     def effort_name(self) -> str:
@@ -294,7 +298,7 @@ def index_meta(arrays: dict[str, np.ndarray], where: str) -> dict[str, Any]:
         meta = json.loads(str(arrays["meta"]))
         # files before "space" are "ip" graphs, files before "kind" graphs
         params = IndexParams(**{"space": "ip", "kind": "hnsw", **meta["params"]})
-        if params.kind == "auto" or (params.kind == "ivf" and params.nlist < 1):
+        if params.kind == "auto" or (params.kind == "ivf" and min(params.nlist, params.nprobe) < 1):
             raise ValueError(f"kind {params.kind!r} with nlist {params.nlist}")
         if meta.get("calibration") is not None and not isinstance(meta["calibration"], dict):
             raise ValueError("calibration is not a mapping")
