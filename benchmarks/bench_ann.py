@@ -496,6 +496,7 @@ def part_real(runs: list[str], kinds: list[str], target: float) -> dict:
                     "epochs": getattr(settings, "epochs", None),
                     "index": model.index.params.describe(),
                     "kind": model.index.params.kind,
+                    "recall_target": target,
                     "calibration": cal,
                     "build_cpu_s": round(build, 2),
                     **{k: v for k, v in res.items() if k not in ("exact", "index")},
@@ -636,27 +637,21 @@ def render(r: dict) -> str:
             )
     real = r.get("real")
     if real:
-        target = real.get("recall_target")
         lines += [
             "",
             "## Trained models: test NDCG@10 with the index against exact",
             "",
             f"Command: `{real['command']}`; {real['hardware']['platform']}. Each index built "
-            "with the defaults of its kind, "
-            + (
-                f"then its search effort calibrated as `seqrec index` does (recall@10 >= "
-                f"{target} against exact on 1,000 stored user histories, history filter; the "
-                "value chosen is in the index column). "
-                if target
-                else "uncalibrated. "
-            )
+            "with the defaults of its kind, then its search effort calibrated as `seqrec "
+            "index` does (raised until recall@10 against exact on 1,000 stored user histories, "
+            "history filter, reaches the target; the value chosen is in the index column). "
             + "Leave-last-out test targets, history filter; both NDCG columns from top-10 "
             "lists of the same model."
             + (f" The runs: {real['trained']}" if real.get("trained") else ""),
             "",
-            "| run | items | epochs | index | calibration recall | test recall@10 "
+            "| run | items | epochs | index | target | calibration recall | test recall@10 "
             "| NDCG@10 exact | NDCG@10 index | change | HR@10 exact | HR@10 index |",
-            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for row in real["rows"]:
             cal = row.get("calibration")
@@ -666,7 +661,7 @@ def render(r: dict) -> str:
             x, y = row["exact"], row["index_metrics"]
             lines.append(
                 f"| {row['run']} | {row['items']:,} | {row['epochs']} | {row['index']} | "
-                f"{cal_txt} | {row['recall@10']:.4f} | {x['NDCG@10']:.4f} | {y['NDCG@10']:.4f} | "
+                f"{row.get('recall_target', 0.995) if cal else '-'} | {cal_txt} | {row['recall@10']:.4f} | {x['NDCG@10']:.4f} | {y['NDCG@10']:.4f} | "
                 f"{100 * row['ndcg10_relative_change']:+.2f}% | {x['HR@10']:.4f} | "
                 f"{y['HR@10']:.4f} |"
             )
@@ -703,11 +698,15 @@ def main() -> None:
     path = OUT / "ann.json"
     record = json.loads(path.read_text()) if path.exists() else {}
     if args.part == "real" and "real" in record:  # one row per run and kind: newer replace older
-        names = {(row["run"], row.get("kind")) for row in result["rows"]}
+
+        def key(row: dict) -> tuple:
+            return row["run"], row.get("kind"), row.get("recall_target", 0.995)
+
+        names = {key(row) for row in result["rows"]}
         kept = [
             row
             for row in record["real"]["rows"]
-            if (row["run"], row.get("kind")) not in names and "index_metrics" in row
+            if key(row) not in names and "index_metrics" in row
         ]
         result["rows"] = kept + result["rows"]
         if kept:
