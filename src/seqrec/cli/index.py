@@ -136,7 +136,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     print(
         f"indexed {index.n_items:,} items of {model.name} ({index.dim} dimensions) in "
         f"{index.build_seconds:.1f} s: {index.params.describe()}; "
-        f"{(path / 'index.npz').stat().st_size / 2**20:.1f} MiB in {path / 'index.npz'}"
+        + (
+            f"{len(index.always)} item(s) the graph cannot reach, scored exactly in every search; "
+            if len(index.always)
+            else ""
+        )
+        + f"{(path / 'index.npz').stat().st_size / 2**20:.1f} MiB in {path / 'index.npz'}"
     )
     if check_on is not None:
         _check(model, check_on)

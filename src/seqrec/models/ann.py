@@ -177,6 +177,8 @@ class ItemIndex:
         self.max_sq_norm = float(max_sq_norm)  # M^2 of the "l2" reduction
         self.build_seconds: float | None = None
         self.calibration = calibration  # what calibrate() chose and measured, if it ran
+        # internal ids the graph cannot reach (see _unreachable): every search scores them
+        self.always = np.zeros(0, dtype=np.int64)
 
     @classmethod
     def build(
@@ -210,6 +212,9 @@ class ItemIndex:
             else:
                 index = _build_ivf(faiss, vectors, params.nlist, metric)
         out = cls(index, len(vectors), dim, params, max_sq)
+        if params.kind == "hnsw":
+            with _faiss_threads(faiss, threads):
+                out.always = _unreachable(faiss, index, vectors, params)
         out.build_seconds = time.perf_counter() - t0
         return out
 
@@ -231,6 +236,13 @@ class ItemIndex:
         _, ids = self.index.search(q, fetch, params=params)
         found = ids >= 0
         items = np.where(found, ids + 1, 0)
+        if len(self.always):  # items the graph cannot reach: candidates of every query
+            found &= ~np.isin(items, self.always)
+            items = np.where(found, items, 0)
+            extra = np.broadcast_to(self.always, (len(items), len(self.always)))
+            items = np.hstack([items, extra])
+            found = np.hstack([found, np.ones(extra.shape, dtype=bool)])
+            fetch = items.shape[1]
         scores = np.full(items.shape, -np.inf, dtype=np.float32)
         step = max(1, (1 << 20) // max(fetch, 1))  # rows re-ranked at a time: ~1M vectors
         for s in range(0, len(items), step):
@@ -265,7 +277,31 @@ class ItemIndex:
             "calibration": self.calibration,
             "state_sha256": state_sha256,
         }
-        return {"index": self.serialized(), "meta": np.array(json.dumps(meta))}
+        return {
+            "index": self.serialized(),
+            "always": np.asarray(self.always, dtype=np.int64),
+            "meta": np.array(json.dumps(meta)),
+        }
+
+
+def _unreachable(faiss: Any, index: Any, vectors: np.ndarray, params: IndexParams) -> np.ndarray:
+    """Internal ids of the items a graph search for their own vector does not find first.
+
+    An HNSW graph can leave a few nodes that no search reaches (no other node links to them
+    in the layers a search walks); such an item is never a candidate, however high its score,
+    and when it is some users' clear first choice the loss in accuracy is far larger than its
+    share of the catalogue. Searching every item's own indexed vector (its nearest neighbour
+    under ``space = "l2"``; under ``"ip"`` one of its own best 10) finds them; they are then
+    scored exactly in every search. Costs one search per item at the index's ``ef_search``."""
+    step = 65_536
+    k = 1 if params.space == "l2" else 10
+    search = faiss.SearchParametersHNSW(efSearch=max(params.ef_search, k))
+    missed = []
+    for s in range(0, len(vectors), step):
+        _, ids = index.search(vectors[s : s + step], k, params=search)
+        own = np.arange(s, s + len(ids))[:, None]
+        missed.append(np.flatnonzero(~(ids == own).any(1)) + s)
+    return np.concatenate(missed).astype(np.int64) + 1
 
 
 def _build_ivf(faiss: Any, vectors: np.ndarray, nlist: int, metric: int) -> Any:
@@ -332,7 +368,7 @@ def load_index(arrays: dict[str, np.ndarray], meta: dict[str, Any], where: str) 
     want = faiss.IndexIVF if meta["params"].kind == "ivf" else faiss.IndexHNSW
     if not isinstance(faiss.downcast_index(index), want):
         raise DataError(f"{where}: the index is not the {meta['params'].kind} its metadata says")
-    return ItemIndex(
+    out = ItemIndex(
         index,
         meta["n_items"],
         meta["dim"],
@@ -340,6 +376,11 @@ def load_index(arrays: dict[str, np.ndarray], meta: dict[str, Any], where: str) 
         float(meta.get("max_sq_norm", 0.0)),
         meta.get("calibration"),
     )
+    always = np.asarray(arrays.get("always", np.zeros(0)), dtype=np.int64)  # older: absent
+    if always.ndim != 1 or (len(always) and (always.min() < 1 or always.max() > out.n_items)):
+        raise DataError(f"{where}: its list of unreachable items is not item ids 1..n_items")
+    out.always = always
+    return out
 
 
 class _faiss_threads:
