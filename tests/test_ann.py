@@ -340,3 +340,43 @@ def test_cli_index_calibrates_an_inverted_file(model, data, tmp_path, capsys):
     index = Recommender.load(path).index
     assert index.params.kind == "ivf" and index.calibration["reached"]
     assert index.params.nprobe == index.calibration["value"]
+
+
+def test_items_the_graph_cannot_reach_are_scored_in_every_search():
+    table, queries, excluded = _clustered(n_items=2000, n_queries=200)
+    index = ann.ItemIndex.build(
+        table, ann.IndexParams(kind="hnsw", m=4, ef_construction=8, ef_search=10), threads=1
+    )
+    exact = ann.exact_top_k(table, queries, 1, excluded)[:, 0]
+    ids, _, _ = ann.index_top_k(index, queries, 10, excluded)
+    missed = np.flatnonzero(ids[:, 0] != exact)
+    assert len(missed)  # a weak graph misses some first choices
+    index.always = np.unique(np.concatenate([index.always, exact[missed]]))
+    ids, scores, _ = ann.index_top_k(index, queries, 10, excluded)
+    np.testing.assert_array_equal(ids[:, 0], exact)  # now always candidates
+    assert all(len(set(r[r > 0])) == (r > 0).sum() for r in ids)  # never twice
+    arrays = index.to_arrays("x")
+    back = ann.load_index(arrays, ann.index_meta(arrays, "t"), "t")
+    np.testing.assert_array_equal(back.always, index.always)
+    arrays["always"] = np.array([0, 5])
+    with pytest.raises(DataError, match="unreachable"):
+        ann.load_index(arrays, ann.index_meta(arrays, "t"), "t")
+
+
+def test_unreachable_finds_the_items_a_self_search_misses():
+    class Graph:  # a stand-in whose search finds every item but 3 and 7 first
+        def search(self, x, k, params=None):
+            ids = np.arange(len(x))[:, None] + self.start
+            self.start += len(x)
+            ids[np.isin(ids[:, 0], [3, 7])] = 0
+            return None, np.repeat(ids, k, 1)
+
+    graph = Graph()
+    graph.start = 0
+    vectors = np.zeros((10, 4), dtype=np.float32)
+    got = ann._unreachable(faiss_lib(), graph, vectors, ann.IndexParams(kind="hnsw"))
+    np.testing.assert_array_equal(got, [4, 8])  # internal ids are faiss ids + 1
+
+
+def faiss_lib():
+    return ann.require_faiss()
