@@ -1,9 +1,10 @@
 """Approximate top-k retrieval (the item index of `seqrec index`) against exact ranking.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part libraries   # ~5 min
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part scale       # ~30 min
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part scale       # ~10 min
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part serve       # after scale
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part real RUN... # trained runs
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ann.py --part scale --kind hnsw  # the graph
     .venv/bin/python benchmarks/bench_ann.py --part scale --tiny --no-write       # smoke run
 
 Parts (each updates its own section of docs/results/ann.{json,md}):
@@ -16,9 +17,12 @@ Parts (each updates its own section of docs/results/ann.{json,md}):
   catalogue; the table is generated, not trained, see below). Exact top-10 (seqrec's exact
   path: chunked ``torch.mm`` into one reused buffer + ``torch.topk``, the seen items set to
   ``-inf``) on a sample of users; the index built with seqrec's defaults
-  (:class:`seqrec.models.ann.IndexParams`) on one thread; an ``ef_search`` sweep on the same
-  sample; then the index top-10 of all users through :func:`seqrec.models.ann.index_top_k`
-  (the over-fetch and seen-item filter of ``recommend``). CPU seconds per user; peak RSS.
+  (:class:`seqrec.models.ann.IndexParams`; ``--kind`` another kind, recorded apart) on
+  ``--build-threads``; a sweep of its search effort (``nprobe`` or ``ef_search``) on the same
+  sample; the calibration ``seqrec index`` would do (recall@10 >= 0.995 on 1,000 other
+  users); then the index top-10 of all users at the default effort through
+  :func:`seqrec.models.ann.index_top_k` (the over-fetch, exact re-ranking and seen-item filter
+  of ``recommend``). CPU seconds per user; peak RSS.
 * **serve**: ``seqrec serve``'s load test (:mod:`seqrec.serving.loadtest`) on a 1M-item
   SASRec artifact carrying the generated table and the index of ``--part scale`` (which leaves
   them in ``--workdir``): p50 / p99 of single-user ``/recommend`` with the index and exact.
@@ -402,8 +406,8 @@ def part_serve(workdir: Path, n_requests: int) -> dict:
     faiss = require_faiss()
     # the index --part scale left: its parameters are the ones ann.json records for it
     saved = json.loads((OUT / "ann.json").read_text())["scale"]["index_params"]
-    params = IndexParams(**{"space": "ip", **saved})  # records before "space" are "ip"
-    raw = faiss.deserialize_index(np.load(workdir / "index.npy"))
+    params = IndexParams(**{"space": "ip", "kind": "hnsw", **saved})  # records before them
+    raw = faiss.deserialize_index(np.load(workdir / f"index_{params.kind}.npy"))
     index = ItemIndex(raw, n, D + 1, params, _max_sq_norm(workdir))
     cfg = settings(SASRecConfig, dim=D + 1, n_blocks=2, n_heads=1, max_len=50, num_threads=1)
     model = SASRec(cfg)

@@ -16,6 +16,8 @@ items are the ones of largest inner product), which navigates trained tables far
 graph built on the inner product itself (``space = "ip"``); the scores returned are the inner
 products, computed again from the stored vectors for every candidate (an exact re-ranking of
 what the index returns, so the order of the answer never depends on the index's arithmetic).
+A graph's build also searches every item's own vector: the few items no search reaches are
+kept apart and scored exactly in every search (``ItemIndex.always``).
 
 The search effort (``ef_search`` of a graph, ``nprobe`` of an inverted file) can be chosen at
 build time by :func:`calibrate`: on a sample of real queries it compares the index's top-k with
