@@ -657,7 +657,12 @@ def render(r: dict) -> str:
             "| NDCG@10 exact | NDCG@10 index | change | HR@10 exact | HR@10 index |",
             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for row in real["rows"]:
+        order = [r["run"] for r in real["rows"]]  # first appearance of each run
+        rows = sorted(
+            real["rows"],
+            key=lambda r: (order.index(r["run"]), r["kind"], r.get("recall_target") or 0),
+        )
+        for row in rows:
             cal = row.get("calibration")
             cal_txt = (
                 "-" if not cal else f"{cal['recall']:.4f}" + ("" if cal["reached"] else " (short)")

@@ -192,7 +192,7 @@ def test_fit_partial_rebuilds_the_item_index_over_the_new_weights(name, tmp_path
     ann = pytest.importorskip("seqrec.models.ann")
     pytest.importorskip("faiss")
     model = _fitted(name)
-    params = ann.IndexParams(ef_search=64)
+    params = ann.IndexParams(kind="hnsw", ef_search=64)
     model.index = ann.ItemIndex.build(model.item_vectors(), params)
     data = _update_data(model.vocab, NEW_USERS)
     options = {} if name == "puresvd" else {"epochs": 2, "lr": 1e-2, "progress": False}
