@@ -54,7 +54,7 @@ INSTALL_HINT = "pip install 'seqrec[ann]' (faiss-cpu)"
 
 
 #: ``kind = "auto"`` builds an inverted file from this many items up, a graph below
-IVF_FROM_ITEMS = 200_000
+IVF_FROM_ITEMS = 100_000
 KINDS = ("auto", "hnsw", "ivf")
 
 
