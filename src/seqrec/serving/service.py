@@ -147,6 +147,7 @@ def create_app(
         )
     app.state.example_query = _example_query(model)
     app.state.events = None if live is None else live.store.url
+    app.state.live = live
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
