@@ -22,11 +22,13 @@ resolution, the thread-pool hop of a sync endpoint) cost about as much as absorb
 and ranking the catalogue (docs/decisions/live-request-path.md). An event is stored through the
 :class:`seqrec.live.writer.Writer` thread (the loop never waits on ``fsync``; a 2xx only after
 the commit); a recommendation runs on the event loop's thread (one core and the GIL: a
-thread-pool hop buys nothing).
+thread-pool hop buys nothing), except over a network store (Redis), whose round trips would
+hold up the loop: there it runs in the loop's default thread pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any, Callable
@@ -55,7 +57,12 @@ class FastPath:
         body: Callable[[Any], dict[str, Any]],
         counts: dict[str, int] | None = None,
     ) -> None:
+        from seqrec.live.store import SQLiteStore
+
         self.app, self.live, self.writer, self.body = app, live, writer, body
+        # the embedded store answers a user's count in microseconds: the model work runs on the
+        # loop's thread; a store over the network (Redis) is read from a worker thread
+        self.inline = isinstance(live.store, SQLiteStore)
         # requests answered here / handed to the endpoint
         self.counts = counts if counts is not None else {"answered": 0, "passed": 0}
 
@@ -79,7 +86,7 @@ class FastPath:
         if path == "/events":
             answer = await self._event(raw)
         else:
-            answer = self._recommend(raw)
+            answer = await self._recommend(raw)
         if answer is not None:
             self.counts["answered"] += 1
             await _send_json(send, *answer)
@@ -118,7 +125,7 @@ class FastPath:
         except SeqRecError as exc:  # as the endpoint's HTTPException(422)
             return 422, _dumps({"detail": str(exc)})
 
-    def _recommend(self, raw: bytes) -> tuple[int, bytes] | None:
+    async def _recommend(self, raw: bytes) -> tuple[int, bytes] | None:
         obj = _object(raw)
         if obj is None or not obj.keys() <= RECOMMEND_FIELDS or type(obj.get("user")) not in _ID:
             return None
@@ -129,7 +136,13 @@ class FastPath:
         if unknown_users not in ("error", "empty"):
             return None
         try:
-            (rec,) = self.live.recommend([obj["user"]], k, exclude_seen, None, None, unknown_users)
+            args = ([obj["user"]], k, exclude_seen, None, None, unknown_users)
+            if self.inline:
+                (rec,) = self.live.recommend(*args)
+            else:  # a store over the network: its round trips must not hold up the loop
+                (rec,) = await asyncio.get_running_loop().run_in_executor(
+                    None, self.live.recommend, *args
+                )
         except SeqRecError as exc:
             return 422, _dumps({"detail": str(exc)})
         try:
