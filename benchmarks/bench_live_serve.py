@@ -16,7 +16,13 @@
    connection, take the next of ``--requests / 2`` seeded pairs and send ``POST /events`` (one
    event of a user drawn uniformly from ``--users`` ids: the artifact's stored users first, new
    users after them; an item drawn by training popularity) then ``POST /recommend`` for that user
-   (k = 10): the pair's latency is the append-then-recommend latency.
+   (k = 10): the pair's latency is the append-then-recommend latency. The clients use a minimal
+   raw-socket HTTP client (``--client httpx``: the httpx library, whose own CPU per request is
+   about the server's and, on a two-core machine, queues into the latencies); the load
+   generator's CPU per request is reported beside the server's.
+   ``--compare-framework-path`` also runs every model with the request path before the fast
+   path (every request through FastAPI, sync endpoints in the thread pool, uvicorn's h11 parser
+   and asyncio loop), in the same sitting.
 4. The server's RSS is sampled after the warm-up pairs, half-way and at the end; the growth over
    the second half must stay under ``--rss-tolerance-mb``.
 5. For context: the same mix from one client (``--one-client-requests``: the latency without
@@ -60,6 +66,18 @@ def parser() -> argparse.ArgumentParser:
         default=2000,
         help="also run this many requests from a single client (no queueing; 0: skip)",
     )
+    ap.add_argument(
+        "--client",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="the load generator's HTTP client (default raw: a minimal keep-alive socket client)",
+    )
+    ap.add_argument(
+        "--compare-framework-path",
+        action="store_true",
+        help="also run each model with every request through FastAPI (h11, asyncio, sync "
+        "endpoints): the request path before the fast path, in the same sitting",
+    )
     ap.add_argument("--max-seconds", type=float, default=600.0)
     ap.add_argument("--p99-ms", type=float, default=25.0, help="target p99 of append+recommend")
     ap.add_argument("--rss-tolerance-mb", type=float, default=16.0)
@@ -85,6 +103,8 @@ from seqrec.serving.loadtest import HOST, live_load_test
 
 # the attention models serve from a key/value cache only with positions counted from the start
 CACHE_POSITIONS = ("sasrec", "hstu", "lsan")
+# the request path before the fast path: FastAPI for every request, uvicorn's pure-Python parser
+FRAMEWORK_PATH = {"SEQREC_FAST_PATH": "0", "UVICORN_LOOP": "asyncio", "UVICORN_HTTP": "h11"}
 
 
 def train_overrides(
@@ -149,18 +169,20 @@ def markdown(rec: dict) -> str:
         f"Server: the real `seqrec serve --events` app (uvicorn, 1 worker) on {HOST}, pinned to "
         f"core {rec['server_cpu']} (taskset), OMP_NUM_THREADS=1, event store "
         f"{rec['store_kind']}, state cache {rec['state_cache']:,} users (LRU). Clients: "
-        f"{rec['clients']} threads with keep-alive connections on the other cores of the same "
-        f"machine; {rec['requests_asked']:,} requests = {rec['requests_asked'] // 2:,} pairs of "
+        f"{rec['clients']} threads with keep-alive connections ({rec['client']} client) on the "
+        f"other cores of the same machine; {rec['requests_asked']:,} requests = {rec['requests_asked'] // 2:,} pairs of "
         f"`POST /events` (one event) then `POST /recommend` for the same user (k = 10), users "
         f"uniform over {rec['users']:,} ids (the artifact's stored users, then new ones), items by "
         f"popularity; {rec['warmup']} warm-up pairs first. Seed {rec['seed']}.",
-        f"Hardware: {hardware_line(rec['hardware'])}; the machine was shared with other work "
-        "while it ran, so latencies are upper bounds.",
+        f"Hardware: {hardware_line(rec['hardware'])}. Load average of the machine (1 min) "
+        f"{rec['load_average'][0]:.1f} at the start, {rec['load_average'][1]:.1f} at the end "
+        f"({rec['hardware'].get('cpu_count', '?')} CPUs){_shared(rec)}",
         "",
-        "| model | incremental | requests | errors | req/s | append+recommend p50 / p99 ms | "
-        "append p99 ms | recommend p99 ms | server CPU ms / request | RSS half → end MiB "
-        "(growth) | 1 client: append+recommend p50 / p99 ms | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | incremental | request path | requests | errors | req/s | append+recommend "
+        "p50 / p99 ms | append p99 ms | recommend p99 ms | server CPU ms / request | client CPU "
+        "ms / request | RSS half → end MiB (growth) | 1 client: append+recommend p50 / p99 ms "
+        "| verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rec["runs"]:
         r = row["result"]
@@ -173,10 +195,11 @@ def markdown(rec: dict) -> str:
             else "—"
         )
         lines.append(
-            f"| {row['model']} | {row['incremental']} | {r['requests']:,} | {r['errors']} | "
+            f"| {row['model']} | {row['incremental']} | {row['path']} | {r['requests']:,} | "
+            f"{r['errors']} | "
             f"{r['throughput_rps']:.0f} | {pair['p50_ms']:.1f} / {pair['p99_ms']:.1f} | "
             f"{r['append']['p99_ms']:.1f} | {r['recommend']['p99_ms']:.1f} | "
-            f"{r['server_cpu_ms_per_request']:.2f} | "
+            f"{r['server_cpu_ms_per_request']:.2f} | {r['client_cpu_ms_per_request']:.2f} | "
             f"{r['rss_half_mb']:.1f} → {r['rss_end_mb']:.1f} ({r['rss_growth_mb']:+.1f}) | "
             f"{one_text} | {'pass' if row['passed'] else 'FAIL'} |"
         )
@@ -190,10 +213,24 @@ def markdown(rec: dict) -> str:
         f"p99 {rec['commit_ms']['p99_ms']:.1f} ms: every append waits for one. `server CPU ms / "
         "request`: the server process's CPU time over the measured requests divided by their "
         "number (eight closed-loop clients on one core wait about eight times that per request "
-        "once the core is saturated).",
+        "once the core is saturated); `client CPU ms / request`: the same for the load "
+        "generator (all its threads). Request path `fast`: the plain `/events` and "
+        "`/recommend` bodies answered by `seqrec.serving.fast_path` (uvloop + httptools where "
+        "installed, appends group-committed by one writer thread, model work on the event loop); "
+        "`framework`: every request through FastAPI (sync endpoints in the thread pool, h11, "
+        "asyncio), the path before it (docs/decisions/live-request-path.md).",
         "",
     ]
     return "\n".join(lines)
+
+
+def _shared(rec: dict) -> str:
+    busy = max(rec["load_average"]) > 1.5
+    return (
+        ": the machine was shared with other work while it ran, so latencies are upper bounds."
+        if busy
+        else "."
+    )
 
 
 def main() -> int:
@@ -203,6 +240,7 @@ def main() -> int:
     if client_cores:  # the clients stay off the server's core
         os.sched_setaffinity(0, client_cores)
     runs = []
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as probe:
         commit = commit_ms(Path(probe))
     for name in [m.strip() for m in args.models.split(",") if m.strip()]:
@@ -214,48 +252,59 @@ def main() -> int:
             from seqrec.models.incremental import incremental_encoder
 
             pairs = make_pairs(model, args.requests // 2 + args.warmup, args.users, seed=0)
-            store = args.store or str(Path(tmp) / "events.db")
-            res = live_load_test(
-                Path(tmp) / "model",
-                store,
-                pairs[args.warmup :],
-                pairs[: args.warmup],
-                args.clients,
-                args.max_seconds,
-                state_cache=args.state_cache,
-                cpus=[args.server_cpu],
-            )
-            one = None
-            if args.one_client_requests:
-                one = live_load_test(
+            paths = {"fast": None}
+            if args.compare_framework_path:
+                paths["framework"] = FRAMEWORK_PATH
+            for path, env in paths.items():
+                store = args.store or str(Path(tmp) / f"events-{path}.db")
+                res = live_load_test(
                     Path(tmp) / "model",
-                    str(Path(tmp) / "events-one.db") if not args.store else args.store,
-                    pairs[args.warmup : args.warmup + args.one_client_requests // 2],
+                    store,
+                    pairs[args.warmup :],
                     pairs[: args.warmup],
-                    1,
+                    args.clients,
                     args.max_seconds,
                     state_cache=args.state_cache,
                     cpus=[args.server_cpu],
+                    client=args.client,
+                    env=env,
                 )
-        passed = (
-            res["errors"] == 0
-            and not res["timed_out"]
-            and res["rss_growth_mb"] < args.rss_tolerance_mb
-            and res["append_then_recommend"]["p99_ms"] <= args.p99_ms
-        )
-        runs.append(
-            {
-                "model": name,
-                "incremental": incremental_encoder(model).kind,
-                "n_items": int(model.n_items),
-                "n_users": len(model.user_histories),
-                "train_overrides": overrides,
-                "result": res,
-                "one_client": one,
-                "passed": passed,
-            }
-        )
-        print(f"{name}: {json.dumps({k: v for k, v in res.items() if 'ms' in k})}", flush=True)
+                one = None
+                if args.one_client_requests:
+                    one = live_load_test(
+                        Path(tmp) / "model",
+                        str(Path(tmp) / f"events-one-{path}.db") if not args.store else args.store,
+                        pairs[args.warmup : args.warmup + args.one_client_requests // 2],
+                        pairs[: args.warmup],
+                        1,
+                        args.max_seconds,
+                        state_cache=args.state_cache,
+                        cpus=[args.server_cpu],
+                        client=args.client,
+                        env=env,
+                    )
+                passed = (
+                    res["errors"] == 0
+                    and not res["timed_out"]
+                    and res["rss_growth_mb"] < args.rss_tolerance_mb
+                    and res["append_then_recommend"]["p99_ms"] <= args.p99_ms
+                )
+                runs.append(
+                    {
+                        "model": name,
+                        "path": path,
+                        "server_env": env or {},
+                        "incremental": incremental_encoder(model).kind,
+                        "n_items": int(model.n_items),
+                        "n_users": len(model.user_histories),
+                        "train_overrides": overrides,
+                        "result": res,
+                        "one_client": one,
+                        "passed": passed,
+                    }
+                )
+                shown = {k: v for k, v in res.items() if "ms" in k}
+                print(f"{name} ({path}): {json.dumps(shown)}", flush=True)
     rec = base_record(
         benchmark="live_serve",
         dataset=args.data,
@@ -276,7 +325,10 @@ def main() -> int:
         host=HOST,
         commit_ms=commit,
         runs=runs,
-        passed=all(r["passed"] for r in runs),
+        client=args.client,
+        load_average=[load_start, os.getloadavg()[0]],
+        # the verdict is the fast path's (the framework rows are the comparison)
+        passed=all(r["passed"] for r in runs if r["path"] == "fast"),
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

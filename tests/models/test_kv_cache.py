@@ -111,6 +111,39 @@ def test_empty_history_then_events():
     np.testing.assert_allclose(encoder.scores(state)[1:], _score(model, [3, 5, 7])[1:], atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("model_cls", "kwargs"),
+    [
+        (SASRec, FROM_START),
+        (HSTU, FROM_START),
+        (LRURec, {"dim": 16}),
+        (GRU4Rec, {"dim": 16}),
+    ],
+)
+def test_short_windows_built_by_steps_equal_a_prefill(model_cls, kwargs):
+    """A window of at most ``step_start`` events is built by steps from an empty cache: the
+    same scores as the batched prefill of the same window, and the state extends the same."""
+    model = fitted(model_cls, kwargs, epochs=1)
+    encoder = incremental_encoder(model)
+    assert encoder.step_start >= 1 and encoder._empty_cache is not None
+    items = _stream(8, model.n_items)
+    times = 1_000_000_000 + 3_600 * np.arange(8) if model.reads_time else None
+    for n in range(1, encoder.step_start + 2):
+        t = None if times is None else times[:n]
+        stepped = encoder.start(items[:n], t)
+        encoder.step_start, kept = 0, encoder.step_start
+        try:
+            prefilled = encoder.start(items[:n], t)
+        finally:
+            encoder.step_start = kept
+        for state in (stepped, prefilled):  # then one more event on each
+            encoder.append(state, int(items[n]), None if times is None else int(times[n]))
+        np.testing.assert_allclose(
+            encoder.scores(stepped)[1:], encoder.scores(prefilled)[1:], atol=1e-5
+        )
+        assert stepped.items == prefilled.items and stepped.n_events == n + 1
+
+
 def test_input_errors():
     timed = fitted(HSTU, FROM_START, epochs=1)
     assert timed.reads_time

@@ -68,3 +68,29 @@ def test_concurrent_clients_against_the_real_server(tmp_path, monkeypatch):
     assert res["errors"] == 0, res["error_examples"]
     assert 0 < res["p50_ms"] <= res["p99_ms"] < 10_000
     assert res["rss_growth_mb"] < RSS_TOLERANCE_MB
+
+
+@pytest.mark.parametrize("client", ["raw", "httpx"])
+def test_live_mix_against_the_real_server(tmp_path, client):
+    """The live mix (append then recommend) with either load-generator client: every pair
+    answered, the events stored once each, a refused request counted as an error."""
+    from seqrec.live.store import SQLiteStore
+
+    model = fitted(SASRec, {"dim": 16, "n_blocks": 1, "n_heads": 1, "positions": "from_start"})
+    model.save(tmp_path / "art")
+    raw = [str(r) for r in model.vocab.raw]
+    pairs = [
+        ({"user": f"u{j % 5}", "item": raw[j % len(raw)], "time": 100 + j}, {"user": f"u{j % 5}"})
+        for j in range(40)
+    ]
+    pairs.append(({"user": "u0", "item": True}, {"user": "u0", "k": 0}))  # two refusals
+    store = tmp_path / "e.db"
+    res = loadtest.live_load_test(
+        tmp_path / "art", str(store), pairs, pairs[:2], clients=4, max_seconds=90, client=client
+    )
+    assert res["pairs"] == len(pairs) and res["requests"] == 2 * len(pairs)
+    assert res["errors"] == 2 and all("HTTP 422" in e for e in res["error_examples"])
+    assert res["client"] == client and res["client_cpu_ms_per_request"] > 0
+    assert 0 < res["append_then_recommend"]["p50_ms"] <= res["append_then_recommend"]["p99_ms"]
+    counts = SQLiteStore(store)
+    assert sum(counts.count(f"u{j}") for j in range(5)) == 42  # 40 + the 2 warm-up pairs

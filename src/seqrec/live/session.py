@@ -71,14 +71,27 @@ class Live:
     def append(self, events: Sequence[Event]) -> dict[str, Any]:
         """Store ``events`` durably (returns once they are); what was stored, what was a
         re-sent duplicate, and the item ids the model does not know (stored, not scored)."""
-        events = list(events)
-        fresh = self.store.append(events)
-        unknown = sorted({ev.item for ev in events if self.model.vocab.encode_known([ev.item])[1]})
-        return {
-            "stored": int(sum(fresh)),
-            "duplicates": int(len(fresh) - sum(fresh)),
-            "unknown_items": unknown,
-        }
+        (out,) = self.append_many([events])
+        return out
+
+    def append_many(self, batches: Sequence[Sequence[Event]]) -> list[dict[str, Any]]:
+        """:meth:`append` for several requests' events in one durable write (one transaction,
+        one ``fsync``; a group commit): one answer per batch, in order."""
+        batches = [list(events) for events in batches]
+        fresh = self.store.append([ev for events in batches for ev in events])
+        out, at = [], 0
+        for events in batches:
+            mine, at = fresh[at : at + len(events)], at + len(events)
+            items = {ev.item for ev in events}
+            unknown = sorted(i for i in items if self.model.vocab.encode_known([i])[1])
+            out.append(
+                {
+                    "stored": int(sum(mine)),
+                    "duplicates": int(len(mine) - sum(mine)),
+                    "unknown_items": unknown,
+                }
+            )
+        return out
 
     def known(self, user: Any) -> bool:
         """Whether ``user`` has a history: stored in the artifact or created by an event."""

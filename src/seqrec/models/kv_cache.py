@@ -118,6 +118,10 @@ class WindowedEncoder:
     -> last`` (the cache covers ``state.items[:-1]`` and is extended by the last item)."""
 
     kind = "kv-cache"
+    # windows of at most this many events are built by steps from an empty cache: a step is a
+    # few dozen small ops, while a prefill over any length costs several steps' call overhead
+    # (the first events of a new user are the common case in a live service)
+    step_start = 4
 
     def __init__(self, model: Any, slide: str = "exact", stride: int = 0) -> None:
         if slide not in SLIDES:
@@ -151,7 +155,8 @@ class WindowedEncoder:
             items[-self.max_len :], None if tlist is None else tlist[-self.max_len :]
         )
         state.n_events = len(items)
-        self._reencode(state)
+        if not (len(state.items) <= self.step_start and self._steps_from_empty(state)):
+            self._reencode(state)
         return state
 
     def append(self, state: WindowState, item: int, time: int | None = None) -> WindowState:
@@ -171,7 +176,8 @@ class WindowedEncoder:
             self._reencode(state)
             return state
         if state.cache is None:  # the first event of an empty history
-            self._reencode(state)
+            if not self._steps_from_empty(state):
+                self._reencode(state)
             return state
         with self._context():
             state.last = self._step(state, item, None if state.times is None else int(time))
@@ -196,6 +202,31 @@ class WindowedEncoder:
         if not 1 <= i <= self.model.n_items:
             raise DataError(f"item id {i} is not an internal id in 1..{self.model.n_items}")
         return i
+
+    def _steps_from_empty(self, state: WindowState) -> bool:
+        """Build ``state``'s cache by stepping through its items from an empty cache (False,
+        nothing changed, where the encoder has no empty cache)."""
+        if not state.items:
+            return False
+        cache = self._empty_cache(state)
+        if cache is None:
+            return False
+        items, times = state.items, state.times
+        state.items, state.times, state.cache = [], None if times is None else [], cache
+        with self._context():
+            for j, item in enumerate(items):
+                state.items.append(item)
+                time = None
+                if times is not None:
+                    time = times[j]
+                    state.times.append(time)
+                state.last = self._step(state, item, time)
+        return True
+
+    def _empty_cache(self, state: WindowState) -> Any:
+        """The cache of an empty window, which ``_step`` extends (``None``: the encoder builds
+        every window with ``_prefill``)."""
+        return None
 
     def _context(self) -> _Inference:
         return _Inference(self.model.run_config.num_threads)
@@ -278,6 +309,12 @@ class SASRecCache(WindowedEncoder):
                     _d(f.fc2.weight).t(),
                 )
             )
+
+    def _empty_cache(self, state):
+        return [
+            self._new_kv(b.attn.n_heads, self._dim // b.attn.n_heads, self._dim // b.attn.n_heads)
+            for b in self.enc.blocks
+        ]
 
     def _embed(self, items: torch.Tensor, first: int) -> torch.Tensor:  # [1, n, D]
         enc = self.enc
@@ -402,6 +439,13 @@ class HSTUCache(WindowedEncoder):
             times = torch.zeros(self.max_len, dtype=torch.long, device=self.model.device)
             times[: len(state.times)] = torch.tensor(state.times, dtype=torch.long)
             state.extra["times"] = times
+
+    def _empty_cache(self, state):
+        if state.times is not None:  # the window's times, as _reencode keeps them
+            state.extra["times"] = torch.zeros(
+                self.max_len, dtype=torch.long, device=self.model.device
+            )
+        return [self._new_kv(layer.n_heads, layer.d_qk, layer.d_v) for layer in self.enc.layers]
 
     def _output(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(x, dim=-1) if self.enc.config.l2_norm else x
@@ -570,6 +614,9 @@ class LRURecRecurrent(WindowedEncoder):
         double = self._embedding.dtype == torch.float64
         self._complex = torch.complex128 if double else torch.complex64
 
+    def _empty_cache(self, state):
+        return list(self.enc.init_state(1).h)
+
     def _prefill(self, items, times):
         state = self.enc.prefill(items[None])
         return list(state.h), state.last
@@ -595,6 +642,9 @@ class GRU4RecRecurrent(WindowedEncoder):
     def _table(self):
         enc = self.enc
         return enc.in_emb if enc.in_emb is not None else enc.out_emb
+
+    def _empty_cache(self, state):
+        return [None] * len(self.enc.grus)  # a GRU's hidden state starts at zeros
 
     def _prefill(self, items, times):
         x = self._table()(items)[None]  # [1, n, D]

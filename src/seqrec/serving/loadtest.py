@@ -11,6 +11,7 @@ the first measured requests do not count; a leak of ``b`` bytes per request show
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -232,35 +233,100 @@ def load_test(
     return out
 
 
+class RawClient:
+    """A minimal HTTP/1.1 keep-alive client for the load generator: one socket, the request
+    bytes written at once, the answer read by its ``Content-Length`` (what the service always
+    sends). A load generator's own CPU is not the server's latency; on a machine with few
+    cores, a full client library (httpx) in eight Python threads costs about as much CPU per
+    request as the server and its queueing ends up in the measured latency."""
+
+    def __init__(self, url: str, timeout: float = 30.0) -> None:
+        host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
+        self.host = host.encode()
+        self.sock = socket.create_connection((host, int(port or 80)), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        """``(status, body)`` of a POST of the JSON ``body``."""
+        head = (
+            b"POST %s HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n" % (path.encode(), self.host, len(body))
+        )
+        self.sock.sendall(head + body)
+        while b"\r\n\r\n" not in self.buf:
+            self._read()
+        head, _, rest = self.buf.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        length = None
+        for line in lines[1:]:
+            key, _, value = line.partition(b":")
+            if key.strip().lower() == b"content-length":
+                length = int(value)
+        if length is None:
+            raise SeqRecError(f"an answer without Content-Length: {head[:200]!r}")
+        self.buf = rest
+        while len(self.buf) < length:
+            self._read()
+        out, self.buf = self.buf[:length], self.buf[length:]
+        return status, out
+
+    def _read(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        self.buf += chunk
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 def drive_pairs(
     url: str,
     pairs: list[tuple[dict[str, Any], dict[str, Any]]],
     clients: int,
     max_seconds: float,
+    client: str = "raw",
 ) -> dict[str, Any]:
     """The live mix: each of ``clients`` threads takes the next ``(event, query)`` of ``pairs``
     and sends ``POST /events`` with the event, then ``POST /recommend`` with the query (the same
-    user), on its keep-alive connection. Returns what :func:`drive` does, over both requests
-    (``latencies_ms``), plus ``pair_latencies_ms`` (append sent to recommendation received)
-    and the latencies of each kind."""
+    user), on its keep-alive connection (``client``: ``"raw"``, :class:`RawClient`, or
+    ``"httpx"``). Returns what :func:`drive` does, over both requests (``latencies_ms``), plus
+    ``pair_latencies_ms`` (append sent to recommendation received), the latencies of each kind
+    and ``client_cpu_seconds`` (this process's CPU time while it ran: the load generator's)."""
+    import json
+
     import httpx
 
+    if client not in ("raw", "httpx"):
+        raise SeqRecError(f"client must be 'raw' or 'httpx', got {client!r}")
     lock = threading.Lock()
     state = {"next": 0}
     out: dict[str, list] = {"all": [], "pair": [], "append": [], "recommend": [], "errors": []}
     deadline = time.monotonic() + max_seconds
 
-    def send(client: Any, path: str, body: dict[str, Any]) -> tuple[float, str | None]:
+    def send(conn: Any, path: str, body: dict[str, Any]) -> tuple[float, str | None]:
+        data = json.dumps(body).encode() if client == "raw" else None
         t0 = time.perf_counter()
         try:
-            resp = client.post(path, json=body)
-            why = None if resp.status_code == 200 else f"HTTP {resp.status_code}: {resp.text[:200]}"
-        except httpx.HTTPError as exc:
+            if client == "raw":
+                status, text = conn.post(path, data)
+            else:
+                resp = conn.post(path, json=body)
+                status, text = resp.status_code, resp.content
+            why = None if status == 200 else f"HTTP {status}: {text[:200]!r}"
+        except (httpx.HTTPError, OSError, SeqRecError, ValueError) as exc:
             why = f"{type(exc).__name__}: {exc}"
         return (time.perf_counter() - t0) * 1000.0, why
 
+    def connect() -> Any:
+        if client == "raw":
+            return contextlib.closing(RawClient(url))
+        return httpx.Client(base_url=url, timeout=30.0)
+
     def worker() -> None:
-        with httpx.Client(base_url=url, timeout=30.0) as client:
+        with connect() as conn:
             while time.monotonic() < deadline:
                 with lock:
                     i = state["next"]
@@ -268,8 +334,8 @@ def drive_pairs(
                         return
                     state["next"] = i + 1
                 event, query = pairs[i]
-                a, err_a = send(client, "/events", event)
-                r, err_r = send(client, "/recommend", query)
+                a, err_a = send(conn, "/events", event)
+                r, err_r = send(conn, "/recommend", query)
                 with lock:
                     out["all"] += [a, r]
                     out["append"].append(a)
@@ -277,7 +343,7 @@ def drive_pairs(
                     out["pair"].append(a + r)
                     out["errors"] += [e for e in (err_a, err_r) if e]
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
     for t in threads:
         t.start()
@@ -285,6 +351,7 @@ def drive_pairs(
         t.join(timeout=max_seconds + 60)
     seconds = time.perf_counter() - t0
     return {
+        "client_cpu_seconds": time.process_time() - cpu0,
         "requests": len(out["all"]),
         "errors": len(out["errors"]),
         "error_examples": out["errors"][:3],
@@ -306,20 +373,23 @@ def live_load_test(
     max_seconds: float = 600.0,
     state_cache: int | None = None,
     cpus: list[int] | None = None,
+    client: str = "raw",
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The live service under :func:`drive_pairs`: warm-up pairs, then two halves of ``pairs``,
-    the server's RSS sampled after the warm-up, half-way and at the end (module docstring)."""
-    with running_server(artifact, events=events, state_cache=state_cache, cpus=cpus) as (
+    the server's RSS sampled after the warm-up, half-way and at the end (module docstring);
+    ``client``: the load generator's HTTP client; ``env``: more environment for the server."""
+    with running_server(artifact, events=events, state_cache=state_cache, cpus=cpus, env=env) as (
         url,
         proc,
     ):
-        drive_pairs(url, warmup, clients, max_seconds)
+        drive_pairs(url, warmup, clients, max_seconds, client)
         rss_warm = rss_mb(proc.pid)
         cpu_start = cpu_seconds(proc.pid)
         half = len(pairs) // 2
-        first = drive_pairs(url, pairs[:half], clients, max_seconds / 2)
+        first = drive_pairs(url, pairs[:half], clients, max_seconds / 2, client)
         rss_half = rss_mb(proc.pid)
-        second = drive_pairs(url, pairs[half:], clients, max_seconds / 2)
+        second = drive_pairs(url, pairs[half:], clients, max_seconds / 2, client)
         rss_end = rss_mb(proc.pid)
         cpu = cpu_seconds(proc.pid) - cpu_start
     out = summary([first, second])
@@ -353,6 +423,11 @@ def live_load_test(
             # the server's own CPU per measured request: what the load costs it, whatever else
             # runs on the machine (latencies include waiting for a shared core)
             "server_cpu_ms_per_request": 1000.0 * cpu / max(1, out["requests"]),
+            # the load generator's CPU per request (its threads share the other cores)
+            "client": client,
+            "client_cpu_ms_per_request": 1000.0
+            * (first["client_cpu_seconds"] + second["client_cpu_seconds"])
+            / max(1, out["requests"]),
         }
     )
     return out

@@ -30,6 +30,8 @@ stored history plus their events, and a user's first event creates them (seqrec.
 """
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -43,6 +45,7 @@ def create_app(
     events: str | None = None,
     state_cache: int = 10_000,
     exact: bool = False,
+    fast_path: bool = True,
 ) -> Any:
     """A FastAPI app serving the recommender saved at ``artifact`` (loaded once);
     ``cors_origins``: web origins whose pages may call it from a browser (``["*"]``: any);
@@ -50,7 +53,9 @@ def create_app(
     ``X-API-Key: KEY`` (a 401 otherwise); ``events``: an event store (a file path or a
     ``redis://`` URL, :func:`seqrec.live.store.open_store`) that turns on ``POST /events`` and
     answers ``{"user": id}`` from the stored history plus the user's events, with the encoder
-    states of ``state_cache`` users kept in memory (:class:`seqrec.live.session.Live`)."""
+    states of ``state_cache`` users kept in memory (:class:`seqrec.live.session.Live`);
+    ``fast_path``: with an event store, the plain ``/events`` and ``/recommend`` bodies are
+    answered without the framework (:mod:`seqrec.serving.fast_path`; the same answers)."""
     from fastapi import Body, FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -116,7 +121,22 @@ def create_app(
         model_config = ConfigDict(extra="forbid")
         events: list[EventIn] = Field(min_length=1, max_length=10_000)
 
-    app = FastAPI(title="seqrec", description=f"{model.name} recommendations")
+    app = FastAPI(
+        title="seqrec", description=f"{model.name} recommendations", lifespan=_frozen_heap
+    )
+    app.state.fast_path = None
+    if live is not None and fast_path:  # innermost: the key, CORS and JSON-body rules first
+        from seqrec.live.writer import Writer
+        from seqrec.serving.fast_path import FastPath
+
+        app.state.fast_path = {"answered": 0, "passed": 0}
+        app.add_middleware(
+            FastPath,
+            live=live,
+            writer=Writer(live),
+            body=lambda rec: _body(model, rec),
+            counts=app.state.fast_path,
+        )
     app.add_middleware(_JsonBody)
     if api_key:
         app.add_middleware(_ApiKey, key=api_key)
@@ -131,6 +151,7 @@ def create_app(
         )
     app.state.example_query = _example_query(model)
     app.state.events = None if live is None else live.store.url
+    app.state.live = live
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
@@ -296,6 +317,19 @@ def create_app(
 _LIST_FIELDS = ("history", "times", "allow", "deny")
 
 
+@asynccontextmanager
+async def _frozen_heap(app: Any) -> AsyncIterator[None]:
+    """At server start: collect, then move every object alive (the model, torch, the libraries:
+    a few hundred thousand) out of the cyclic garbage collector's reach (``gc.freeze``). A full
+    collection otherwise walks them all, a pause of a tenth of a second or more in the middle
+    of requests; what requests allocate is still collected."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    yield
+
+
 def _example_query(model: Any) -> str:
     """A query string that works on this artifact (for the start-up line of ``seqrec serve``):
     a stored user, else the most popular item as a one-item history."""
@@ -399,12 +433,14 @@ def _jsonable(value: Any) -> Any:
 def app_from_env() -> Any:
     """App factory for ``uvicorn --factory``: the artifact path comes from $SEQREC_ARTIFACT
     (and the event store from $SEQREC_EVENTS, its state cache size from $SEQREC_STATE_CACHE;
-    $SEQREC_EXACT=1: rank every item even if the artifact has an item index)."""
+    $SEQREC_EXACT=1: rank every item even if the artifact has an item index;
+    $SEQREC_FAST_PATH=0: the live requests through FastAPI too, for comparison)."""
     path = os.environ.get("SEQREC_ARTIFACT")
     if not path:
         raise SeqRecError("set SEQREC_ARTIFACT to the directory of a saved model")
     cors = [o.strip() for o in os.environ.get("SEQREC_CORS", "").split(",") if o.strip()]
     exact = os.environ.get("SEQREC_EXACT", "") not in ("", "0")  # as `seqrec serve --exact`
+    fast = os.environ.get("SEQREC_FAST_PATH", "1") != "0"  # 0: every request through FastAPI
     return create_app(
         path,
         cors,
@@ -412,4 +448,5 @@ def app_from_env() -> Any:
         os.environ.get("SEQREC_EVENTS") or None,
         int(os.environ.get("SEQREC_STATE_CACHE", "10000")),
         exact=exact,
+        fast_path=fast,
     )
