@@ -156,14 +156,28 @@ class CausalSelfAttention(nn.Module):
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim) if out_proj else None
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``query [B, Lq, D]``, ``keys [B, L, D]``, ``mask [B, Lq, L]`` -> ``[B, Lq, D]``."""
+    def forward(
+        self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """``query [B, Lq, D]``, ``keys [B, L, D]``, ``mask [B, Lq, L]`` -> ``[B, Lq, D]``.
+
+        ``mask=None``: no PAD key in the batch, plain causal attention; the queries are then
+        every position (``Lq = L``) or the last one (``Lq = 1``, which sees every key)."""
         b, lq, dim = query.shape
         h = self.n_heads
         q = self.q(query).view(b, lq, h, dim // h).transpose(1, 2)  # [B, H, Lq, D/H]
         k, v = self.kv(keys).view(b, keys.shape[1], 2, h, dim // h).permute(2, 0, 3, 1, 4)
+        if mask is None and lq not in (1, keys.shape[1]):
+            raise ValueError(f"without a mask the queries are all {keys.shape[1]} or the last")
         out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0
+            q,
+            k,
+            v,
+            attn_mask=None if mask is None else mask[:, None],
+            dropout_p=self.dropout if self.training else 0.0,
+            # no [B, L, L] mask to build and read, and the kernel skips the blocks above the
+            # diagonal
+            is_causal=mask is None and lq > 1,
         )  # scale defaults to 1/sqrt(D/H)
         out = out.transpose(1, 2).reshape(b, lq, dim)
         return out if self.out is None else self.out(out)
@@ -184,11 +198,17 @@ class SASRecBlock(nn.Module):
         self.dropout = Dropout(cfg.dropout)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, last_only: bool = False
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        valid: torch.Tensor,
+        last_only: bool = False,
     ) -> torch.Tensor:
-        """``[B, L, D]`` -> ``[B, L, D]`` (``[B, 1, D]`` for the last position only)."""
+        """``[B, L, D]`` -> ``[B, L, D]`` (``[B, 1, D]`` for the last position only); ``mask``
+        None: no PAD in the batch (see :class:`CausalSelfAttention`)."""
         q_slice = slice(-1, None) if last_only else slice(None)
-        mask, valid = mask[:, q_slice], valid[:, q_slice]
+        mask = None if mask is None else mask[:, q_slice]
+        valid = valid[:, q_slice]
         if self.layout == "pre_ln":
             z = self.attn_norm(x)
             x = x[:, q_slice] + self.dropout(self.attn(z[:, q_slice], z, mask))
@@ -257,7 +277,9 @@ class SASRecEncoder(SequenceEncoder):
         if self.emb_norm is not None:
             x = self.emb_norm(x)
         x = self.emb_dropout(x) * valid[..., None]
-        mask = causal_padding_mask(valid)
+        # a batch without PAD (full windows; evaluation batches of the longest histories) needs
+        # no [B, L, L] mask: plain causal attention is the same
+        mask = None if bool(valid.all()) else causal_padding_mask(valid)
         for i, block in enumerate(self.blocks):
             x = block(x, mask, valid, last_only and i == len(self.blocks) - 1)
         if last_only:
