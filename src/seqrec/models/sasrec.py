@@ -259,12 +259,11 @@ class SASRecEncoder(SequenceEncoder):
         with torch.no_grad():
             self.item_emb.weight[0].zero_()
 
-    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
-        items = batch.items
+    def _embed(self, items: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """Input of the first block ``[B, L, D]`` (PAD positions 0)."""
         length = items.shape[1]
         if length > self.config.max_len:
             raise ConfigError(f"input length {length} exceeds max_len {self.config.max_len}")
-        valid = batch.mask if batch.mask is not None else items.ne(0)
         if self.config.positions == "from_start":
             # number of earlier real items in the window; independent of left padding
             pos = self.pos_emb((valid.cumsum(1) - 1).clamp_(min=0))  # [B, L, D]
@@ -276,7 +275,16 @@ class SASRecEncoder(SequenceEncoder):
         x = self.item_emb(items) * self.scale + pos
         if self.emb_norm is not None:
             x = self.emb_norm(x)
-        x = self.emb_dropout(x) * valid[..., None]
+        return self.emb_dropout(x) * valid[..., None]
+
+    def _output(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        x = self.final_norm(x) * valid[..., None]
+        return F.normalize(x, dim=-1) if self.config.l2_norm else x
+
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
+        items = batch.items
+        valid = batch.mask if batch.mask is not None else items.ne(0)
+        x = self._embed(items, valid)
         # a batch without PAD (full windows; evaluation batches of the longest histories) needs
         # no [B, L, L] mask: plain causal attention is the same
         mask = None if bool(valid.all()) else causal_padding_mask(valid)
@@ -284,12 +292,38 @@ class SASRecEncoder(SequenceEncoder):
             x = block(x, mask, valid, last_only and i == len(self.blocks) - 1)
         if last_only:
             valid = valid[:, -1:]
-        x = self.final_norm(x) * valid[..., None]  # [B, L, D] ([B, 1, D] if last_only)
-        return F.normalize(x, dim=-1) if self.config.l2_norm else x
+        return self._output(x, valid)  # [B, L, D] ([B, 1, D] if last_only)
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
-        """Hidden state of the last position ``[B, D]``; the last block computes only it."""
-        return self.forward(batch, last_only=True)[:, -1]
+        """Hidden state of the last position ``[B, D]``; the last block computes only it.
+
+        Out of training, a left-padded batch with PAD runs its blocks but the last on the rows
+        turned right-padded (each row's items first): a real query then sees only real keys
+        under plain causal attention, so no ``[B, L, L]`` mask is built or read and the kernel
+        skips the blocks above the diagonal; the rows are turned back for the last block, whose
+        one query per row needs only a ``[B, 1, L]`` mask. The same values up to the order of
+        float additions (``forward`` is the reference)."""
+        items = batch.items
+        valid = batch.mask if batch.mask is not None else items.ne(0)
+        b, width = items.shape
+        n = valid.sum(1)
+        shift = width - n  # PAD columns at the left of each row
+        cols = torch.arange(width, device=items.device)
+        left_padded = bool((valid == (cols[None] >= shift[:, None])).all())
+        if self.training or bool(valid.all()) or not left_padded or len(self.blocks) < 2:
+            return self.forward(batch, last_only=True)[:, -1]
+        x = self._embed(items, valid)
+        to_right = ((cols[None] + shift[:, None]) % width)[..., None].expand(b, width, x.shape[2])
+        to_left = ((cols[None] - shift[:, None]) % width)[..., None].expand(b, width, x.shape[2])
+        right_valid = cols[None] < n[:, None]
+        x = x.gather(1, to_right)
+        for block in self.blocks[:-1]:
+            x = block(x, None, right_valid)
+        x = x.gather(1, to_left)
+        # the last query's row of causal_padding_mask: the real keys, and itself
+        last_mask = (valid | (cols == width - 1)[None])[:, None, :]
+        x = self.blocks[-1](x, last_mask, valid, True)
+        return self._output(x, valid[:, -1:])[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         w = self.item_emb.weight
