@@ -37,7 +37,8 @@ training = 3 x forward for every product, CE = ``6 P d (I + 1)``):
   recomputes the scores: 5 products, so the attention trains at 3.5 x forward);
 * LRURec (``N = 2d`` complex states, ``4d`` real): per block ``2 T (4d (d + 1) + 4d d + 8 d d)``
   (input with its bias column, output, PFFN ``d -> 4d -> d``) on the columns left after the
-  all-PAD ones are skipped;
+  all-PAD ones are skipped; training adds the PFFN's ``W1 x`` once more (recomputed in backward
+  instead of saved);
 * HSTU (``H`` heads of ``dqk, dv``): per block ``2 T d H (2 dv + 2 dqk) + 2 T H dv d + 2 B H L L
   (dqk + dv)``.
 
@@ -228,7 +229,9 @@ def train_step_flops(model, data: dict) -> float | None:
     p = int((batch.targets > 0).sum())
     n_out = model.n_items + 1
     enc = encoder_forward_flops(model.name, dims, b, length, forward_only=False)
-    return 3 * enc + 6 * p * dims["d"] * n_out
+    # LRURec's fused PFFN recomputes its first product (W1 x) in backward
+    redo = dims["nb"] * 2 * b * length * 4 * dims["d"] ** 2 if model.name == "lrurec" else 0
+    return 3 * enc + redo + 6 * p * dims["d"] * n_out
 
 
 def eval_floor_flops(model, lengths: np.ndarray) -> float | None:

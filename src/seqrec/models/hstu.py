@@ -187,11 +187,23 @@ class HSTULayer(nn.Module):
     ) -> torch.Tensor:  # [B, L, D] ([B, 1, D] with last_only: the last query only)
         b, n, _ = x.shape
         h, dqk, dv = self.n_heads, self.d_qk, self.d_v
-        uvqk = F.silu(self.proj1(self.norm_in(x)))
-        u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
+        z = self.norm_in(x)
         if last_only:  # keys and values at every position, the query (and U) at the last one
-            u, q, weight_mask = u[:, -1:], q[:, -1:], weight_mask[..., -1:, :]
+            # proj1's rows are [U, V, Q, K]: V and K are projected at every position, U and Q
+            # at the last one only
+            w, bias = self.proj1.weight, self.proj1.bias
+            vk = torch.cat(
+                (torch.arange(h * dv, 2 * h * dv), torch.arange(2 * h * dv + h * dqk, w.shape[0]))
+            )
+            uq = torch.cat((torch.arange(h * dv), torch.arange(2 * h * dv, 2 * h * dv + h * dqk)))
+            vk, uq = vk.to(w.device), uq.to(w.device)
+            v, k = F.silu(F.linear(z, w[vk], bias[vk])).split([h * dv, h * dqk], dim=-1)
+            u, q = F.silu(F.linear(z[:, -1:], w[uq], bias[uq])).split([h * dv, h * dqk], dim=-1)
+            weight_mask = weight_mask[..., -1:, :]
             rab = None if rab is None else rab[..., -1:, :]
+        else:
+            uvqk = F.silu(self.proj1(z))
+            u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
         nq = q.shape[1]
         q = q.reshape(b, nq, h, dqk).transpose(1, 2) * (1.0 / math.sqrt(dqk))  # [B, H, Lq, dqk]
         k = k.view(b, n, h, dqk).transpose(1, 2)
