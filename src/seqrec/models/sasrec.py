@@ -146,6 +146,11 @@ class SASRecConfig(NeuralConfig):
             raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
 
 
+def _tracing() -> bool:
+    """Whether a trace or export is recording (it would fix data-dependent branches)."""
+    return torch.jit.is_tracing() or torch.compiler.is_compiling()
+
+
 class CausalSelfAttention(nn.Module):
     """Multi-head scaled dot-product attention without output projection (SASRec eq. 2)."""
 
@@ -287,7 +292,7 @@ class SASRecEncoder(SequenceEncoder):
         x = self._embed(items, valid)
         # a batch without PAD (full windows; evaluation batches of the longest histories) needs
         # no [B, L, L] mask: plain causal attention is the same
-        mask = None if bool(valid.all()) else causal_padding_mask(valid)
+        mask = None if not _tracing() and bool(valid.all()) else causal_padding_mask(valid)
         for i, block in enumerate(self.blocks):
             x = block(x, mask, valid, last_only and i == len(self.blocks) - 1)
         if last_only:
@@ -304,6 +309,8 @@ class SASRecEncoder(SequenceEncoder):
         one query per row needs only a ``[B, 1, L]`` mask. The same values up to the order of
         float additions (``forward`` is the reference)."""
         items = batch.items
+        if _tracing():  # exports trace one path for every input: the masked forward
+            return self.forward(batch, last_only=True)[:, -1]
         valid = batch.mask if batch.mask is not None else items.ne(0)
         b, width = items.shape
         n = valid.sum(1)
