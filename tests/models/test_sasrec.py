@@ -267,3 +267,33 @@ def test_normal_init_draws_small_weights_and_zero_biases():
     assert xavier.blocks[0].attn.q.weight.std() > 3 * enc.blocks[0].attn.q.weight.std()
     with pytest.raises(ConfigError):
         SASRecConfig(init="uniform")
+
+
+@pytest.mark.parametrize("layout", ["pre_ln", "post_ln", "reference"])
+@pytest.mark.parametrize("positions", ["from_end", "from_start"])
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+def test_encode_last_equals_the_full_forward_on_padded_batches(layout, positions, n_blocks):
+    """encode_last runs the blocks but the last on right-padded rows without a mask (see its
+    docstring): the last position's state equals the masked full forward's, for rows of every
+    length (none, one, all), and a batch without PAD takes plain causal attention."""
+    torch.manual_seed(0)
+    cfg = settings(
+        SASRecConfig,
+        dim=16,
+        n_heads=2,
+        max_len=12,
+        layout=layout,
+        positions=positions,
+        n_blocks=n_blocks,
+    )
+    enc = SASRecEncoder(cfg, n_items=30).eval()
+    items = torch.randint(1, 31, (6, 10))
+    for row, n in enumerate([10, 1, 0, 4, 9, 7]):
+        items[row, : 10 - n] = 0
+    batch = SequenceBatch(items=items, mask=items.ne(0))
+    with torch.inference_mode():
+        want = enc(batch)[:, -1]
+        torch.testing.assert_close(enc.encode_last(batch), want, rtol=1e-5, atol=1e-6)
+        full = SequenceBatch(items=items[:1], mask=items[:1].ne(0))  # no PAD: no mask at all
+        torch.testing.assert_close(enc.encode_last(full), want[:1], rtol=1e-5, atol=1e-6)
+    assert want[2].abs().max() == 0  # an empty history's state is zero (PAD output)

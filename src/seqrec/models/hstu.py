@@ -181,17 +181,35 @@ class HSTULayer(nn.Module):
     def forward(
         self,
         x: torch.Tensor,  # [B, L, D]
-        weight_mask: torch.Tensor,  # [B, 1, L, L] float: causal * key-valid / N
+        weight_mask: torch.Tensor,  # [B or 1, 1, L, L] float: causal (* key-valid) / N
         rab: torch.Tensor | None,  # [1 or B, H, L, L]
         last_only: bool = False,
+        valid: torch.Tensor | None = None,  # [B, L]: zero the values of PAD keys
     ) -> torch.Tensor:  # [B, L, D] ([B, 1, D] with last_only: the last query only)
+        """With ``valid``, PAD keys are removed by zeroing their values (there is no softmax:
+        a key's weight acts on its value only), so ``weight_mask`` can be the causal ``[1, 1, L,
+        L]`` shared by the batch instead of a ``[B, 1, L, L]`` one."""
         b, n, _ = x.shape
         h, dqk, dv = self.n_heads, self.d_qk, self.d_v
-        uvqk = F.silu(self.proj1(self.norm_in(x)))
-        u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
+        z = self.norm_in(x)
         if last_only:  # keys and values at every position, the query (and U) at the last one
-            u, q, weight_mask = u[:, -1:], q[:, -1:], weight_mask[..., -1:, :]
+            # proj1's rows are [U, V, Q, K]: V and K are projected at every position, U and Q
+            # at the last one only
+            w, bias = self.proj1.weight, self.proj1.bias
+            vk = torch.cat(
+                (torch.arange(h * dv, 2 * h * dv), torch.arange(2 * h * dv + h * dqk, w.shape[0]))
+            )
+            uq = torch.cat((torch.arange(h * dv), torch.arange(2 * h * dv, 2 * h * dv + h * dqk)))
+            vk, uq = vk.to(w.device), uq.to(w.device)
+            v, k = F.silu(F.linear(z, w[vk], bias[vk])).split([h * dv, h * dqk], dim=-1)
+            u, q = F.silu(F.linear(z[:, -1:], w[uq], bias[uq])).split([h * dv, h * dqk], dim=-1)
+            weight_mask = weight_mask[..., -1:, :]
             rab = None if rab is None else rab[..., -1:, :]
+        else:
+            uvqk = F.silu(self.proj1(z))
+            u, v, q, k = torch.split(uvqk, [h * dv, h * dv, h * dqk, h * dqk], dim=-1)
+        if valid is not None:
+            v = v * valid[..., None].to(v.dtype)
         nq = q.shape[1]
         q = q.reshape(b, nq, h, dqk).transpose(1, 2) * (1.0 / math.sqrt(dqk))  # [B, H, Lq, dqk]
         k = k.view(b, n, h, dqk).transpose(1, 2)
@@ -280,9 +298,10 @@ class HSTUEncoder(SequenceEncoder):
         mask = batch.mask
         b, n = batch.items.shape
         x = self.embed(batch)
-        # causal * key-valid / N, shared by every layer and every head: [B, 1, L, L]
-        causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril_()
-        weight_mask = (causal[None] & mask[:, None, :]).to(x.dtype).div_(self.max_len)[:, None]
+        # causal / N, shared by the batch, every layer and every head: [1, 1, L, L]; PAD keys
+        # are removed by zeroing their values in each layer (valid=mask)
+        weight_mask = torch.ones(n, n, dtype=x.dtype, device=x.device).tril_()
+        weight_mask = weight_mask.div_(self.max_len)[None, None]
         buckets = self._buckets(batch, n)
         shared = None
         if len(self.rabs) == 1 and self.config.rab_shared:
@@ -295,10 +314,10 @@ class HSTUEncoder(SequenceEncoder):
             else:
                 rab = self.rabs[i](n)
             if last_only and i == len(self.layers) - 1:
-                x = x[:, -1:] + layer(x, weight_mask, rab, last_only=True)
+                x = x[:, -1:] + layer(x, weight_mask, rab, last_only=True, valid=mask)
                 mask = mask[:, -1:]
             else:
-                x = x + layer(x, weight_mask, rab)
+                x = x + layer(x, weight_mask, rab, valid=mask)
         x = x * mask[..., None]
         if self.config.l2_norm:
             x = F.normalize(x, dim=-1)

@@ -190,42 +190,46 @@ class _FusedPFFN(torch.autograd.Function):
     """``W2 Dropout(GELU(W1 x + b1)) + b2`` over chunks of ``FUSED_ROWS`` rows.
 
     Each chunk's ``[rows, 4D]`` activation is made, dropped and consumed while it is in the
-    cache, and backward redoes the same per chunk (GELU recomputed from the saved ``W1 x + b1``)
-    accumulating the weight gradients. Saved for backward: ``x``, ``W1 x + b1`` and a one-byte
-    keep mask, where the three modules in a row keep three ``[..., 4D]`` float tensors. Values
-    and random stream are those of the modules (the mask is drawn chunk after chunk in the same
-    order as one ``uniform_`` over the whole tensor).
+    cache, and backward redoes the same per chunk (``W1 x + b1`` and GELU recomputed from the
+    saved ``x``) accumulating the weight gradients. Saved for backward: ``x`` and a one-byte
+    keep mask, where the three modules in a row keep three ``[..., 4D]`` float tensors (the
+    recomputed product costs what writing and re-reading a saved ``[..., 4D]`` one saves).
+    Values and random stream are those of the modules (the mask is drawn chunk after chunk in
+    the same order as one ``uniform_`` over the whole tensor).
     """
 
     @staticmethod
     def forward(ctx, x, w1, b1, w2, b2, p):  # noqa: D401
         x2 = x.reshape(-1, x.shape[-1])
         n, width = x2.shape[0], w1.shape[0]
-        a = x2.new_empty(n, width)
+        a = x2.new_empty(min(n, FUSED_ROWS), width)  # one chunk's W1 x + b1, reused
         out = x2.new_empty(n, w2.shape[0])
         keep = torch.empty(n, width, dtype=torch.uint8, device=x.device) if p > 0.0 else None
         for start in range(0, n, FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
-            a_c = torch.addmm(b1, x2[rows], w1.t(), out=a[rows])
+            x_c = x2[rows]
+            a_c = torch.addmm(b1, x_c, w1.t(), out=a[: x_c.shape[0]])
             act = nn.functional.gelu(a_c)
             if keep is not None:
                 mask, keep[rows] = _keep_mask(act, p)
                 act.mul_(mask)
             torch.addmm(b2, act, w2.t(), out=out[rows])
-        ctx.save_for_backward(x2, w1, w2, a, keep)
+        ctx.save_for_backward(x2, w1, b1, w2, keep)
         ctx.p = p
         return out.view(*x.shape[:-1], w2.shape[0])
 
     @staticmethod
     def backward(ctx, grad):
-        x2, w1, w2, a, keep = ctx.saved_tensors
+        x2, w1, b1, w2, keep = ctx.saved_tensors
         g2 = grad.reshape(-1, grad.shape[-1])
         grad_x = torch.empty_like(x2)
         grad_w1, grad_w2 = torch.zeros_like(w1), torch.zeros_like(w2)
         grad_b1 = w1.new_zeros(w1.shape[0])
+        a = x2.new_empty(min(x2.shape[0], FUSED_ROWS), w1.shape[0])
         for start in range(0, x2.shape[0], FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
-            a_c, g_c = a[rows], g2[rows]
+            g_c = g2[rows]
+            a_c = torch.addmm(b1, x2[rows], w1.t(), out=a[: g_c.shape[0]])
             act = nn.functional.gelu(a_c)
             mask = None if keep is None else _scaled(keep[rows], ctx.p)
             if mask is not None:

@@ -146,6 +146,11 @@ class SASRecConfig(NeuralConfig):
             raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
 
 
+def _tracing() -> bool:
+    """Whether a trace or export is recording (it would fix data-dependent branches)."""
+    return torch.jit.is_tracing() or torch.compiler.is_compiling()
+
+
 class CausalSelfAttention(nn.Module):
     """Multi-head scaled dot-product attention without output projection (SASRec eq. 2)."""
 
@@ -156,14 +161,28 @@ class CausalSelfAttention(nn.Module):
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim) if out_proj else None
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``query [B, Lq, D]``, ``keys [B, L, D]``, ``mask [B, Lq, L]`` -> ``[B, Lq, D]``."""
+    def forward(
+        self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """``query [B, Lq, D]``, ``keys [B, L, D]``, ``mask [B, Lq, L]`` -> ``[B, Lq, D]``.
+
+        ``mask=None``: no PAD key in the batch, plain causal attention; the queries are then
+        every position (``Lq = L``) or the last one (``Lq = 1``, which sees every key)."""
         b, lq, dim = query.shape
         h = self.n_heads
         q = self.q(query).view(b, lq, h, dim // h).transpose(1, 2)  # [B, H, Lq, D/H]
         k, v = self.kv(keys).view(b, keys.shape[1], 2, h, dim // h).permute(2, 0, 3, 1, 4)
+        if mask is None and lq not in (1, keys.shape[1]):
+            raise ValueError(f"without a mask the queries are all {keys.shape[1]} or the last")
         out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0
+            q,
+            k,
+            v,
+            attn_mask=None if mask is None else mask[:, None],
+            dropout_p=self.dropout if self.training else 0.0,
+            # no [B, L, L] mask to build and read, and the kernel skips the blocks above the
+            # diagonal
+            is_causal=mask is None and lq > 1,
         )  # scale defaults to 1/sqrt(D/H)
         out = out.transpose(1, 2).reshape(b, lq, dim)
         return out if self.out is None else self.out(out)
@@ -184,11 +203,17 @@ class SASRecBlock(nn.Module):
         self.dropout = Dropout(cfg.dropout)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor, valid: torch.Tensor, last_only: bool = False
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        valid: torch.Tensor,
+        last_only: bool = False,
     ) -> torch.Tensor:
-        """``[B, L, D]`` -> ``[B, L, D]`` (``[B, 1, D]`` for the last position only)."""
+        """``[B, L, D]`` -> ``[B, L, D]`` (``[B, 1, D]`` for the last position only); ``mask``
+        None: no PAD in the batch (see :class:`CausalSelfAttention`)."""
         q_slice = slice(-1, None) if last_only else slice(None)
-        mask, valid = mask[:, q_slice], valid[:, q_slice]
+        mask = None if mask is None else mask[:, q_slice]
+        valid = valid[:, q_slice]
         if self.layout == "pre_ln":
             z = self.attn_norm(x)
             x = x[:, q_slice] + self.dropout(self.attn(z[:, q_slice], z, mask))
@@ -239,12 +264,11 @@ class SASRecEncoder(SequenceEncoder):
         with torch.no_grad():
             self.item_emb.weight[0].zero_()
 
-    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
-        items = batch.items
+    def _embed(self, items: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """Input of the first block ``[B, L, D]`` (PAD positions 0)."""
         length = items.shape[1]
         if length > self.config.max_len:
             raise ConfigError(f"input length {length} exceeds max_len {self.config.max_len}")
-        valid = batch.mask if batch.mask is not None else items.ne(0)
         if self.config.positions == "from_start":
             # number of earlier real items in the window; independent of left padding
             pos = self.pos_emb((valid.cumsum(1) - 1).clamp_(min=0))  # [B, L, D]
@@ -256,18 +280,57 @@ class SASRecEncoder(SequenceEncoder):
         x = self.item_emb(items) * self.scale + pos
         if self.emb_norm is not None:
             x = self.emb_norm(x)
-        x = self.emb_dropout(x) * valid[..., None]
-        mask = causal_padding_mask(valid)
+        return self.emb_dropout(x) * valid[..., None]
+
+    def _output(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        x = self.final_norm(x) * valid[..., None]
+        return F.normalize(x, dim=-1) if self.config.l2_norm else x
+
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
+        items = batch.items
+        valid = batch.mask if batch.mask is not None else items.ne(0)
+        x = self._embed(items, valid)
+        # a batch without PAD (full windows; evaluation batches of the longest histories) needs
+        # no [B, L, L] mask: plain causal attention is the same
+        mask = None if not _tracing() and bool(valid.all()) else causal_padding_mask(valid)
         for i, block in enumerate(self.blocks):
             x = block(x, mask, valid, last_only and i == len(self.blocks) - 1)
         if last_only:
             valid = valid[:, -1:]
-        x = self.final_norm(x) * valid[..., None]  # [B, L, D] ([B, 1, D] if last_only)
-        return F.normalize(x, dim=-1) if self.config.l2_norm else x
+        return self._output(x, valid)  # [B, L, D] ([B, 1, D] if last_only)
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
-        """Hidden state of the last position ``[B, D]``; the last block computes only it."""
-        return self.forward(batch, last_only=True)[:, -1]
+        """Hidden state of the last position ``[B, D]``; the last block computes only it.
+
+        Out of training, a left-padded batch with PAD runs its blocks but the last on the rows
+        turned right-padded (each row's items first): a real query then sees only real keys
+        under plain causal attention, so no ``[B, L, L]`` mask is built or read and the kernel
+        skips the blocks above the diagonal; the rows are turned back for the last block, whose
+        one query per row needs only a ``[B, 1, L]`` mask. The same values up to the order of
+        float additions (``forward`` is the reference)."""
+        items = batch.items
+        if _tracing():  # exports trace one path for every input: the masked forward
+            return self.forward(batch, last_only=True)[:, -1]
+        valid = batch.mask if batch.mask is not None else items.ne(0)
+        b, width = items.shape
+        n = valid.sum(1)
+        shift = width - n  # PAD columns at the left of each row
+        cols = torch.arange(width, device=items.device)
+        left_padded = bool((valid == (cols[None] >= shift[:, None])).all())
+        if self.training or bool(valid.all()) or not left_padded or len(self.blocks) < 2:
+            return self.forward(batch, last_only=True)[:, -1]
+        x = self._embed(items, valid)
+        to_right = ((cols[None] + shift[:, None]) % width)[..., None].expand(b, width, x.shape[2])
+        to_left = ((cols[None] - shift[:, None]) % width)[..., None].expand(b, width, x.shape[2])
+        right_valid = cols[None] < n[:, None]
+        x = x.gather(1, to_right)
+        for block in self.blocks[:-1]:
+            x = block(x, None, right_valid)
+        x = x.gather(1, to_left)
+        # the last query's row of causal_padding_mask: the real keys, and itself
+        last_mask = (valid | (cols == width - 1)[None])[:, None, :]
+        x = self.blocks[-1](x, last_mask, valid, True)
+        return self._output(x, valid[:, -1:])[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         w = self.item_emb.weight
