@@ -134,6 +134,11 @@ def raw_columns(inter):
     )
 
 
+def suffixed(out: Path, ext: str) -> Path:
+    """``out`` + ``ext`` (an output stem may hold dots: ``continual_ml-100k.seed1``)."""
+    return out.with_name(out.name + ext)
+
+
 def parse_candidate(text: str) -> tuple[int, str | float]:
     epochs, _, replay = text.partition(":")
     return int(epochs), parse_replay(replay or "all")
@@ -286,9 +291,7 @@ def main() -> None:
     bounds = [float(b) for b in np.quantile(ts, qs)] + [float(ts.max()) + 1]
     # equal timestamps at a boundary all fall on its right
     state = (
-        json.loads(out.with_suffix(".json").read_text())
-        if out.with_suffix(".json").exists()
-        else {}
+        json.loads(suffixed(out, ".json").read_text()) if suffixed(out, ".json").exists() else {}
     )
     same = state.get("protocol_args") == protocol_args(args, flat)
     runs = [r for r in state.get("runs", []) if same and r.get("finished")]
@@ -394,10 +397,10 @@ def merge(args, flat, out):
     for key in ("first", "steps", "patience", "max_epochs", "grid", "update", "select_share"):
         setattr(args, key, first[key])
     write(out, args, first["settings"], bounds, qs, [runs[k] for k in sorted(runs)], selection)
-    record = json.loads(out.with_suffix(".json").read_text())
+    record = json.loads(suffixed(out, ".json").read_text())
     record["merged_from"] = commands
-    out.with_suffix(".json").write_text(json.dumps(record, indent=2, default=float))
-    out.with_suffix(".md").write_text(markdown(record))
+    suffixed(out, ".json").write_text(json.dumps(record, indent=2, default=float))
+    suffixed(out, ".md").write_text(markdown(record))
     print(f"merged seeds {sorted(runs)} into {out}")
 
 
@@ -495,10 +498,10 @@ def write(out, args, flat, bounds, qs, runs, selection):
         mean=mean,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".json.tmp")
+    tmp = suffixed(out, ".json.tmp")
     tmp.write_text(json.dumps(record, indent=2, default=float))
-    tmp.replace(out.with_suffix(".json"))
-    out.with_suffix(".md").write_text(markdown(record))
+    tmp.replace(suffixed(out, ".json"))
+    suffixed(out, ".md").write_text(markdown(record))
 
 
 def markdown(record):

@@ -136,3 +136,32 @@ def test_a_tiny_run_writes_every_step_and_resumes(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert again.returncode == 0 and "finished seeds [0]" in again.stdout
     assert json.loads(out.with_suffix(".json").read_text())["runs"] == record["runs"]
+    # a second seed in its own process takes the first one's choice; the records merge
+    other = out.with_name("continual.seed1")  # a dot in the stem
+    seed1 = [*cmd[: cmd.index("--seeds") + 1], "1", *cmd[cmd.index("--seeds") + 2 : -2]]
+    seed1 += ["--selection-from", str(out.with_suffix(".json")), "--out", str(other)]
+    proc = subprocess.run(seed1, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(Path(str(other) + ".json").read_text())["selection"] == record["selection"]
+    merged = tmp_path / "merged"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--merge",
+            str(out.with_suffix(".json")),
+            str(other) + ".json",
+            "--out",
+            str(merged),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    both = json.loads(merged.with_suffix(".json").read_text())
+    assert [r["seed"] for r in both["runs"]] == [0, 1] and len(both["merged_from"]) == 2
+    assert both["mean"]["ndcg_kept"] == pytest.approx(
+        sum(s["ndcg_kept"] for r in both["runs"] for s in r["steps"]) / 6
+    )
