@@ -134,6 +134,12 @@ def raw_columns(inter):
     )
 
 
+def local_paths_out(command: str) -> str:
+    """A command line with absolute paths cut to their last part (a record names no machine's
+    folders)."""
+    return " ".join(Path(t).name if t.startswith("/") else t for t in command.split(" "))
+
+
 def suffixed(out: Path, ext: str) -> Path:
     """``out`` + ``ext`` (an output stem may hold dots: ``continual_ml-100k.seed1``)."""
     return out.with_name(out.name + ext)
@@ -382,7 +388,7 @@ def merge(args, flat, out):
     runs, selection, first, commands = {}, None, None, []
     for name in args.merge:
         record = json.loads(Path(name).read_text())
-        commands.append(record["command"])
+        commands.append(local_paths_out(record["command"]))
         bounds, qs = record["boundaries"], record["quantiles"]
         proto = {k: v for k, v in record["protocol_args"].items() if k != "selection_from"}
         first = first or proto
@@ -399,6 +405,7 @@ def merge(args, flat, out):
     write(out, args, first["settings"], bounds, qs, [runs[k] for k in sorted(runs)], selection)
     record = json.loads(suffixed(out, ".json").read_text())
     record["merged_from"] = commands
+    record["command"] = local_paths_out(record["command"])
     suffixed(out, ".json").write_text(json.dumps(record, indent=2, default=float))
     suffixed(out, ".md").write_text(markdown(record))
     print(f"merged seeds {sorted(runs)} into {out}")

@@ -165,3 +165,4 @@ def test_a_tiny_run_writes_every_step_and_resumes(tmp_path):
     assert both["mean"]["ndcg_kept"] == pytest.approx(
         sum(s["ndcg_kept"] for r in both["runs"] for s in r["steps"]) / 6
     )
+    assert str(tmp_path) not in Path(str(merged) + ".md").read_text()  # no machine's folders
