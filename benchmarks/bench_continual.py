@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
         nargs="+",
         default=None,
         metavar="JSON",
-        help="only combine the finished seeds of these records (same protocol) into --out",
+        help="only combine the seeds of these records (same protocol) into --out",
     )
     ap.add_argument(
         "--set",
@@ -384,7 +384,8 @@ def wait_for_selection(path: Path, args, flat, every: float = 30.0):
 
 
 def merge(args, flat, out):
-    """One record of the finished seeds of several (each seed once, the selection shared)."""
+    """One record of the seeds of several (each seed once, finished runs first; an unfinished
+    one's steps are kept and marked), the selection shared."""
     runs, selection, first, commands = {}, None, None, []
     for name in args.merge:
         record = json.loads(Path(name).read_text())
@@ -396,9 +397,13 @@ def merge(args, flat, out):
             raise SystemExit(f"{name} is another protocol: {proto} != {first}")
         if record.get("selection") and record["selection"].get("candidates"):
             selection = record["selection"]
-        for r in record["runs"]:
-            if r.get("finished"):
-                runs.setdefault(r["seed"], r)
+        for r in record["runs"]:  # a finished run of a seed first, else its longest one
+            have = runs.get(r["seed"])
+            rank = (bool(r.get("finished")), len(r["steps"]))
+            if r["steps"] and (
+                have is None or rank > (bool(have.get("finished")), len(have["steps"]))
+            ):
+                runs[r["seed"]] = r
     args.data, args.model = first["data"], first["model"]
     for key in ("first", "steps", "patience", "max_epochs", "grid", "update", "select_share"):
         setattr(args, key, first[key])
