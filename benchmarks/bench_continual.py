@@ -90,6 +90,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--out", default=None, help="output stem (default docs/results/continual_<data>)"
     )
+    ap.add_argument("--note", default=None, help="a note the report shows (with --merge)")
     return ap
 
 
@@ -410,6 +411,8 @@ def merge(args, flat, out):
     write(out, args, first["settings"], bounds, qs, [runs[k] for k in sorted(runs)], selection)
     record = json.loads(suffixed(out, ".json").read_text())
     record["merged_from"] = commands
+    if args.note:
+        record["note"] = args.note
     record["command"] = local_paths_out(record["command"])
     suffixed(out, ".json").write_text(json.dumps(record, indent=2, default=float))
     suffixed(out, ".md").write_text(markdown(record))
@@ -537,6 +540,8 @@ def markdown(record):
         "step 1 of the first seed (validation only).",
         "",
     ]
+    if record.get("note"):
+        lines += [f"Note: {record['note']}", ""]
     if sel.get("candidates"):
         lines += [
             f"Step-1 validation (retrain's validation NDCG@10 "
