@@ -405,6 +405,7 @@ def merge(args, flat, out):
                 have is None or rank > (bool(have.get("finished")), len(have["steps"]))
             ):
                 runs[r["seed"]] = r
+    first["data"] = local_paths_out(first["data"])  # a file's name, not its folder
     args.data, args.model = first["data"], first["model"]
     for key in ("first", "steps", "patience", "max_epochs", "grid", "update", "select_share"):
         setattr(args, key, first[key])
