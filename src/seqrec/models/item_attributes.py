@@ -14,7 +14,9 @@ what it did before). An item's vector is
   ever pushed down as a negative: it carries no information, so it is replaced);
 * ``a_v``: one embedding per attribute value (a category, a brand, a tag: each ``(kind, value)``
   of ``ItemAttributes`` is one token); ``W, b`` a learned projection, started at the identity;
-* the PAD row 0 stays zero.
+* the PAD row 0 stays zero;
+* a per-item output bias (HSTU's, MF's) of an item the training data never shows is likewise
+  replaced by one learned default bias.
 
 The same table is the input embedding and the output item table: a cold item with attributes
 gets a score from what it is, and as a history item it is read the same way.
@@ -231,6 +233,7 @@ class AttributeItemEmbedding(nn.Module):
         self.id_dropout = float(id_dropout)
         std = float(id_emb.weight[1:].detach().std()) if n_rows > 2 else 0.02
         self.default = nn.Parameter(torch.zeros(d))
+        self.default_bias = nn.Parameter(torch.zeros(()))
         self.attr = nn.Embedding(spec.n_tokens + 1, d, padding_idx=0)
         self.proj = nn.Linear(d, d)
         with torch.no_grad():
@@ -269,6 +272,15 @@ class AttributeItemEmbedding(nn.Module):
         mean = summed / present.sum(-1, keepdim=True).clamp_(min=1)
         return (base + self.proj(mean)) * ids.ne(0)[..., None]
 
+    def output_bias(self, bias: torch.Tensor) -> torch.Tensor:
+        """An encoder's per-item output bias ``[n_items + 1]`` with the items whose ID part is
+        not used (unknown, or dropped at this step) at one learned default bias: the bias of
+        an item never seen in training is, like its ID row, only ever pushed down."""
+        known = self._known(draw=False)
+        known = known.clone()
+        known[0] = True  # PAD keeps its own
+        return torch.where(known, bias, self.default_bias.to(bias.dtype))
+
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """``[...]`` item ids -> ``[..., D]``; in training, draws the step's ID dropout."""
         return self._rows(ids, self._known(draw=True))
@@ -276,13 +288,12 @@ class AttributeItemEmbedding(nn.Module):
     @property
     def weight(self) -> torch.Tensor:
         """The whole table ``[n_items + 1, D]`` (in training with the step's ID dropout, as
-        drawn by the last forward); cached in evaluation until a parameter changes."""
+        drawn by the last forward); cached in evaluation until a parameter or buffer changes."""
         ids = torch.arange(len(self.known), device=self.known.device)
         if self.training or torch.is_grad_enabled():
             return self._rows(ids, self._known(draw=False))
-        versions = tuple(p._version for p in self.parameters()) + tuple(
-            id(p) for p in self.parameters()
-        )
+        tensors = [*self.parameters(), *self.buffers()]
+        versions = tuple((id(t), t._version) for t in tensors)
         if self._cache is None or self._cache[0] != versions:
             self._cache = (versions, self._rows(ids, self.known))
         return self._cache[1]
@@ -314,5 +325,13 @@ def attach(encoder: nn.Module, spec: AttributeSpec, id_dropout: float, model: st
     why = supports(encoder, encoder.n_items)
     if why is not None:
         raise ConfigError(f"{model} cannot use model.item_attributes='ids+attributes': {why}")
-    encoder.item_emb = AttributeItemEmbedding(encoder.item_emb, spec, id_dropout)
+    emb = AttributeItemEmbedding(encoder.item_emb, spec, id_dropout)
+    encoder.item_emb = emb
+    table = encoder.output_embeddings  # the class's method, bound
+
+    def output_embeddings() -> tuple[torch.Tensor, torch.Tensor | None]:
+        weight, bias = table()
+        return weight, None if bias is None else emb.output_bias(bias)
+
+    encoder.output_embeddings = output_embeddings  # per-item biases: unknown items' default
     return encoder
