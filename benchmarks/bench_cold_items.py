@@ -97,8 +97,9 @@ class FixedScores:
         return out
 
 
-def attribute_popularity(attrs, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``attr-pop`` and ``pop+attr`` scores ``[n_items + 1]`` (module docstring)."""
+def attribute_popularity(attrs, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``attr-pop``, ``pop+attr`` and ``new-first`` scores ``[n_items + 1]`` (module
+    docstring)."""
     n = len(counts) - 1
     rows = (attrs.item >= 1) & (attrs.item <= n)
     item, kind, value = attrs.item[rows], attrs.kind[rows], attrs.attribute[rows]
@@ -118,8 +119,10 @@ def attribute_popularity(attrs, counts: np.ndarray) -> tuple[np.ndarray, np.ndar
     attr_pop = mean_over_items(total)
     expected = mean_over_items(per_item)
     pop_attr = np.where(counts > 0, counts, expected)
-    attr_pop[0] = pop_attr[0] = 0.0
-    return attr_pop, pop_attr
+    # items never seen in training first (by attr-pop), then the seen ones by count
+    new_first = np.where(counts > 0, counts, attr_pop + counts.max() + 1)
+    attr_pop[0] = pop_attr[0] = new_first[0] = 0.0
+    return attr_pop, pop_attr, new_first
 
 
 def metrics(model, split, targets) -> dict:
@@ -194,13 +197,21 @@ def run(args, save) -> dict:
         else:
             raise SystemExit(f"unknown split {split_name!r}: item-cold or standard")
         rows = {}
-        if split.cold_items is not None:
+        arms = {a.strip() for a in args.arms.split(",")}
+        if split.cold_items is not None and "baselines" in arms:
             counts = split.train.item_counts().astype(np.float64)
-            attr_pop, pop_attr = attribute_popularity(attrs, counts)
-            for name, scores in (("pop", counts), ("attr-pop", attr_pop), ("pop+attr", pop_attr)):
+            attr_pop, pop_attr, new_first = attribute_popularity(attrs, counts)
+            for name, scores in (
+                ("pop", counts),
+                ("attr-pop", attr_pop),
+                ("pop+attr", pop_attr),
+                ("new-first", new_first),
+            ):
                 rows[name] = {"test": metrics(FixedScores(scores, args.seed), split, split.test)}
                 print(split_name, name, json.dumps(rows[name]["test"]), flush=True)
         for name, mode in (("sasrec-id", "none"), ("sasrec-attr", "ids+attributes")):
+            if name not in arms:
+                continue
             model, info = train_sasrec(split, mode, args)
             rows[name] = {"test": metrics(model, split, split.test), "training": info}
             print(split_name, name, json.dumps(rows[name]), flush=True)
@@ -214,11 +225,33 @@ def _fmt(x):
     return "-" if x is None else f"{x:.4f}"
 
 
+ORDER = ("pop", "attr-pop", "pop+attr", "new-first", "sasrec-id", "sasrec-attr")
+
+
+def combine(records: list[dict]) -> list[dict]:
+    """One record per dataset from records of separate arms (``--arms``) of it."""
+    by: dict[str, dict] = {}
+    for r in records:
+        d = by.setdefault(r["data"], {**r, "results": {}, "commands": []})
+        d["commands"] += r.get("commands", [r["command"]])
+        for split, part in r["results"].items():
+            tgt = d["results"].setdefault(split, {"split_info": part["split_info"], "rows": {}})
+            tgt["rows"].update(part["rows"])
+    for d in by.values():
+        for part in d["results"].values():
+            part["rows"] = {k: part["rows"][k] for k in ORDER if k in part["rows"]}
+    return list(by.values())
+
+
 def markdown(records: list[dict]) -> str:
+    records = combine(records)
     lines = ["# Cold items from their attributes", ""]
     first = records[0]
+    commands = [c for r in records for c in r["commands"]]
     lines += [
-        f"Command(s): `{'`, `'.join(r['command'] for r in records)}`",
+        "Commands (each with `OMP_NUM_THREADS=1 nice -n 10`, from the repository root): `"
+        + "`, `".join(commands)
+        + "`",
         "",
         f"Protocol: {first['protocol']}. SASRec: {json.dumps(first['sasrec'])}; the two SASRec "
         "arms differ only in `item_attributes`. Hardware: "
@@ -253,18 +286,20 @@ def markdown(records: list[dict]) -> str:
                     f"| {_fmt(t['all']['HR@10'])} | {_fmt(t['all']['NDCG@10'])} "
                     f"| {tr.get('train_cpu_s', '-')} | {tr.get('best_epoch', '-')} |"
                 )
-            base = max(
-                (cold["rows"][b]["test"].get("cold", {}).get("HR@10", 0.0), b)
-                for b in ("pop", "attr-pop", "pop+attr")
-                if b in cold["rows"]
-            )
             attr = cold["rows"].get("sasrec-attr", {}).get("test", {}).get("cold", {}).get("HR@10")
-            if attr is not None:
-                ratio = attr / base[0] if base[0] > 0 else float("inf")
+            for names, what in (
+                (("pop", "attr-pop", "pop+attr"), "popularity baseline"),
+                (("pop", "attr-pop", "pop+attr", "new-first"), "baseline, new-first included"),
+            ):
+                have = [b for b in names if b in cold["rows"]]
+                if attr is None or not have:
+                    continue
+                base = max((cold["rows"][b]["test"]["cold"]["HR@10"], b) for b in have)
+                ratio = f"{attr / base[0]:.2f}x" if base[0] > 0 else "infinitely many times"
                 lines += [
                     "",
-                    f"Cold HR@10: sasrec-attr {attr:.4f} vs the strongest baseline ({base[1]}) "
-                    f"{base[0]:.4f}: {ratio:.2f}x.",
+                    f"Cold HR@10: sasrec-attr {attr:.4f} vs the strongest {what} ({base[1]}) "
+                    f"{base[0]:.4f}: {ratio}.",
                 ]
             lines.append("")
         std = r["results"].get("standard")
@@ -293,9 +328,10 @@ def main() -> None:
     args = parser().parse_args()
     results = ROOT / "docs" / "results"
     if args.merge is not None:
-        paths = args.merge or sorted(str(p) for p in results.glob("cold_items_*.json"))
+        paths = args.merge or sorted(str(p) for p in (results / "cold_items").glob("*.json"))
         records = [json.loads(Path(p).read_text()) for p in paths]
-        (results / "cold_items.json").write_text(json.dumps(records, indent=2) + "\n")
+        combined = combine(records)
+        (results / "cold_items.json").write_text(json.dumps(combined, indent=2) + "\n")
         (results / "cold_items.md").write_text(markdown(records))
         print(f"wrote {results / 'cold_items.md'} from {len(records)} files")
         return
