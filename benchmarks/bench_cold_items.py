@@ -45,6 +45,12 @@ def parser() -> argparse.ArgumentParser:
         "--splits", default="item-cold,standard", help="which splits to run (comma list)"
     )
     ap.add_argument(
+        "--arms",
+        default="baselines,sasrec-id,sasrec-attr",
+        help="which rows to run (comma list of baselines, sasrec-id, sasrec-attr); separate "
+        "processes can run separate arms into separate --out files, which --merge joins",
+    )
+    ap.add_argument(
         "--out", default=None, help="output stem (default docs/results/cold_items_<data>)"
     )
     ap.add_argument(
