@@ -134,22 +134,19 @@ def test_grown_items_are_scored_from_their_attributes(cold_split):
     hist = cold_split.test.histories()
     before = model.score(hist)
     old_n = model.n_items
-    vocab = model.vocab.extend(["new1", "new2", "new3"])
-    # new1 is a category-2 / brand-1 item, new2 the same, new3 carries a value never seen
-    extra = ItemAttributes(
-        np.array([old_n + 1, old_n + 1, old_n + 2, old_n + 2, old_n + 3], np.int64),
-        np.array([2, 1, 2, 1, 99], np.int64),
-        np.array(["category", "brand", "category", "brand", "category"]),
-        np.array([0, 1, 0, 1, 0], np.int64),
+    # new1 is a category-2 / brand-1 item, new2 the same, new3 carries a value never seen;
+    # i1's entry is not used (a known item keeps the attributes it trained with)
+    vocab = model.vocab.extend(
+        ["new1", "i1", "new2", "new3"],
+        attributes={
+            "new1": [("category", 2), ("brand", 1)],
+            "new2": [("category", 2), ("brand", 1)],
+            "new3": [("category", 99)],
+            "i1": [("category", 3)],
+        },
     )
-    old = vocab.attributes
-    attrs = ItemAttributes(
-        np.concatenate([old.item, extra.item]),
-        np.concatenate([old.attribute, extra.attribute]),
-        np.concatenate([old.kind, extra.kind]),
-        np.concatenate([old.position, extra.position]),
-    )
-    model.grow(dataclasses.replace(vocab, attributes=attrs))
+    assert len(vocab.attributes) == len(model.vocab.attributes) + 5
+    model.grow(vocab)
     after = model.score(hist)
     np.testing.assert_allclose(after[:, : old_n + 1], before, rtol=1e-5, atol=1e-5)
     new = after[:, old_n + 1 :]
