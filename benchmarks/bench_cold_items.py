@@ -238,7 +238,7 @@ def combine(records: list[dict]) -> list[dict]:
     """One record per dataset from records of separate arms (``--arms``) of it."""
     by: dict[str, dict] = {}
     for r in records:
-        d = by.setdefault(r["data"], {**r, "results": {}, "commands": []})
+        d = by.setdefault(r["data"], {**r, "dataset": r["data"], "results": {}, "commands": []})
         d["commands"] += r.get("commands", [r["command"]])
         for split, part in r["results"].items():
             tgt = d["results"].setdefault(split, {"split_info": part["split_info"], "rows": {}})
