@@ -177,7 +177,7 @@ def test_data_without_attributes_is_refused(cold_split):
         _fit("sasrec", split, **ATTR)
 
 
-@pytest.mark.parametrize("name", ["gru4rec", "caser", "bert4rec"])
+@pytest.mark.parametrize("name", ["gru4rec", "caser", "bert4rec", "lrurec"])
 def test_models_without_a_shared_item_table_refuse(name, cold_split):
     config_cls, model_cls = get_model(name)
     cfg = settings(config_cls, **{**TINY, "epochs": 1, **ATTR})
@@ -202,3 +202,22 @@ class TestHSTUAttributesConformance(ConformanceSuite):
     model_cls = HSTU
     config_kwargs = {"dim": 16, "n_heads": 2, "positions": "from_start", **ATTR}
     learn_epochs = 15
+
+
+SUPPORTED = {"sasrec", "hstu", "fmlprec", "bsarec", "tvrec", "narm", "mf"}
+
+
+@pytest.mark.parametrize("name", sorted(SUPPORTED))
+def test_every_model_with_one_item_table_scores_cold_items(name, cold_split):
+    config_cls, model_cls = get_model(name)
+    over = {"dim": 16} if "dim" in config_cls.__dataclass_fields__ else {}
+    cfg = settings(config_cls, **{**TINY, "epochs": 1, **over, **ATTR})
+    model = model_cls(cfg).fit(cold_split.train, cold_split.valid, progress=False)
+    assert isinstance(model.encoder.item_emb, AttributeItemEmbedding)
+    cold = cold_split.cold_items
+    scores = model.score(cold_split.test.histories())
+    assert np.isfinite(scores[:, cold]).all()
+    with torch.no_grad():
+        model.encoder.item_emb.tokens[int(cold[0])] = model.encoder.item_emb.tokens[int(cold[1])]
+    changed = model.score(cold_split.test.histories())
+    np.testing.assert_allclose(changed[:, cold[0]], changed[:, cold[1]], rtol=1e-5, atol=1e-5)
