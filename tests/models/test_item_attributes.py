@@ -221,3 +221,15 @@ def test_every_model_with_one_item_table_scores_cold_items(name, cold_split):
         model.encoder.item_emb.tokens[int(cold[0])] = model.encoder.item_emb.tokens[int(cold[1])]
     changed = model.score(cold_split.test.histories())
     np.testing.assert_allclose(changed[:, cold[0]], changed[:, cold[1]], rtol=1e-5, atol=1e-5)
+
+
+def test_fit_partial_trains_the_id_rows_of_the_new_items_it_shows(cold_split):
+    model = _fit("sasrec", cold_split, **ATTR)
+    old_n = model.n_items
+    vocab = model.vocab.extend(["new1", "new2"], attributes={"new1": [("category", 2)]})
+    rows = [[1, old_n + 1, 3, 4], [2, 3, old_n + 1, 5]]  # new1 occurs, new2 does not
+    data = Sequences.from_lists(rows, n_items=len(vocab), users=np.arange(2), vocab=vocab)
+    model.fit_partial(data, epochs=1, progress=False)
+    known = model.encoder.item_emb.known
+    assert bool(known[old_n + 1]) and not bool(known[old_n + 2]) and not bool(known[0])
+    assert np.isfinite(model.score(cold_split.test.histories())[:, 1:]).all()
