@@ -219,6 +219,8 @@ def run(args, save) -> dict:
             if name not in arms:
                 continue
             model, info = train_sasrec(split, mode, args)
+            if mode != "none" and args.id_dropout is not None:
+                name = f"sasrec-attr-d{args.id_dropout:g}"  # a variant beside the default
             rows[name] = {"test": metrics(model, split, split.test), "training": info}
             print(split_name, name, json.dumps(rows[name]), flush=True)
             record["results"][split_name] = {"split_info": split.info, "rows": rows}
@@ -245,7 +247,10 @@ def combine(records: list[dict]) -> list[dict]:
             tgt["rows"].update(part["rows"])
     for d in by.values():
         for part in d["results"].values():
-            part["rows"] = {k: part["rows"][k] for k in ORDER if k in part["rows"]}
+            rows = part["rows"]
+            part["rows"] = {k: rows[k] for k in ORDER if k in rows} | {
+                k: v for k, v in sorted(rows.items()) if k not in ORDER
+            }
     return list(by.values())
 
 
@@ -260,7 +265,8 @@ def markdown(records: list[dict]) -> str:
         + "`",
         "",
         f"Protocol: {first['protocol']}. SASRec: {json.dumps(first['sasrec'])}; the two SASRec "
-        "arms differ only in `item_attributes`. Hardware: "
+        "arms differ only in `item_attributes` (`sasrec-attr`: the default `id_dropout`, "
+        "0.25; `sasrec-attr-dX`: `id_dropout` X). Cold hits = HR@10 x cold targets. Hardware: "
         f"{hardware_line(first['hardware'])}; {first['machine_note']}.",
         "",
     ]
@@ -302,10 +308,12 @@ def markdown(records: list[dict]) -> str:
                     continue
                 base = max((cold["rows"][b]["test"]["cold"]["HR@10"], b) for b in have)
                 ratio = f"{attr / base[0]:.2f}x" if base[0] > 0 else "infinitely many times"
+                n = cold["rows"]["sasrec-attr"]["test"]["cold"]["targets"]
                 lines += [
                     "",
-                    f"Cold HR@10: sasrec-attr {attr:.4f} vs the strongest {what} ({base[1]}) "
-                    f"{base[0]:.4f}: {ratio}.",
+                    f"Cold HR@10: sasrec-attr {attr:.4f} ({round(attr * n)} hits) vs the "
+                    f"strongest {what} ({base[1]}) {base[0]:.4f} ({round(base[0] * n)} hits): "
+                    f"{ratio}.",
                 ]
             lines.append("")
         std = r["results"].get("standard")
