@@ -307,7 +307,10 @@ def markdown(records: list[dict]) -> str:
                 if attr is None or not have:
                     continue
                 base = max((cold["rows"][b]["test"]["cold"]["HR@10"], b) for b in have)
-                ratio = f"{attr / base[0]:.2f}x" if base[0] > 0 else "infinitely many times"
+                if base[0] > 0:
+                    ratio = f"{attr / base[0]:.2f}x"
+                else:
+                    ratio = "no hits for either" if attr == 0 else "the baseline has none"
                 n = cold["rows"]["sasrec-attr"]["test"]["cold"]["targets"]
                 lines += [
                     "",
