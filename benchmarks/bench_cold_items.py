@@ -264,7 +264,8 @@ def markdown(records: list[dict]) -> str:
         + "`, `".join(commands)
         + "`",
         "",
-        f"Protocol: {first['protocol']}. SASRec: {json.dumps(first['sasrec'])}; the two SASRec "
+        f"Protocol: {first['protocol']}. SASRec: {json.dumps(first['sasrec'])} (epochs: per "
+        "dataset below); the SASRec "
         "arms differ only in `item_attributes` (`sasrec-attr`: the default `id_dropout`, "
         "0.25; `sasrec-attr-dX`: `id_dropout` X). Cold hits = HR@10 x cold targets. Hardware: "
         f"{hardware_line(first['hardware'])}; {first['machine_note']}.",
@@ -274,6 +275,8 @@ def markdown(records: list[dict]) -> str:
         lines += [
             f"## {r['data']} ({r['users']:,} users, {r['items']:,} items, "
             f"{r['interactions']:,} interactions; attribute kinds {r['attribute_kinds']})",
+            "",
+            f"SASRec epochs per arm: {r['sasrec']['epochs']}.",
             "",
         ]
         cold = r["results"].get("item-cold")
