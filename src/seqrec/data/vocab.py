@@ -73,13 +73,21 @@ class ItemVocab:
         """Category text of an internal id (None when unknown)."""
         return _text(self.categories, internal_id)
 
-    def extend(self, raw_ids: Iterable[Any], titles: dict[Any, Any] | None = None) -> ItemVocab:
+    def extend(
+        self,
+        raw_ids: Iterable[Any],
+        titles: dict[Any, Any] | None = None,
+        attributes: dict[Any, Iterable[tuple[str, int]]] | None = None,
+    ) -> ItemVocab:
         """This vocabulary with the unknown ids of ``raw_ids`` appended (first occurrence order,
         each once): every known id keeps its internal id, the new ones get ``n + 1, n + 2 ...``.
 
         ``titles`` (raw id -> title) fills the new ids' titles; categories of new ids are
-        empty and the attribute table is kept as it is (new ids have no attribute rows). An
-        id that preprocessing had removed is no longer counted as removed once it is added.
+        empty. ``attributes`` (raw id -> ``(kind, attribute id)`` pairs, e.g.
+        ``{"sku9": [("brand", 12), ("category", 3)]}``) adds attribute rows for the new ids
+        (entries for ids already known are not used: an item keeps the attributes it trained
+        with); without it the new ids have no attribute rows. An id that preprocessing had
+        removed is no longer counted as removed once it is added.
         """
         index = self._lookup()
         new: list[Any] = []
@@ -112,7 +120,36 @@ class ItemVocab:
         if removed is not None:
             added = {self._key(r) for r in new}
             removed = np.asarray([r for r in removed.tolist() if str(r) not in added], str)
-        return ItemVocab(raw, out_titles, self.attributes, categories, removed)
+        return ItemVocab(
+            raw, out_titles, self._extended_attributes(new, attributes), categories, removed
+        )
+
+    def _extended_attributes(
+        self, new: list[Any], attributes: dict[Any, Iterable[tuple[str, int]]] | None
+    ) -> ItemAttributes | None:
+        """The attribute table with rows for the ``new`` raw ids (internal ids after ours)."""
+        by_key = {self._key(k): v for k, v in (attributes or {}).items()}
+        rows = []
+        for i, r in enumerate(new):
+            for position, (kind, value) in enumerate(by_key.get(self._key(r)) or ()):
+                rows.append((len(self) + 1 + i, int(value), str(kind), position))
+        if not rows:
+            return self.attributes
+        item, value, kind, position = (list(col) for col in zip(*rows, strict=True))
+        old = self.attributes
+        if old is None:
+            return ItemAttributes(
+                np.asarray(item, np.int64),
+                np.asarray(value, np.int64),
+                np.asarray(kind),
+                np.asarray(position, np.int64),
+            )
+        return ItemAttributes(
+            np.concatenate([old.item, np.asarray(item, np.int64)]),
+            np.concatenate([old.attribute, np.asarray(value, np.int64)]),
+            np.concatenate([old.kind.astype(object), np.asarray(kind, object)]).astype(str),
+            np.concatenate([old.position, np.asarray(position, np.int64)]),
+        )
 
     def is_removed(self, raw_id: Any) -> bool:
         """Whether ``raw_id`` was in the source data but removed by preprocessing."""

@@ -47,6 +47,11 @@ def _batch_given(config: dict[str, Any]) -> bool:
     return bool(config.get("batch_size", 0))
 
 
+def _no_attributes(config: dict[str, Any]) -> bool:
+    """``id_dropout`` acts only on an attribute item table."""
+    return config.get("item_attributes", "none") == "none"
+
+
 def _no_growth(config: dict[str, Any]) -> bool:
     """``auto_batch_max`` acts only through ``min_epoch_steps`` on an automatic batch."""
     return _batch_given(config) or not config.get("min_epoch_steps", 0)
@@ -215,6 +220,16 @@ class NeuralConfig:
     max_len: int = setting(50)
     """Maximum input length n (most recent items kept): the encoder's positions, and the
     length of the training windows."""
+    item_attributes: str = setting("none", legacy="none")
+    """'none': items are their ID embeddings. 'ids+attributes': an item's vector is its ID
+    embedding (a learned default for items the training data never shows) plus a projection of
+    the mean embedding of its attribute values (categories, brands, tags of the data's item
+    attributes), as input and as output table, so an item with attributes and no interactions
+    gets a score (``seqrec.models.item_attributes``; models whose item table is ``item_emb``)."""
+    id_dropout: float = setting(0.25, inert_when=_no_attributes)
+    """With ``item_attributes = 'ids+attributes'``: the probability, drawn per item and training
+    step, that an item's ID part is replaced by the default vector, so that the attribute path
+    learns to stand alone as it must for a cold item (ignored otherwise)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -244,6 +259,8 @@ class NeuralConfig:
 
     def __post_init__(self) -> None:
         check_positive(self, "max_len")
+        check_choice(self, "item_attributes", ("none", "ids+attributes"))
+        check_range(self, "id_dropout", 0.0, 1.0)
 
     def check_training(self, train: TrainConfig, run: RunConfig) -> None:
         """Refuse training settings this model cannot train with (``ConfigError``); models

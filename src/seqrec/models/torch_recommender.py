@@ -184,6 +184,8 @@ class TorchRecommender(Recommender):
         self._row_source: np.ndarray | None = None  # window -> user row (sliding windows)
         self._net: torch.nn.Module | None = None  # what training runs forward (DDP wrapper)
         self.train_batch_size: int | None = None  # the global batch the last fit used
+        self._attribute_spec = None  # item_attributes: the attribute table (item_attributes.py)
+        self._growing_vocab = None
 
     @property
     def settings(self) -> Any:
@@ -199,6 +201,16 @@ class TorchRecommender(Recommender):
     # --- hooks models may override -------------------------------------------------------
     def build_encoder(self, n_items: int) -> SequenceEncoder:
         return self.encoder_cls(self.config, n_items)
+
+    def _new_encoder(self, n_items: int) -> SequenceEncoder:
+        """:meth:`build_encoder`, its item table given attributes with
+        ``item_attributes = 'ids+attributes'`` (:mod:`seqrec.models.item_attributes`)."""
+        encoder = self.build_encoder(n_items)
+        if getattr(self.config, "item_attributes", "none") != "none":
+            from seqrec.models.item_attributes import attach
+
+            encoder = attach(encoder, self._attribute_spec, self.config.id_dropout, self.name)
+        return encoder.to(self.device)
 
     def make_batch(self, train: Sequences, rows: np.ndarray, rng: np.random.Generator) -> dict:
         """Inputs/targets for ``rows`` plus the negatives the configured loss needs."""
@@ -328,6 +340,12 @@ class TorchRecommender(Recommender):
         if n_users is None and train.users is not None and len(train.users):
             n_users = int(train.users.max()) + 1
         self.grow(train.vocab, n_users)
+        emb = getattr(self.encoder, "item_emb", None)
+        if hasattr(emb, "known"):  # attribute items: ids the new data shows train their rows
+            with torch.no_grad():
+                seen = torch.from_numpy(train.item_counts()[: len(emb.known)] > 0)
+                emb.known |= seen.to(emb.known.device)
+                emb.known[0] = False
         cfg = replace(self.train_config, epochs=int(epochs))
         if lr is not None:
             cfg = replace(cfg, lr=float(lr))
@@ -374,7 +392,13 @@ class TorchRecommender(Recommender):
         with _Threads(run.num_threads):
             torch.manual_seed(cfg.seed)
             if build:
-                self.encoder = self.build_encoder(train.n_items).to(self.device)
+                if getattr(self.config, "item_attributes", "none") != "none":
+                    from seqrec.models.item_attributes import build_spec
+
+                    attrs = None if train.vocab is None else train.vocab.attributes
+                    counts = train.item_counts()
+                    self._attribute_spec = build_spec(attrs, train.n_items, counts)
+                self.encoder = self._new_encoder(train.n_items)
             self._net = distributed.wrap(self.encoder, ctx)
             if cfg.loss in ("bce", "gbce", "sampled_softmax"):
                 pop = train.item_counts() if (cfg.loss == "sampled_softmax" and cfg.logq) else None
@@ -404,6 +428,15 @@ class TorchRecommender(Recommender):
         self._sampler, self._net = None, None
 
     # --- catalogue growth ------------------------------------------------------------------
+    def grow(self, vocab: Any, n_users: int | None = None) -> int:
+        self._growing_vocab = vocab  # _grow reads the new items' attributes from it
+        try:
+            return super().grow(vocab, n_users)
+        finally:
+            self._growing_vocab = None
+
+    grow.__doc__ = Recommender.grow.__doc__
+
     def _grow(self, n_items: int, n_users: int | None) -> None:
         """A new encoder for ``n_items`` items holding the old weights: every tensor of the
         same shape is copied; a tensor that gains rows (item tables and output biases, user
@@ -412,7 +445,15 @@ class TorchRecommender(Recommender):
         :meth:`_grow_rows` or the growth is refused naming the tensor."""
         old_n = self.n_items
         old = {k: v.detach().clone() for k, v in self.encoder.state_dict().items()}
-        fresh = self.build_encoder(n_items).to(self.device)
+        attribute_keys: set[str] = set()
+        if self._attribute_spec is not None:  # new items' attribute tokens; not known yet
+            from seqrec.models.item_attributes import grown_spec
+
+            vocab = self._growing_vocab
+            attrs = None if vocab is None else vocab.attributes
+            self._attribute_spec = grown_spec(self._attribute_spec, attrs, n_items)
+            attribute_keys = {f"item_emb.{b}" for b in ("tokens", "known")}
+        fresh = self._new_encoder(n_items)
         user_keys = {
             f"{name}.weight"
             for name, module in fresh.named_modules()
@@ -421,6 +462,9 @@ class TorchRecommender(Recommender):
         state = {}
         for key, target in fresh.state_dict().items():
             was = old[key]
+            if key in attribute_keys:
+                state[key] = target  # built from the grown attribute table
+                continue
             grown = self._grow_rows(key, was, target, old_n, n_items)
             if grown is None:
                 if was.shape == target.shape:
@@ -593,7 +637,11 @@ class TorchRecommender(Recommender):
         return {k: v.detach().cpu().numpy() for k, v in self.encoder.state_dict().items()}
 
     def _load_state(self, state: dict[str, np.ndarray]) -> None:
-        self.encoder = self.build_encoder(self.n_items).to(self.device)
+        if getattr(self.config, "item_attributes", "none") != "none":
+            from seqrec.models.item_attributes import spec_from_state
+
+            self._attribute_spec = spec_from_state(state)
+        self.encoder = self._new_encoder(self.n_items)
         self.encoder.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
         self.encoder.eval()
 
