@@ -36,6 +36,7 @@ Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_continual.py --data ml-100k
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,30 +110,16 @@ from seqrec.config import parse_value
 from seqrec.data.preprocess import PreprocessConfig, preprocess
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.data.sources import load
-from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.models.neural_config import settings
 from seqrec.registry import get_model
 from seqrec.serving.histories import UserHistories
 from seqrec.update import parse_replay, update_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _update_common import metrics, raw_columns  # noqa: E402
+
 MODEL_DEFAULTS = {"dim": 64, "n_blocks": 2, "max_len": 50, "loss": "ce", "num_threads": 1}
-
-
-def raw_columns(inter):
-    """Raw user ids (text) and raw item ids (text) of every row."""
-    users = (
-        np.asarray(inter.user_raw, dtype=object)[inter.user]
-        if inter.user_raw is not None
-        else inter.user
-    )
-    items = inter.item
-    if inter.items is not None and "raw_id" in inter.items:
-        items = np.asarray(inter.items["raw_id"], dtype=object)[inter.item]
-    return (
-        np.asarray([str(u) for u in users.tolist()], dtype=object),
-        np.asarray([str(i) for i in items.tolist()], dtype=object),
-    )
 
 
 def local_paths_out(command: str) -> str:
@@ -244,18 +231,6 @@ def targets_for(model, users, items, times, mask_hist, mask_target):
     tgt = np.asarray(tgt, np.int64)
     target_items = seqs.items[seqs.offsets[tgt] + cut]
     return Targets(seqs, tgt, cut, target_items), meta
-
-
-def metrics(model, targets, subset=None):
-    t = targets if subset is None else targets.subset(np.asarray(subset, np.int64))
-    if len(t) == 0:
-        return {"NDCG@10": float("nan"), "HR@10": float("nan"), "targets": 0}
-    res = evaluate(model, t, ks=(10,), seen_filter="history")
-    return {
-        "NDCG@10": float(res.metrics["NDCG@10"]),
-        "HR@10": float(res.metrics["HR@10"]),
-        "targets": int(res.n_targets),
-    }
 
 
 def timed_update(model, new, replay, epochs, seed):

@@ -24,6 +24,7 @@ Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_update.py [--data ml-latest-s
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,25 +66,14 @@ from seqrec.config import parse_value
 from seqrec.data.preprocess import PreprocessConfig, preprocess
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.data.sources import load
-from seqrec.evaluation import evaluate
 from seqrec.evaluation.results import base_record, hardware_line
 from seqrec.models.neural_config import settings
 from seqrec.registry import get_model
 from seqrec.serving.histories import UserHistories
 from seqrec.update import update_model
 
-
-def raw_columns(inter):
-    """Raw user ids (text) and raw item ids of every row."""
-    users = (
-        np.asarray(inter.user_raw, dtype=object)[inter.user]
-        if inter.user_raw is not None
-        else inter.user
-    )
-    items = inter.item
-    if inter.items is not None and "raw_id" in inter.items:
-        items = np.asarray(inter.items["raw_id"], dtype=object)[inter.item]
-    return np.asarray([str(u) for u in users.tolist()], dtype=object), items
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _update_common import metrics, raw_columns  # noqa: E402
 
 
 def fit(model_name, flat, inter, seed):
@@ -113,18 +103,6 @@ def test_targets(model, histories_raw, targets_raw):
     return Targets(seqs, np.arange(len(rows)), lengths - 1, seqs.items[seqs.offsets[1:] - 1]), keep
 
 
-def metrics(model, targets, subset=None):
-    t = targets if subset is None else targets.subset(np.asarray(subset, np.int64))
-    if len(t) == 0:
-        return {"NDCG@10": float("nan"), "HR@10": float("nan"), "targets": 0}
-    res = evaluate(model, t, ks=(10,), seen_filter="history")
-    return {
-        "NDCG@10": float(res.metrics["NDCG@10"]),
-        "HR@10": float(res.metrics["HR@10"]),
-        "targets": int(res.n_targets),
-    }
-
-
 def main() -> None:
     args = parser().parse_args()
     torch.set_num_threads(1)
@@ -133,7 +111,7 @@ def main() -> None:
         key, _, value = item.partition("=")
         flat[key.strip()] = parse_value(value.strip())
     inter = load(args.data)  # raw ids; each part below is prepared as a log of its own
-    users, items = raw_columns(inter)
+    users, items = raw_columns(inter, items_as_text=False)
     t1, t2 = np.quantile(inter.timestamp, args.cuts)
     old, new, test = (
         inter.timestamp < t1,
