@@ -194,6 +194,21 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _halves(first: dict, second: dict, rss_warm: float, rss_half: float, rss_end: float) -> dict:
+    """Throughput of each measured half and the server's RSS after warm-up, half-way and at
+    the end (its growth over the second half is what must stay flat)."""
+    return {
+        "throughput_rps_halves": [
+            summary([first])["throughput_rps"],
+            summary([second])["throughput_rps"],
+        ],
+        "rss_warm_mb": rss_warm,
+        "rss_half_mb": rss_half,
+        "rss_end_mb": rss_end,
+        "rss_growth_mb": rss_end - rss_half,
+    }
+
+
 def load_test(
     artifact: str | Path,
     payloads: list[tuple[str, dict[str, Any]]],
@@ -220,14 +235,7 @@ def load_test(
         {
             "clients": clients,
             "warmup_requests": warmup,
-            "throughput_rps_halves": [
-                summary([first])["throughput_rps"],
-                summary([second])["throughput_rps"],
-            ],
-            "rss_warm_mb": rss_warm,
-            "rss_half_mb": rss_half,
-            "rss_end_mb": rss_end,
-            "rss_growth_mb": rss_end - rss_half,
+            **_halves(first, second, rss_warm, rss_half, rss_end),
         }
     )
     return out
@@ -412,14 +420,7 @@ def live_load_test(
             "append_then_recommend": pct("pair_latencies_ms"),
             "append": pct("append_latencies_ms"),
             "recommend": pct("recommend_latencies_ms"),
-            "throughput_rps_halves": [
-                summary([first])["throughput_rps"],
-                summary([second])["throughput_rps"],
-            ],
-            "rss_warm_mb": rss_warm,
-            "rss_half_mb": rss_half,
-            "rss_end_mb": rss_end,
-            "rss_growth_mb": rss_end - rss_half,
+            **_halves(first, second, rss_warm, rss_half, rss_end),
             # the server's own CPU per measured request: what the load costs it, whatever else
             # runs on the machine (latencies include waiting for a shared core)
             "server_cpu_ms_per_request": 1000.0 * cpu / max(1, out["requests"]),
