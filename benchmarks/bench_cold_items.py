@@ -237,10 +237,12 @@ ORDER = ("pop", "attr-pop", "pop+attr", "new-first", "sasrec-id", "sasrec-attr")
 
 
 def combine(records: list[dict]) -> list[dict]:
-    """One record per dataset from records of separate arms (``--arms``) of it."""
-    by: dict[str, dict] = {}
+    """One record per dataset and epoch budget from records of separate arms (``--arms``) of
+    it (runs of one dataset at two budgets stay apart)."""
+    by: dict[tuple, dict] = {}
     for r in records:
-        d = by.setdefault(r["data"], {**r, "dataset": r["data"], "results": {}, "commands": []})
+        key = (r["data"], r["sasrec"]["epochs"])
+        d = by.setdefault(key, {**r, "dataset": r["data"], "results": {}, "commands": []})
         d["commands"] += r.get("commands", [r["command"]])
         for split, part in r["results"].items():
             tgt = d["results"].setdefault(split, {"split_info": part["split_info"], "rows": {}})
@@ -273,7 +275,8 @@ def markdown(records: list[dict]) -> str:
     ]
     for r in records:
         lines += [
-            f"## {r['data']} ({r['users']:,} users, {r['items']:,} items, "
+            f"## {r['data']}, {r['sasrec']['epochs']} epochs ({r['users']:,} users, "
+            f"{r['items']:,} items, "
             f"{r['interactions']:,} interactions; attribute kinds {r['attribute_kinds']})",
             "",
             f"SASRec epochs per arm: {r['sasrec']['epochs']}.",
