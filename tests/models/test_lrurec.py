@@ -261,6 +261,7 @@ def test_training_path_equals_plain_modules(dropout, monkeypatch):
     from seqrec.models import lrurec
 
     monkeypatch.setattr(lrurec, "FUSED_ROWS", 16)  # 111 rows: several chunks and a short one
+    monkeypatch.setattr(lrurec, "LRU_ROWS", 74)  # the LRU node: chunks of two rows and one
     torch.manual_seed(0)
     enc = LRUEncoder(LRURecConfig(dim=8, dropout=dropout, max_len=40), 25).double().train()
     items = torch.randint(1, 26, (3, 37))

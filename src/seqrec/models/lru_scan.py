@@ -71,8 +71,18 @@ def _chunk_size(length: int) -> int:
     return max(1, math.isqrt(max(length - 1, 0)) + 1)
 
 
-def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Tensor:
-    """The two-level (blocked) scan of ``u`` ``[..., L, N]`` into a new tensor (no autograd).
+def _scan(
+    u: torch.Tensor,
+    lam: torch.Tensor,
+    reverse: bool = False,
+    out: torch.Tensor | None = None,
+    powers: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The two-level (blocked) scan of ``u`` ``[..., L, N]`` (no autograd).
+
+    Into ``out`` if given (contiguous, ``u``'s shape; it may be ``u`` itself: the scan then
+    runs in place), else into a new tensor. ``powers``: ``_powers(lam, c)`` for this length's
+    block length ``c``, when the caller scans many tensors with one ``lam``.
 
     ``L = r + K * c`` with block length ``c ~ sqrt(L)``: a partial block of ``r < c`` steps at
     the start (at the end if ``reverse``) and ``K`` full blocks.
@@ -88,7 +98,8 @@ def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Te
     ``O(L)`` (about three passes over the data) in ``c + L / c`` vectorised steps.
     """
     *batch, length, n = u.shape
-    h = torch.empty_like(u)
+    h = torch.empty_like(u) if out is None else out
+    in_place = h.data_ptr() == u.data_ptr()
     if length == 0:
         return h
     chunk = _chunk_size(length)
@@ -104,11 +115,12 @@ def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Te
         prev = None
         for j in steps:
             if prev is None:
-                view_h[..., j, :].copy_(view_u[..., j, :])
+                if not in_place:
+                    view_h[..., j, :].copy_(view_u[..., j, :])
             else:
                 torch.addcmul(view_u[..., j, :], view_h[..., prev, :], lam, out=view_h[..., j, :])
             prev = j
-    powers = _powers(lam, chunk)[:chunk]  # [c, N]: lam**1 .. lam**c
+    powers = (_powers(lam, chunk) if powers is None else powers)[:chunk]  # [c, N]: lam**1..c
     lam_c = powers[-1]
     carry = None if rem == 0 else h[..., (blocks * chunk if reverse else rem - 1), :]
     if reverse:  # 2. across blocks, from the last

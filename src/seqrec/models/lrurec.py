@@ -85,7 +85,7 @@ from seqrec.errors import ConfigError, DataError
 from seqrec.models.base import Recommendation
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.lru_scan import lru_parallel_scan
+from seqrec.models.lru_scan import _chunk_size, _powers, _scan, lru_parallel_scan
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender, _Threads
 
@@ -246,6 +246,82 @@ class _FusedPFFN(torch.autograd.Function):
         return grad_x.view(shape), grad_w1, grad_b1, grad_w2, g2.sum(0), None
 
 
+LRU_ROWS = 2048
+"""Positions per chunk of the fused LRU layer (whole rows of the batch, at least one)."""
+
+
+class _FusedLRU(torch.autograd.Function):
+    """The LRU of one layer, ``Re(C h) + c`` with ``h = scan(m * (W x + b))``, over chunks of
+    whole batch rows (about ``LRU_ROWS`` positions each).
+
+    ``W`` ``[2N, D]`` and ``b`` ``[2N]`` hold the (gamma-scaled) input weights with real and
+    imaginary rows interleaved, so ``W x + b`` viewed as complex is ``u``; ``cw`` ``[D, 2N]``
+    is ``[C_re, -C_im]`` interleaved, so ``cw`` applied to the real view of ``h`` is
+    ``Re(C h)``. Each chunk's input product, scan and output product run while the chunk is in
+    the CPU cache; the states are written once, into the tensor returned (and kept for
+    backward, with ``x``). Backward runs per chunk too: the output product's gradient, the
+    reverse-time scan with ``conj(lam)`` (as in :mod:`seqrec.models.lru_scan`), the input
+    product's gradients. ``m`` ``[B, L, 1]`` (or None): 1 at real items, 0 at PAD.
+    """
+
+    @staticmethod
+    def forward(ctx, x, m, w, b, lam, cw, c):  # noqa: D401
+        x = x.contiguous()
+        batch, length, d = x.shape
+        n2 = w.shape[0]
+        rows = max(1, LRU_ROWS // max(length, 1))
+        h = x.new_empty(batch, length, n2)  # the states, real and imaginary parts interleaved
+        y = x.new_empty(batch, length, d)
+        powers = _powers(lam, _chunk_size(length))
+        for start in range(0, batch, rows):
+            sl = slice(start, start + rows)
+            h_c = h[sl]
+            z = torch.addmm(b, x[sl].view(-1, d), w.t(), out=h_c.view(-1, n2))
+            if m is not None:
+                h_c.mul_(m[sl])
+            u = torch.view_as_complex(h_c.view(*h_c.shape[:2], n2 // 2, 2))
+            _scan(u, lam, out=u, powers=powers)
+            torch.addmm(c, z, cw.t(), out=y[sl].view(-1, d))
+        ctx.save_for_backward(x, m, w, lam, cw, h)
+        ctx.mark_non_differentiable(h)
+        ctx.set_materialize_grads(False)  # no zero-filled gradient for the states
+        return y, torch.view_as_complex(h.view(batch, length, n2 // 2, 2))
+
+    @staticmethod
+    def backward(ctx, grad_y, _grad_h):
+        x, m, w, lam, cw, h = ctx.saved_tensors
+        if grad_y is None:
+            return None, None, None, None, None, None, None
+        batch, length, d = x.shape
+        n2 = w.shape[0]
+        rows = max(1, LRU_ROWS // max(length, 1))
+        grad_y = grad_y.contiguous()
+        lam_c = lam.conj().resolve_conj()
+        powers = _powers(lam_c, _chunk_size(length))
+        grad_x = torch.empty_like(x)
+        grad_w, grad_cw = torch.zeros_like(w), torch.zeros_like(cw)
+        grad_b = w.new_zeros(n2)
+        grad_lam = torch.zeros_like(lam)
+        buf = x.new_empty(min(rows, batch) * length, n2)
+        for start in range(0, batch, rows):
+            sl = slice(start, start + rows)
+            g_c = grad_y[sl].view(-1, d)
+            h_c = h[sl].view(-1, n2)
+            grad_cw.addmm_(g_c.t(), h_c)
+            gz = torch.mm(g_c, cw, out=buf[: g_c.shape[0]])  # dL/d(real view of h)
+            shape = (g_c.shape[0] // length, length, n2 // 2, 2)
+            G = torch.view_as_complex(gz.view(shape))
+            _scan(G, lam_c, reverse=True, out=G, powers=powers)  # dL/du
+            hc = torch.view_as_complex(h_c.view(shape))
+            grad_lam += (G[:, 1:] * hc[:, :-1].conj()).sum((0, 1))
+            if m is not None:
+                gz.view(shape[0], length, n2).mul_(m[sl])
+            grad_w.addmm_(gz.t(), x[sl].view(-1, d))
+            grad_b += gz.sum(0)
+            torch.mm(gz, w, out=grad_x[sl].view(-1, d))
+        return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_y.sum((0, 1))
+
+
 @dataclass
 class LRUState:
     """Cached recurrent state of a batch of users.
@@ -321,8 +397,23 @@ class LRULayer(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x`` ``[B, L, D]`` -> (outputs ``[B, L, D]``, states ``[B, L, N]``)."""
+        if x.device.type == "cpu" and (self.training or torch.is_inference_mode_enabled()):
+            # one autograd node over cache-sized chunks of rows (see _FusedLRU); exports
+            # (traced, not in inference mode) see the plain operations
+            return self._fused(x, mask)
         h = lru_parallel_scan(self.inputs(x, mask), self.lam())
         return self.output(h, x), h
+
+    def _fused(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        gamma = torch.exp(self.gamma_log).repeat_interleave(2)
+        w = torch.stack((self.B_re, self.B_im), dim=1).reshape(2 * self.n, self.d)
+        b = torch.stack((self.b_re, self.b_im), dim=1).reshape(2 * self.n) * gamma
+        w = w * gamma.unsqueeze(-1)
+        cw = torch.stack((self.C_re, -self.C_im), dim=-1).reshape(self.d, 2 * self.n)
+        m = None if mask is None or bool(mask.all()) else mask.unsqueeze(-1).to(x.dtype)
+        cdtype = torch.complex128 if x.dtype == torch.float64 else torch.complex64
+        y, h = _FusedLRU.apply(x, m, w, b, self.lam().to(cdtype), cw, self.c)
+        return self.norm(_dropout(self.dropout, y) + x), h
 
 
 class PFFN(nn.Module):
