@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError, DataError, NotFittedError
-from seqrec.models.layers import cpu_dropout
 from seqrec.models.lrurec import LRUEncoder, LRURec, LRURecConfig
 from seqrec.models.neural_config import TrainConfig
 from seqrec.models.neural_config import settings as model_settings
@@ -61,7 +60,7 @@ def test_embedding_dropout_position(where):
     got = enc._embed(items)
     e = enc.embedding(items)
     torch.manual_seed(1)
-    keep = cpu_dropout(torch.ones_like(e), 0.5)  # the same mask (the models' dropout)
+    keep = _drop(torch.ones_like(e), 0.5)  # the same mask (LRURec's dropout)
     ln = enc.embed_norm
     want = ln(e * keep) if where == "before_norm" else ln(e) * keep
     torch.testing.assert_close(got, want)
@@ -238,10 +237,18 @@ def test_weight_decay_skips_biases_and_norms_like_the_authors_code():
     assert len(_param_groups(enc, model_settings(LRURecConfig, dim=8, weight_decay=0.0))) == 1
 
 
+def _drop(x, p):
+    """Inverted dropout with the masks LRURec draws (:func:`seqrec.models.lrurec.keep_mask`)."""
+    from seqrec.models.lrurec import keep_mask
+
+    return x if p == 0.0 else x * keep_mask(x.shape, p).to(x.dtype) / (1.0 - p)
+
+
 def _plain_block_forward(block, x, mask):
-    """One LRU block as plain modules (layers.Dropout, nn.GELU, nn.Linear, complex inputs):
-    the reference for the memory-lean training path."""
+    """One LRU block as plain operations (nn.GELU, nn.Linear, complex inputs, dropout by
+    LRURec's mask draw): the reference for the memory-lean training path."""
     lru, ffn = block.lru, block.ffn
+    p = lru.dropout.p
     g = torch.exp(lru.gamma_log)
     u = torch.complex(x @ lru.B_re.T + lru.b_re, x @ lru.B_im.T + lru.b_im) * g
     u = u * mask.unsqueeze(-1)
@@ -249,9 +256,9 @@ def _plain_block_forward(block, x, mask):
 
     h = lru_sequential_scan(u, lru.lam())
     y = (h @ torch.complex(lru.C_re, lru.C_im).T).real + lru.c
-    x = lru.norm(lru.dropout(y) + x)
-    z = ffn.w2(ffn.dropout(ffn.act(ffn.w1(x))))
-    return ffn.norm(x + ffn.dropout(z))
+    x = lru.norm(_drop(y, p) + x)
+    z = ffn.w2(_drop(ffn.act(ffn.w1(x)), p))
+    return ffn.norm(x + _drop(z, p))
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
@@ -284,6 +291,26 @@ def test_training_path_equals_plain_modules(dropout, monkeypatch):
         assert (outs[0] != 0).all()  # a LayerNorm output: dropout masks were applied inside
     for a, b in zip(*grads, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-9)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.2, 0.5, 0.6, 0.9])
+def test_keep_mask_rate(p):
+    """LRURec's dropout masks keep each element with probability 1 - p: the threshold is
+    within 2^-32 of p, and the rate measured over 4M draws (both halves of the 64-bit words
+    apart) is within 5 standard deviations of 1 - p; the draw is 0/1 uint8, seeded."""
+    from seqrec.models.lrurec import KEEP_BITS, keep_mask, keep_threshold
+
+    assert abs(keep_threshold(p) / 2**KEEP_BITS - p) <= 2**-32
+    torch.manual_seed(3)
+    keep = keep_mask((1001, 4001), p)  # odd sizes: the last 64-bit word is half used
+    assert keep.dtype == torch.uint8 and keep.shape == (1001, 4001)
+    assert set(keep.unique().tolist()) <= {0, 1}
+    flat = keep.reshape(-1).double()
+    for part in (flat, flat[0::2], flat[1::2]):  # low and high halves of the words
+        sd = (p * (1 - p) / part.numel()) ** 0.5
+        assert abs(part.mean().item() - (1 - p)) < 5 * sd, (p, part.mean().item())
+    torch.manual_seed(3)
+    assert torch.equal(keep_mask((1001, 4001), p), keep)
 
 
 def _saved_bytes(model_cls, config_cls, **kw) -> int:

@@ -142,44 +142,70 @@ def _trunc_normal_(t: torch.Tensor) -> None:
     nn.init.trunc_normal_(t, mean=0.0, std=INIT_STD, a=-2 * INIT_STD, b=2 * INIT_STD)
 
 
-def _keep_mask(like: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dropout's mask for ``like``, drawn as :func:`seqrec.models.layers.cpu_dropout` draws it
-    (``uniform_() >= p`` in float32: the same random stream and values): the float mask
-    ``keep / (1 - p)`` to multiply by, and ``keep`` as uint8 to save for backward (one byte an
-    element; uint8 converts back to float far faster than bool)."""
-    mask = torch.empty(like.shape, dtype=torch.float32, device=like.device).uniform_().ge_(p)
-    keep = mask.to(torch.uint8)
-    return mask.mul_(1.0 / (1.0 - p)), keep
+KEEP_BITS = 31
+"""Random bits per dropout-mask element (see :func:`keep_mask`)."""
 
 
-def _scaled(keep: torch.Tensor, p: float) -> torch.Tensor:
-    """The float mask ``keep / (1 - p)`` back from the saved uint8 ``keep``."""
-    return keep.to(torch.float32).mul_(1.0 / (1.0 - p))
+def keep_threshold(p: float) -> int:
+    """The integer threshold of :func:`keep_mask`: an element is kept iff its ``KEEP_BITS``
+    uniform random bits, read as an integer, are at least this. The keep probability is
+    ``1 - threshold / 2**KEEP_BITS``, within ``2**-(KEEP_BITS + 1)`` of ``1 - p``."""
+    return round(p * 2**KEEP_BITS)
+
+
+def keep_mask(shape: tuple[int, ...], p: float, device: torch.device | str = "cpu") -> torch.Tensor:
+    """A dropout keep mask (uint8 0/1, ``shape``): each element kept independently with
+    probability ``1 - p`` (to ``2**-32``; see :func:`keep_threshold`).
+
+    Drawn from torch's generator as 64-bit words (``random_`` on int64: 63 uniform bits, the
+    low 32 and the high 31), each word read as two int32 halves whose low 31 bits are
+    compared with the threshold: two elements per word, half the generator calls of one
+    ``uniform_`` float per element, and integer compares instead of float conversions."""
+    n = math.prod(shape)
+    halves = torch.empty((n + 1) // 2, dtype=torch.int64, device=device).random_()
+    halves = halves.view(torch.int32)[:n]
+    keep = halves.bitwise_and_(2**KEEP_BITS - 1).ge_(keep_threshold(p)).to(torch.uint8)
+    return keep.view(shape)
 
 
 class _ByteMaskDropout(torch.autograd.Function):
-    """Inverted dropout that keeps a one-byte mask for backward (the float mask of
-    ``layers.Dropout`` costs four bytes an element); same values and random stream."""
+    """Inverted dropout with a one-byte mask from :func:`keep_mask`, kept for backward."""
 
     @staticmethod
     def forward(ctx, x, p):  # noqa: D401
-        mask, keep = _keep_mask(x, p)
+        keep = keep_mask(x.shape, p, x.device)
         ctx.save_for_backward(keep)
-        ctx.p = p
-        return x * mask
+        ctx.scale = 1.0 / (1.0 - p)
+        return torch.mul(x, keep).mul_(ctx.scale)
 
     @staticmethod
     def backward(ctx, grad):
         (keep,) = ctx.saved_tensors
-        return grad * _scaled(keep, ctx.p), None
+        return torch.mul(grad, keep).mul_(ctx.scale), None
 
 
 def _dropout(module: Dropout, x: torch.Tensor) -> torch.Tensor:
-    """``module(x)``, in training through :class:`_ByteMaskDropout`."""
+    """``module(x)`` (inverted dropout), in training through :class:`_ByteMaskDropout`."""
     p = module.p
     if not module.training or p == 0.0 or p >= 1.0:
         return module(x)
     return _ByteMaskDropout.apply(x, p)
+
+
+def _drop_p(module: Dropout) -> float:
+    """The drop probability a fused node applies for ``module``: 0 outside training."""
+    return module.p if module.training else 0.0
+
+
+def _fuse(x: torch.Tensor, dropout: Dropout) -> bool:
+    """Whether a layer runs as its fused node: on CPU, in training or in inference mode
+    (exports trace the plain operations), with a drop probability below 1."""
+    training = dropout.training
+    return (
+        x.device.type == "cpu"
+        and (training or torch.is_inference_mode_enabled())
+        and not (training and dropout.p >= 1.0)
+    )
 
 
 FUSED_ROWS = 1024
@@ -187,41 +213,53 @@ FUSED_ROWS = 1024
 
 
 class _FusedPFFN(torch.autograd.Function):
-    """``W2 Dropout(GELU(W1 x + b1)) + b2`` over chunks of ``FUSED_ROWS`` rows.
+    """``Dropout(W2 Dropout(GELU(W1 x + b1)) + b2)`` over chunks of ``FUSED_ROWS`` rows.
 
     Each chunk's ``[rows, 4D]`` activation is made, dropped and consumed while it is in the
     cache, and backward redoes the same per chunk (``W1 x + b1`` and GELU recomputed from the
-    saved ``x``) accumulating the weight gradients. Saved for backward: ``x`` and a one-byte
-    keep mask, where the three modules in a row keep three ``[..., 4D]`` float tensors (the
+    saved ``x``) accumulating the weight gradients. Saved for backward: ``x`` and the one-byte
+    keep masks, where the modules in a row keep three ``[..., 4D]`` float tensors (the
     recomputed product costs what writing and re-reading a saved ``[..., 4D]`` one saves).
-    Values and random stream are those of the modules (the mask is drawn chunk after chunk in
-    the same order as one ``uniform_`` over the whole tensor).
+    Both masks are drawn whole before the loop (inner, then outer: the modules' order); the
+    dropout scales ``1 / (1 - p)`` are folded into ``W2`` and ``b2``, so a mask costs one
+    multiply by its 0/1 bytes.
     """
 
     @staticmethod
     def forward(ctx, x, w1, b1, w2, b2, p):  # noqa: D401
         x2 = x.reshape(-1, x.shape[-1])
         n, width = x2.shape[0], w1.shape[0]
+        scale = 1.0 / (1.0 - p)
         a = x2.new_empty(min(n, FUSED_ROWS), width)  # one chunk's W1 x + b1, reused
         out = x2.new_empty(n, w2.shape[0])
-        keep = torch.empty(n, width, dtype=torch.uint8, device=x.device) if p > 0.0 else None
+        keep = keep_out = None
+        if p > 0.0:
+            keep = keep_mask((n, width), p, x.device)
+            keep_out = keep_mask((n, w2.shape[0]), p, x.device)
+        w2s, b2s = w2 * scale**2, b2 * scale  # both dropout scales (1 without dropout)
         for start in range(0, n, FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
             x_c = x2[rows]
             a_c = torch.addmm(b1, x_c, w1.t(), out=a[: x_c.shape[0]])
             act = nn.functional.gelu(a_c)
             if keep is not None:
-                mask, keep[rows] = _keep_mask(act, p)
-                act.mul_(mask)
-            torch.addmm(b2, act, w2.t(), out=out[rows])
-        ctx.save_for_backward(x2, w1, b1, w2, keep)
-        ctx.p = p
+                act.mul_(keep[rows])
+                torch.addmm(b2s, act, w2s.t(), out=out[rows]).mul_(keep_out[rows])
+            else:
+                torch.addmm(b2, act, w2.t(), out=out[rows])
+        ctx.save_for_backward(x2, w1, b1, w2, keep, keep_out)
+        ctx.scale = scale
         return out.view(*x.shape[:-1], w2.shape[0])
 
     @staticmethod
     def backward(ctx, grad):
-        x2, w1, b1, w2, keep = ctx.saved_tensors
+        x2, w1, b1, w2, keep, keep_out = ctx.saved_tensors
+        scale = ctx.scale
         g2 = grad.reshape(-1, grad.shape[-1])
+        if keep_out is not None:  # the output dropout's mask (its scale: in w2s and alpha)
+            g2 = torch.mul(g2, keep_out)
+        # dL/d(act) = g2 W2 * keep * scale^2 (both dropouts); dL/dW2 = scale^2 g2^T (act*keep)
+        w2s = w2 * scale**2
         grad_x = torch.empty_like(x2)
         grad_w1, grad_w2 = torch.zeros_like(w1), torch.zeros_like(w2)
         grad_b1 = w1.new_zeros(w1.shape[0])
@@ -231,19 +269,18 @@ class _FusedPFFN(torch.autograd.Function):
             g_c = g2[rows]
             a_c = torch.addmm(b1, x2[rows], w1.t(), out=a[: g_c.shape[0]])
             act = nn.functional.gelu(a_c)
-            mask = None if keep is None else _scaled(keep[rows], ctx.p)
-            if mask is not None:
-                act.mul_(mask)
-            grad_w2.addmm_(g_c.t(), act)
-            grad_act = torch.mm(g_c, w2)
-            if mask is not None:
-                grad_act.mul_(mask)
+            grad_act = torch.mm(g_c, w2s)
+            if keep is not None:
+                act.mul_(keep[rows])
+                grad_act.mul_(keep[rows])
+            grad_w2.addmm_(g_c.t(), act, alpha=scale**2)
             grad_a = torch.ops.aten.gelu_backward(grad_act, a_c)
             grad_w1.addmm_(grad_a.t(), x2[rows])
             grad_b1 += grad_a.sum(0)
             torch.mm(grad_a, w1, out=grad_x[rows])
         shape = grad.shape[:-1] + (x2.shape[-1],)
-        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, g2.sum(0), None
+        grad_b2 = g2.sum(0).mul_(scale)
+        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, grad_b2, None
 
 
 LRU_ROWS = 2048
@@ -251,25 +288,31 @@ LRU_ROWS = 2048
 
 
 class _FusedLRU(torch.autograd.Function):
-    """The LRU of one layer, ``Re(C h) + c`` with ``h = scan(m * (W x + b))``, over chunks of
-    whole batch rows (about ``LRU_ROWS`` positions each).
+    """The LRU of one layer and its output dropout, ``Dropout(Re(C h) + c)`` with
+    ``h = scan(m * (W x + b))``, over chunks of whole batch rows (about ``LRU_ROWS``
+    positions each).
 
     ``W`` ``[2N, D]`` and ``b`` ``[2N]`` hold the (gamma-scaled) input weights with real and
     imaginary rows interleaved, so ``W x + b`` viewed as complex is ``u``; ``cw`` ``[D, 2N]``
     is ``[C_re, -C_im]`` interleaved, so ``cw`` applied to the real view of ``h`` is
-    ``Re(C h)``. Each chunk's input product, scan and output product run while the chunk is in
-    the CPU cache; the states are written once, into the tensor returned (and kept for
-    backward, with ``x``). Backward runs per chunk too: the output product's gradient, the
-    reverse-time scan with ``conj(lam)`` (as in :mod:`seqrec.models.lru_scan`), the input
-    product's gradients. ``m`` ``[B, L, 1]`` (or None): 1 at real items, 0 at PAD.
+    ``Re(C h)``. Each chunk's input product, scan, output product and dropout run while the
+    chunk is in the CPU cache; the states are written once, into the tensor returned (and
+    kept for backward, with ``x`` and the one-byte mask). Backward runs per chunk too: the
+    output product's gradient, the reverse-time scan with ``conj(lam)`` (as in
+    :mod:`seqrec.models.lru_scan`), the input product's gradients. ``m`` ``[B, L, 1]`` (or
+    None): 1 at real items, 0 at PAD. ``p``: the output dropout (its scale folded into
+    ``cw`` and ``c``).
     """
 
     @staticmethod
-    def forward(ctx, x, m, w, b, lam, cw, c):  # noqa: D401
+    def forward(ctx, x, m, w, b, lam, cw, c, p):  # noqa: D401
         x = x.contiguous()
         batch, length, d = x.shape
         n2 = w.shape[0]
         rows = max(1, LRU_ROWS // max(length, 1))
+        scale = 1.0 / (1.0 - p)
+        keep = keep_mask((batch, length, d), p, x.device) if p > 0.0 else None
+        cws, cs = (cw * scale, c * scale) if keep is not None else (cw, c)
         h = x.new_empty(batch, length, n2)  # the states, real and imaginary parts interleaved
         y = x.new_empty(batch, length, d)
         powers = _powers(lam, _chunk_size(length))
@@ -281,21 +324,27 @@ class _FusedLRU(torch.autograd.Function):
                 h_c.mul_(m[sl])
             u = torch.view_as_complex(h_c.view(*h_c.shape[:2], n2 // 2, 2))
             _scan(u, lam, out=u, powers=powers)
-            torch.addmm(c, z, cw.t(), out=y[sl].view(-1, d))
-        ctx.save_for_backward(x, m, w, lam, cw, h)
+            y_c = torch.addmm(cs, z, cws.t(), out=y[sl].view(-1, d))
+            if keep is not None:
+                y_c.mul_(keep[sl].view(-1, d))
+        ctx.save_for_backward(x, m, w, lam, cw, h, keep)
+        ctx.scale = scale
         ctx.mark_non_differentiable(h)
         ctx.set_materialize_grads(False)  # no zero-filled gradient for the states
         return y, torch.view_as_complex(h.view(batch, length, n2 // 2, 2))
 
     @staticmethod
     def backward(ctx, grad_y, _grad_h):
-        x, m, w, lam, cw, h = ctx.saved_tensors
+        x, m, w, lam, cw, h, keep = ctx.saved_tensors
         if grad_y is None:
-            return None, None, None, None, None, None, None
+            return (None,) * 8
         batch, length, d = x.shape
         n2 = w.shape[0]
         rows = max(1, LRU_ROWS // max(length, 1))
-        grad_y = grad_y.contiguous()
+        scale = ctx.scale
+        # dL/d(pre-dropout output) = grad_y * keep * scale: the mask here, the scale in cws
+        grad_y = grad_y.contiguous() if keep is None else torch.mul(grad_y, keep)
+        cws = cw * scale if keep is not None else cw
         lam_c = lam.conj().resolve_conj()
         powers = _powers(lam_c, _chunk_size(length))
         grad_x = torch.empty_like(x)
@@ -307,8 +356,8 @@ class _FusedLRU(torch.autograd.Function):
             sl = slice(start, start + rows)
             g_c = grad_y[sl].view(-1, d)
             h_c = h[sl].view(-1, n2)
-            grad_cw.addmm_(g_c.t(), h_c)
-            gz = torch.mm(g_c, cw, out=buf[: g_c.shape[0]])  # dL/d(real view of h)
+            grad_cw.addmm_(g_c.t(), h_c, alpha=scale)
+            gz = torch.mm(g_c, cws, out=buf[: g_c.shape[0]])  # dL/d(real view of h)
             shape = (g_c.shape[0] // length, length, n2 // 2, 2)
             G = torch.view_as_complex(gz.view(shape))
             _scan(G, lam_c, reverse=True, out=G, powers=powers)  # dL/du
@@ -319,7 +368,8 @@ class _FusedLRU(torch.autograd.Function):
             grad_w.addmm_(gz.t(), x[sl].view(-1, d))
             grad_b += gz.sum(0)
             torch.mm(gz, w, out=grad_x[sl].view(-1, d))
-        return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_y.sum((0, 1))
+        grad_c = grad_y.sum((0, 1)).mul_(scale)
+        return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_c, None
 
 
 @dataclass
@@ -397,7 +447,7 @@ class LRULayer(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x`` ``[B, L, D]`` -> (outputs ``[B, L, D]``, states ``[B, L, N]``)."""
-        if x.device.type == "cpu" and (self.training or torch.is_inference_mode_enabled()):
+        if _fuse(x, self.dropout):
             # one autograd node over cache-sized chunks of rows (see _FusedLRU); exports
             # (traced, not in inference mode) see the plain operations
             return self._fused(x, mask)
@@ -412,8 +462,9 @@ class LRULayer(nn.Module):
         cw = torch.stack((self.C_re, -self.C_im), dim=-1).reshape(self.d, 2 * self.n)
         m = None if mask is None or bool(mask.all()) else mask.unsqueeze(-1).to(x.dtype)
         cdtype = torch.complex128 if x.dtype == torch.float64 else torch.complex64
-        y, h = _FusedLRU.apply(x, m, w, b, self.lam().to(cdtype), cw, self.c)
-        return self.norm(_dropout(self.dropout, y) + x), h
+        p = _drop_p(self.dropout)
+        y, h = _FusedLRU.apply(x, m, w, b, self.lam().to(cdtype), cw, self.c, p)
+        return self.norm(y + x), h
 
 
 class PFFN(nn.Module):
@@ -430,14 +481,15 @@ class PFFN(nn.Module):
             _trunc_normal_(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.device.type == "cpu" and (self.training or torch.is_inference_mode_enabled()):
+        if _fuse(x, self.dropout):
             # one autograd node, in cache-sized row chunks (see _FusedPFFN); exports (traced,
             # not in inference mode) see the plain modules
+            # (both dropouts inside)
             w1, w2 = self.w1, self.w2
-            p = self.dropout.p if self.training else 0.0
+            p = _drop_p(self.dropout)
             y = _FusedPFFN.apply(x, w1.weight, w1.bias, w2.weight, w2.bias, p)
-        else:
-            y = self.w2(self.dropout(self.act(self.w1(x))))
+            return self.norm(x + y)
+        y = self.w2(self.dropout(self.act(self.w1(x))))
         return self.norm(x + _dropout(self.dropout, y))
 
 
