@@ -153,9 +153,12 @@ def keep_threshold(p: float) -> int:
     return round(p * 2**KEEP_BITS)
 
 
-def keep_mask(shape: tuple[int, ...], p: float, device: torch.device | str = "cpu") -> torch.Tensor:
+def keep_mask(
+    shape: tuple[int, ...], p: float, device: torch.device | str = "cpu", dropped: bool = False
+) -> torch.Tensor:
     """A dropout keep mask (uint8 0/1, ``shape``): each element kept independently with
-    probability ``1 - p`` (to ``2**-32``; see :func:`keep_threshold`).
+    probability ``1 - p`` (to ``2**-32``; see :func:`keep_threshold`). ``dropped``: the same
+    draw as 1 where an element is dropped (``1 - keep``).
 
     Drawn from torch's generator as 64-bit words (``random_`` on int64: 63 uniform bits, the
     low 32 and the high 31), each word read as two int32 halves whose low 31 bits are
@@ -164,7 +167,8 @@ def keep_mask(shape: tuple[int, ...], p: float, device: torch.device | str = "cp
     n = math.prod(shape)
     halves = torch.empty((n + 1) // 2, dtype=torch.int64, device=device).random_()
     halves = halves.view(torch.int32)[:n]
-    keep = halves.bitwise_and_(2**KEEP_BITS - 1).ge_(keep_threshold(p)).to(torch.uint8)
+    bits = halves.bitwise_and_(2**KEEP_BITS - 1)
+    keep = (bits.lt_ if dropped else bits.ge_)(keep_threshold(p)).to(torch.uint8)
     return keep.view(shape)
 
 
@@ -212,17 +216,23 @@ FUSED_ROWS = 1024
 """Rows per chunk of the fused PFFN: a ``[rows, 4D]`` float block stays in the CPU cache."""
 
 
+DROPPED = -1e30
+"""What a dropped PFFN pre-activation is stored as: GELU and its derivative are exactly 0
+there (``erf`` saturates to -1 and ``exp(-x^2 / 2)`` to 0), for float32 and float64."""
+
+
 class _FusedPFFN(torch.autograd.Function):
     """``Dropout(W2 Dropout(GELU(W1 x + b1)) + b2)`` over chunks of ``FUSED_ROWS`` rows.
 
     Each chunk's ``[rows, 4D]`` activation is made, dropped and consumed while it is in the
-    cache, and backward redoes the same per chunk (``W1 x + b1`` and GELU recomputed from the
-    saved ``x``) accumulating the weight gradients. Saved for backward: ``x`` and the one-byte
-    keep masks, where the modules in a row keep three ``[..., 4D]`` float tensors (the
-    recomputed product costs what writing and re-reading a saved ``[..., 4D]`` one saves).
-    Both masks are drawn whole before the loop (inner, then outer: the modules' order); the
-    dropout scales ``1 / (1 - p)`` are folded into ``W2`` and ``b2``, so a mask costs one
-    multiply by its 0/1 bytes.
+    cache. The inner dropout is applied to the pre-activation ``a = W1 x + b1``: a dropped
+    element is stored as ``DROPPED`` (``a - 1e30``), where GELU and its derivative are exactly
+    0, so ``a`` alone (float ``[..., 4D]``) is kept for backward in place of the modules'
+    three ``[..., 4D]`` float tensors (GELU input, mask, dropout output), and backward needs
+    no mask: it recomputes GELU from the stored ``a`` per chunk. Both masks are drawn whole
+    before the loop (inner, then outer: the modules' order); the dropout scales
+    ``1 / (1 - p)`` are folded into ``W2`` and ``b2``, so the output mask costs one multiply
+    by its 0/1 bytes. Without gradients (inference) only one chunk's ``a`` exists at a time.
     """
 
     @staticmethod
@@ -230,51 +240,48 @@ class _FusedPFFN(torch.autograd.Function):
         x2 = x.reshape(-1, x.shape[-1])
         n, width = x2.shape[0], w1.shape[0]
         scale = 1.0 / (1.0 - p)
-        a = x2.new_empty(min(n, FUSED_ROWS), width)  # one chunk's W1 x + b1, reused
+        save = any(ctx.needs_input_grad)
+        a = x2.new_empty(n if save else min(n, FUSED_ROWS), width)
         out = x2.new_empty(n, w2.shape[0])
-        keep = keep_out = None
+        drop = keep_out = None
         if p > 0.0:
-            keep = keep_mask((n, width), p, x.device)
+            drop = keep_mask((n, width), p, x.device, dropped=True)
             keep_out = keep_mask((n, w2.shape[0]), p, x.device)
         w2s, b2s = w2 * scale**2, b2 * scale  # both dropout scales (1 without dropout)
         for start in range(0, n, FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
             x_c = x2[rows]
-            a_c = torch.addmm(b1, x_c, w1.t(), out=a[: x_c.shape[0]])
+            a_c = a[rows] if save else a[: x_c.shape[0]]
+            torch.addmm(b1, x_c, w1.t(), out=a_c)
+            if drop is not None:
+                a_c.add_(drop[rows], alpha=DROPPED)
             act = nn.functional.gelu(a_c)
-            if keep is not None:
-                act.mul_(keep[rows])
-                torch.addmm(b2s, act, w2s.t(), out=out[rows]).mul_(keep_out[rows])
-            else:
-                torch.addmm(b2, act, w2.t(), out=out[rows])
-        ctx.save_for_backward(x2, w1, b1, w2, keep, keep_out)
+            out_c = torch.addmm(b2s, act, w2s.t(), out=out[rows])
+            if keep_out is not None:
+                out_c.mul_(keep_out[rows])
+        ctx.save_for_backward(x2, w1, w2, a if save else None, keep_out)
         ctx.scale = scale
         return out.view(*x.shape[:-1], w2.shape[0])
 
     @staticmethod
     def backward(ctx, grad):
-        x2, w1, b1, w2, keep, keep_out = ctx.saved_tensors
+        x2, w1, w2, a, keep_out = ctx.saved_tensors
         scale = ctx.scale
         g2 = grad.reshape(-1, grad.shape[-1])
         if keep_out is not None:  # the output dropout's mask (its scale: in w2s and alpha)
             g2 = torch.mul(g2, keep_out)
-        # dL/d(act) = g2 W2 * keep * scale^2 (both dropouts); dL/dW2 = scale^2 g2^T (act*keep)
+        # dL/d(act) = g2 W2 scale^2 (0 where dropped: GELU's derivative is 0 at DROPPED);
+        # dL/dW2 = scale^2 g2^T act
         w2s = w2 * scale**2
         grad_x = torch.empty_like(x2)
         grad_w1, grad_w2 = torch.zeros_like(w1), torch.zeros_like(w2)
         grad_b1 = w1.new_zeros(w1.shape[0])
-        a = x2.new_empty(min(x2.shape[0], FUSED_ROWS), w1.shape[0])
         for start in range(0, x2.shape[0], FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
-            g_c = g2[rows]
-            a_c = torch.addmm(b1, x2[rows], w1.t(), out=a[: g_c.shape[0]])
+            g_c, a_c = g2[rows], a[rows]
             act = nn.functional.gelu(a_c)
-            grad_act = torch.mm(g_c, w2s)
-            if keep is not None:
-                act.mul_(keep[rows])
-                grad_act.mul_(keep[rows])
             grad_w2.addmm_(g_c.t(), act, alpha=scale**2)
-            grad_a = torch.ops.aten.gelu_backward(grad_act, a_c)
+            grad_a = torch.ops.aten.gelu_backward(torch.mm(g_c, w2s), a_c)
             grad_w1.addmm_(grad_a.t(), x2[rows])
             grad_b1 += grad_a.sum(0)
             torch.mm(grad_a, w1, out=grad_x[rows])
