@@ -290,7 +290,7 @@ class _FusedPFFN(torch.autograd.Function):
         return grad_x.view(shape), grad_w1, grad_b1, grad_w2, grad_b2, None
 
 
-LRU_ROWS = 2048
+LRU_ROWS = 4096
 """Positions per chunk of the fused LRU layer (whole rows of the batch, at least one)."""
 
 
