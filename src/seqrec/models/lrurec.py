@@ -249,7 +249,8 @@ class _FusedPFFN(torch.autograd.Function):
         scale = 1.0 / (1.0 - p)
         save = any(ctx.needs_input_grad)
         a = x2.new_empty(n if save else min(n, FUSED_ROWS), width)
-        out = x2.new_empty(n, w2.shape[0])
+        result = x.new_empty(*x.shape[:-1], w2.shape[0])  # returned whole: not a view
+        out = result.view(n, w2.shape[0])
         drop = keep_out = None
         if p > 0.0:
             drop = keep_mask((n, width), p, x.device, dropped=True)
@@ -268,7 +269,7 @@ class _FusedPFFN(torch.autograd.Function):
                 out_c.mul_(keep_out[rows])
         ctx.save_for_backward(x2, w1, w2, a if save else None, keep_out)
         ctx.scale = scale
-        return out.view(*x.shape[:-1], w2.shape[0])
+        return result
 
     @staticmethod
     def backward(ctx, grad):
@@ -478,7 +479,7 @@ class LRULayer(nn.Module):
         cdtype = torch.complex128 if x.dtype == torch.float64 else torch.complex64
         p = _drop_p(self.dropout)
         y, h = _FusedLRU.apply(x, m, w, b, self.lam().to(cdtype), cw, self.c, p)
-        return self.norm(y + x), h
+        return self.norm(y.add_(x)), h  # in place: y is the node's own, unsaved output
 
 
 class PFFN(nn.Module):
@@ -497,12 +498,11 @@ class PFFN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _fuse(x, self.dropout):
             # one autograd node, in cache-sized row chunks (see _FusedPFFN); exports (traced,
-            # not in inference mode) see the plain modules
-            # (both dropouts inside)
+            # not in inference mode) see the plain modules; both dropouts are inside
             w1, w2 = self.w1, self.w2
             p = _drop_p(self.dropout)
             y = _FusedPFFN.apply(x, w1.weight, w1.bias, w2.weight, w2.bias, p)
-            return self.norm(x + y)
+            return self.norm(y.add_(x))  # in place, as in the LRU layer
         y = self.w2(self.dropout(self.act(self.w1(x))))
         return self.norm(x + _dropout(self.dropout, y))
 
