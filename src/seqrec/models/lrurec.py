@@ -276,17 +276,19 @@ class _FusedPFFN(torch.autograd.Function):
         x2, w1, w2, a, keep_out = ctx.saved_tensors
         scale = ctx.scale
         g2 = grad.reshape(-1, grad.shape[-1])
-        if keep_out is not None:  # the output dropout's mask (its scale: in w2s and alpha)
-            g2 = torch.mul(g2, keep_out)
-        # dL/d(act) = g2 W2 scale^2 (0 where dropped: GELU's derivative is 0 at DROPPED);
-        # dL/dW2 = scale^2 g2^T act
+        # per chunk: g = grad * keep_out (the output dropout's mask; its scale is in w2s and
+        # alpha); dL/d(act) = g W2 scale^2 (0 where dropped: GELU's derivative is 0 at
+        # DROPPED); dL/dW2 = scale^2 g^T act
         w2s = w2 * scale**2
         grad_x = torch.empty_like(x2)
         grad_w1, grad_w2 = torch.zeros_like(w1), torch.zeros_like(w2)
-        grad_b1 = w1.new_zeros(w1.shape[0])
+        grad_b1, grad_b2 = w1.new_zeros(w1.shape[0]), w2.new_zeros(w2.shape[0])
         for start in range(0, x2.shape[0], FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
             g_c, a_c = g2[rows], a[rows]
+            if keep_out is not None:
+                g_c = torch.mul(g_c, keep_out[rows])
+            grad_b2 += g_c.sum(0)
             act = nn.functional.gelu(a_c)
             grad_w2.addmm_(g_c.t(), act, alpha=scale**2)
             grad_a = torch.ops.aten.gelu_backward(torch.mm(g_c, w2s), a_c)
@@ -294,7 +296,7 @@ class _FusedPFFN(torch.autograd.Function):
             grad_b1 += grad_a.sum(0)
             torch.mm(grad_a, w1, out=grad_x[rows])
         shape = grad.shape[:-1] + (x2.shape[-1],)
-        grad_b2 = g2.sum(0).mul_(scale)
+        grad_b2.mul_(scale)
         return grad_x.view(shape), grad_w1, grad_b1, grad_w2, grad_b2, None
 
 
@@ -357,19 +359,23 @@ class _FusedLRU(torch.autograd.Function):
         n2 = w.shape[0]
         rows = max(1, LRU_ROWS // max(length, 1))
         scale = ctx.scale
-        # dL/d(pre-dropout output) = grad_y * keep * scale: the mask here, the scale in cws
-        grad_y = grad_y.contiguous() if keep is None else torch.mul(grad_y, keep)
+        # dL/d(pre-dropout output) = grad_y * keep * scale: the mask per chunk, the scale in
+        # cws and alpha
+        grad_y = grad_y.contiguous()
         cws = cw * scale if keep is not None else cw
         lam_c = lam.conj().resolve_conj()
         powers = _powers(lam_c, _chunk_size(length))
         grad_x = torch.empty_like(x)
         grad_w, grad_cw = torch.zeros_like(w), torch.zeros_like(cw)
-        grad_b = w.new_zeros(n2)
+        grad_b, grad_c = w.new_zeros(n2), cw.new_zeros(d)
         grad_lam = torch.zeros_like(lam)
         buf = x.new_empty(min(rows, batch) * length, n2)
         for start in range(0, batch, rows):
             sl = slice(start, start + rows)
             g_c = grad_y[sl].view(-1, d)
+            if keep is not None:
+                g_c = torch.mul(g_c, keep[sl].view(-1, d))
+            grad_c += g_c.sum(0)
             h_c = h[sl].view(-1, n2)
             grad_cw.addmm_(g_c.t(), h_c, alpha=scale)
             gz = torch.mm(g_c, cws, out=buf[: g_c.shape[0]])  # dL/d(real view of h)
@@ -383,8 +389,7 @@ class _FusedLRU(torch.autograd.Function):
             grad_w.addmm_(gz.t(), x[sl].view(-1, d))
             grad_b += gz.sum(0)
             torch.mm(gz, w, out=grad_x[sl].view(-1, d))
-        grad_c = grad_y.sum((0, 1)).mul_(scale)
-        return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_c, None
+        return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_c.mul_(scale), None
 
 
 @dataclass
