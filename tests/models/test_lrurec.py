@@ -293,24 +293,30 @@ def test_training_path_equals_plain_modules(dropout, monkeypatch):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-9)
 
 
-@pytest.mark.parametrize("p", [0.1, 0.2, 0.5, 0.6, 0.9])
+@pytest.mark.parametrize("p", [0.1, 0.2, 0.5, (51 + 0.5) / 256, 0.9])
 def test_keep_mask_rate(p):
     """LRURec's dropout masks keep each element with probability 1 - p: the threshold is
-    within 2^-32 of p, and the rate measured over 4M draws (both halves of the 64-bit words
-    apart) is within 5 standard deviations of 1 - p; the draw is 0/1 uint8, seeded."""
-    from seqrec.models.lrurec import KEEP_BITS, keep_mask, keep_threshold
+    within 2^-33 of p, and the rate measured over 4M draws (and over each half, across the
+    draw's chunks) is within 5 standard deviations of 1 - p; ``dropped`` is the complement
+    of the same draw; the draw is 0/1 uint8 and seeded. (51.5 / 256: half the elements
+    whose first byte ties the threshold's are dropped, so a wrong tie rule shows.)"""
+    from seqrec.models.lrurec import keep_mask, keep_threshold
 
-    assert abs(keep_threshold(p) / 2**KEEP_BITS - p) <= 2**-32
+    hi, lo = keep_threshold(p)
+    assert abs((hi * 2**24 + lo) / 2**32 - p) <= 2**-33
     torch.manual_seed(3)
-    keep = keep_mask((1001, 4001), p)  # odd sizes: the last 64-bit word is half used
+    keep = keep_mask((1001, 4001), p)  # odd sizes, several chunks, a short last one
     assert keep.dtype == torch.uint8 and keep.shape == (1001, 4001)
     assert set(keep.unique().tolist()) <= {0, 1}
     flat = keep.reshape(-1).double()
-    for part in (flat, flat[0::2], flat[1::2]):  # low and high halves of the words
+    half = flat.numel() // 2
+    for part in (flat, flat[:half], flat[half:]):
         sd = (p * (1 - p) / part.numel()) ** 0.5
         assert abs(part.mean().item() - (1 - p)) < 5 * sd, (p, part.mean().item())
     torch.manual_seed(3)
     assert torch.equal(keep_mask((1001, 4001), p), keep)
+    torch.manual_seed(3)
+    assert torch.equal(keep_mask((1001, 4001), p, dropped=True), 1 - keep)
 
 
 def _saved_bytes(model_cls, config_cls, **kw) -> int:

@@ -142,41 +142,50 @@ def _trunc_normal_(t: torch.Tensor) -> None:
     nn.init.trunc_normal_(t, mean=0.0, std=INIT_STD, a=-2 * INIT_STD, b=2 * INIT_STD)
 
 
-KEEP_BITS = 31
-"""Random bits per dropout-mask element (see :func:`keep_mask`)."""
+def keep_threshold(p: float) -> tuple[int, int]:
+    """The threshold ``T = round(p * 2**32)`` of :func:`keep_mask` as ``(T >> 24, T % 2**24)``:
+    an element is dropped iff a uniform 32-bit draw is below ``T``, so it is kept with
+    probability ``1 - T / 2**32``, within ``2**-33`` of ``1 - p``."""
+    t = round(p * 2**32)
+    return t >> 24, t & 0xFFFFFF
 
 
-def keep_threshold(p: float) -> int:
-    """The integer threshold of :func:`keep_mask`: an element is kept iff its ``KEEP_BITS``
-    uniform random bits, read as an integer, are at least this. The keep probability is
-    ``1 - threshold / 2**KEEP_BITS``, within ``2**-(KEEP_BITS + 1)`` of ``1 - p``."""
-    return round(p * 2**KEEP_BITS)
+MASK_CHUNK = 1 << 18
+"""Elements per chunk of :func:`keep_mask`'s CPU draw (its work stays in the CPU cache)."""
 
 
 def keep_mask(
     shape: tuple[int, ...], p: float, device: torch.device | str = "cpu", dropped: bool = False
 ) -> torch.Tensor:
     """A dropout keep mask (uint8 0/1, ``shape``): each element kept independently with
-    probability ``1 - p`` (to ``2**-32``; see :func:`keep_threshold`). ``dropped``: the same
+    probability ``1 - p`` (to ``2**-33``; see :func:`keep_threshold`). ``dropped``: the same
     draw as 1 where an element is dropped (``1 - keep``).
 
-    Drawn as 64-bit random words, each read as two int32 halves whose low 31 bits are compared
-    with the threshold: two elements per word, and integer compares instead of float
-    conversions. On CPU the words come from numpy's PCG64 seeded by one 63-bit draw from
-    torch's default generator (so ``torch.manual_seed`` fixes the masks; PCG64 makes a word
-    in well under half the time of torch's CPU generator, whose ``uniform_`` made one float an
-    element); elsewhere from ``random_`` on int64 (63 uniform bits: the low 32 and the high 31).
+    On CPU each element's 32-bit draw is read lazily: its first byte decides unless it equals
+    the threshold's first byte (probability 1/256), and only those elements draw 24 more bits.
+    The bytes come from numpy's PCG64 (eight a 64-bit word) seeded by one 63-bit draw from
+    torch's default generator, so ``torch.manual_seed`` fixes the masks. This costs a fraction
+    of one ``uniform_`` float an element from torch's CPU generator (what ``layers.Dropout``
+    draws). Elsewhere: ``uniform_`` floats compared with ``p`` (to ``2**-24``).
     """
+    if torch.device(device).type != "cpu":
+        return torch.rand(shape, device=device).ge_(p).to(torch.uint8)
     n = math.prod(shape)
-    words = (n + 1) // 2
-    if torch.device(device).type == "cpu":
-        seed = int(torch.empty((), dtype=torch.int64).random_())
-        halves = torch.from_numpy(np.random.PCG64(seed).random_raw(words).view(np.int32))
-    else:
-        halves = torch.empty(words, dtype=torch.int64, device=device).random_().view(torch.int32)
-    bits = halves[:n].bitwise_and_(2**KEEP_BITS - 1)
-    keep = (bits.lt_ if dropped else bits.ge_)(keep_threshold(p)).to(torch.uint8)
-    return keep.view(shape)
+    hi, lo = keep_threshold(p)
+    seed = int(torch.empty((), dtype=torch.int64).random_())
+    bits = np.random.PCG64(seed)
+    out = np.empty(n, dtype=np.bool_)
+    first = np.less if dropped else np.greater
+    for start in range(0, n, MASK_CHUNK):
+        k = min(MASK_CHUNK, n - start)
+        byte = bits.random_raw((k + 7) // 8).view(np.uint8)[:k]
+        chunk = out[start : start + k]
+        first(byte, hi, out=chunk)
+        tie = np.flatnonzero(byte == hi)
+        if tie.size:  # the next 24 bits decide: dropped iff below the threshold's last 24
+            low = bits.random_raw(tie.size) & 0xFFFFFF
+            chunk[tie] = (low < lo) if dropped else (low >= lo)
+    return torch.from_numpy(out).view(torch.uint8).view(shape)
 
 
 class _ByteMaskDropout(torch.autograd.Function):
