@@ -53,15 +53,17 @@ Choices where the paper is silent (deviations, all documented):
   ``max_len`` (``docs/decisions/sliding-training-windows.md``). Their gradient clipping
   (norm 5) is ``grad_clip=5``.
 
-**Training computation.** The math above, computed with less memory traffic (values equal to
-the plain modules' up to the order of float additions, the same dropout random stream; a test
-checks values and gradients): ``gamma`` is folded into the input weights and the bias enters
-as one more input column (1 at real items, 0 at PAD), so autograd keeps the masked ``[..., D]``
-input instead of ``[..., 2N]`` products; the scan is the blocked one of
-:mod:`seqrec.models.lru_scan`; dropout masks are kept as one byte an element; the PFFN is one
-autograd node run over cache-sized row chunks that recomputes GELU in backward instead of
-keeping three ``[..., 4D]`` tensors. ``encode_last`` runs the last block's output and PFFN at the
-last position only. Why and how much: ``docs/decisions/lrurec-training-speed.md``.
+**Training computation.** The math above, computed with less memory traffic (values and
+gradients equal to the plain modules' up to the order of float operations; a test checks
+them): each LRU layer is one autograd node run over cache-sized chunks of batch rows (input
+product, blocked scan of :mod:`seqrec.models.lru_scan` in place, output product and dropout per
+chunk; backward likewise, with the reverse-time scan), ``gamma`` folded into the input weights;
+the PFFN is one autograd node over row chunks that keeps its pre-activation with dropped
+elements stored where GELU and its derivative are 0, so backward needs neither the product
+again nor a mask; dropout scales are folded into the following weights. Dropout masks are one
+byte an element, drawn by :func:`keep_mask` (keep probability ``1 - p`` to ``2**-33``, a random
+stream of its own, seeded by torch's generator). ``encode_last`` runs the last block's output
+and PFFN at the last position only. Why and how much: ``docs/decisions/lrurec-training-speed.md``.
 
 **Incremental inference.** :meth:`LRUEncoder.step` advances a cached per-layer state by one
 item in ``O(D^2)`` per layer, independent of the history length, with no re-encoding; it equals
