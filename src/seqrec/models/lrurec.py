@@ -230,6 +230,34 @@ def _fuse(x: torch.Tensor, dropout: Dropout) -> bool:
     )
 
 
+class _Norm:
+    """The residual sum and post-LayerNorm a fused node ends with, chunk by chunk: keeps the
+    LayerNorm input and its row statistics for backward (what ``nn.LayerNorm`` keeps)."""
+
+    def __init__(self, like: torch.Tensor, save: bool) -> None:
+        n, d = like.shape
+        self.pre = like.new_empty(n, d) if save else None
+        self.mean = like.new_empty(n, 1) if save else None
+        self.rstd = like.new_empty(n, 1) if save else None
+
+    def forward(self, rows: slice, pre: torch.Tensor, weight, bias, eps: float) -> torch.Tensor:
+        out, mean, rstd = torch.native_layer_norm(pre, pre.shape[-1:], weight, bias, eps)
+        if self.pre is not None:
+            self.pre[rows] = pre
+            self.mean[rows], self.rstd[rows] = mean, rstd
+        return out
+
+
+def _norm_backward(grad, pre, mean, rstd, weight, bias, grads):
+    """LayerNorm backward of one chunk; adds the weight and bias gradients to ``grads``."""
+    g_pre, g_w, g_b = torch.ops.aten.native_layer_norm_backward(
+        grad, pre, pre.shape[-1:], mean, rstd, weight, bias, [True, True, True]
+    )
+    grads[0] += g_w
+    grads[1] += g_b
+    return g_pre
+
+
 FUSED_ROWS = 1024
 """Rows per chunk of the fused PFFN: a ``[rows, 4D]`` float block stays in the CPU cache."""
 
@@ -240,7 +268,8 @@ there (``erf`` saturates to -1 and ``exp(-x^2 / 2)`` to 0), for float32 and floa
 
 
 class _FusedPFFN(torch.autograd.Function):
-    """``Dropout(W2 Dropout(GELU(W1 x + b1)) + b2)`` over chunks of ``FUSED_ROWS`` rows.
+    """``LayerNorm(x + Dropout(W2 Dropout(GELU(W1 x + b1)) + b2))`` over chunks of
+    ``FUSED_ROWS`` rows.
 
     Each chunk's ``[rows, 4D]`` activation is made, dropped and consumed while it is in the
     cache. The inner dropout is applied to the pre-activation ``a = W1 x + b1``: a dropped
@@ -254,11 +283,12 @@ class _FusedPFFN(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, w1, b1, w2, b2, p):  # noqa: D401
+    def forward(ctx, x, w1, b1, w2, b2, p, ln_w, ln_b, eps):  # noqa: D401
         x2 = x.reshape(-1, x.shape[-1])
         n, width = x2.shape[0], w1.shape[0]
         scale = 1.0 / (1.0 - p)
         save = any(ctx.needs_input_grad)
+        norm = _Norm(x2, save)
         a = x2.new_empty(n if save else min(n, FUSED_ROWS), width)
         result = x.new_empty(*x.shape[:-1], w2.shape[0])  # returned whole: not a view
         out = result.view(n, w2.shape[0])
@@ -275,18 +305,22 @@ class _FusedPFFN(torch.autograd.Function):
             if drop is not None:
                 a_c.add_(drop[rows], alpha=DROPPED)
             act = nn.functional.gelu(a_c)
-            out_c = torch.addmm(b2s, act, w2s.t(), out=out[rows])
+            pre = torch.addmm(b2s, act, w2s.t())
             if keep_out is not None:
-                out_c.mul_(keep_out[rows])
-        ctx.save_for_backward(x2, w1, w2, a if save else None, keep_out)
+                pre.mul_(keep_out[rows])
+            out[rows] = norm.forward(rows, pre.add_(x_c), ln_w, ln_b, eps)
+        ctx.save_for_backward(
+            x2, w1, w2, a if save else None, keep_out, norm.pre, norm.mean, norm.rstd, ln_w, ln_b
+        )
         ctx.scale = scale
         return result
 
     @staticmethod
     def backward(ctx, grad):
-        x2, w1, w2, a, keep_out = ctx.saved_tensors
+        x2, w1, w2, a, keep_out, pre, mean, rstd, ln_w, ln_b = ctx.saved_tensors
         scale = ctx.scale
         g2 = grad.reshape(-1, grad.shape[-1])
+        ln_grads = [torch.zeros_like(ln_w), torch.zeros_like(ln_b)]
         # per chunk: g = grad * keep_out (the output dropout's mask; its scale is in w2s and
         # alpha); dL/d(act) = g W2 scale^2 (0 where dropped: GELU's derivative is 0 at
         # DROPPED); dL/dW2 = scale^2 g^T act
@@ -296,19 +330,21 @@ class _FusedPFFN(torch.autograd.Function):
         grad_b1, grad_b2 = w1.new_zeros(w1.shape[0]), w2.new_zeros(w2.shape[0])
         for start in range(0, x2.shape[0], FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
-            g_c, a_c = g2[rows], a[rows]
-            if keep_out is not None:
-                g_c = torch.mul(g_c, keep_out[rows])
+            a_c = a[rows]
+            g_pre = _norm_backward(
+                g2[rows], pre[rows], mean[rows], rstd[rows], ln_w, ln_b, ln_grads
+            )
+            g_c = g_pre if keep_out is None else torch.mul(g_pre, keep_out[rows])
             grad_b2 += g_c.sum(0)
             act = nn.functional.gelu(a_c)
             grad_w2.addmm_(g_c.t(), act, alpha=scale**2)
             grad_a = torch.ops.aten.gelu_backward(torch.mm(g_c, w2s), a_c)
             grad_w1.addmm_(grad_a.t(), x2[rows])
             grad_b1 += grad_a.sum(0)
-            torch.mm(grad_a, w1, out=grad_x[rows])
+            torch.addmm(g_pre, grad_a, w1, out=grad_x[rows])  # + the residual's gradient
         shape = grad.shape[:-1] + (x2.shape[-1],)
         grad_b2.mul_(scale)
-        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, grad_b2, None
+        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, grad_b2, None, *ln_grads, None
 
 
 LRU_ROWS = 4096
@@ -316,9 +352,9 @@ LRU_ROWS = 4096
 
 
 class _FusedLRU(torch.autograd.Function):
-    """The LRU of one layer and its output dropout, ``Dropout(Re(C h) + c)`` with
-    ``h = scan(m * (W x + b))``, over chunks of whole batch rows (about ``LRU_ROWS``
-    positions each).
+    """The LRU of one layer with its output dropout, residual and LayerNorm,
+    ``LayerNorm(Dropout(Re(C h) + c) + x)`` with ``h = scan(m * (W x + b))``, over chunks of
+    whole batch rows (about ``LRU_ROWS`` positions each).
 
     ``W`` ``[2N, D]`` and ``b`` ``[2N]`` hold the (gamma-scaled) input weights with real and
     imaginary rows interleaved, so ``W x + b`` viewed as complex is ``u``; ``cw`` ``[D, 2N]``
@@ -333,7 +369,7 @@ class _FusedLRU(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, m, w, b, lam, cw, c, p):  # noqa: D401
+    def forward(ctx, x, m, w, b, lam, cw, c, p, ln_w, ln_b, eps):  # noqa: D401
         x = x.contiguous()
         batch, length, d = x.shape
         n2 = w.shape[0]
@@ -343,6 +379,7 @@ class _FusedLRU(torch.autograd.Function):
         cws, cs = (cw * scale, c * scale) if keep is not None else (cw, c)
         h = x.new_empty(batch, length, n2)  # the states, real and imaginary parts interleaved
         y = x.new_empty(batch, length, d)
+        norm = _Norm(x.view(-1, d), any(ctx.needs_input_grad))
         powers = _powers(lam, _chunk_size(length))
         for start in range(0, batch, rows):
             sl = slice(start, start + rows)
@@ -352,10 +389,13 @@ class _FusedLRU(torch.autograd.Function):
                 h_c.mul_(m[sl])
             u = torch.view_as_complex(h_c.view(*h_c.shape[:2], n2 // 2, 2))
             _scan(u, lam, out=u, powers=powers)
-            y_c = torch.addmm(cs, z, cws.t(), out=y[sl].view(-1, d))
+            pre = torch.addmm(cs, z, cws.t())
             if keep is not None:
-                y_c.mul_(keep[sl].view(-1, d))
-        ctx.save_for_backward(x, m, w, lam, cw, h, keep)
+                pre.mul_(keep[sl].view(-1, d))
+            pre.add_(x[sl].view(-1, d))
+            rows_t = slice(start * length, start * length + pre.shape[0])
+            y[sl] = norm.forward(rows_t, pre, ln_w, ln_b, eps).view(-1, length, d)
+        ctx.save_for_backward(x, m, w, lam, cw, h, keep, norm.pre, norm.mean, norm.rstd, ln_w, ln_b)
         ctx.scale = scale
         ctx.mark_non_differentiable(h)
         ctx.set_materialize_grads(False)  # no zero-filled gradient for the states
@@ -363,9 +403,10 @@ class _FusedLRU(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_y, _grad_h):
-        x, m, w, lam, cw, h, keep = ctx.saved_tensors
+        x, m, w, lam, cw, h, keep, pre, mean, rstd, ln_w, ln_b = ctx.saved_tensors
         if grad_y is None:
-            return (None,) * 8
+            return (None,) * 11
+        ln_grads = [torch.zeros_like(ln_w), torch.zeros_like(ln_b)]
         batch, length, d = x.shape
         n2 = w.shape[0]
         rows = max(1, LRU_ROWS // max(length, 1))
@@ -383,9 +424,17 @@ class _FusedLRU(torch.autograd.Function):
         buf = x.new_empty(min(rows, batch) * length, n2)
         for start in range(0, batch, rows):
             sl = slice(start, start + rows)
-            g_c = grad_y[sl].view(-1, d)
-            if keep is not None:
-                g_c = torch.mul(g_c, keep[sl].view(-1, d))
+            rows_t = slice(start * length, min(start + rows, batch) * length)
+            g_pre = _norm_backward(
+                grad_y[sl].view(-1, d),
+                pre[rows_t],
+                mean[rows_t],
+                rstd[rows_t],
+                ln_w,
+                ln_b,
+                ln_grads,
+            )
+            g_c = g_pre if keep is None else torch.mul(g_pre, keep[sl].view(-1, d))
             grad_c += g_c.sum(0)
             h_c = h[sl].view(-1, n2)
             grad_cw.addmm_(g_c.t(), h_c, alpha=scale)
@@ -399,8 +448,9 @@ class _FusedLRU(torch.autograd.Function):
                 gz.view(shape[0], length, n2).mul_(m[sl])
             grad_w.addmm_(gz.t(), x[sl].view(-1, d))
             grad_b += gz.sum(0)
-            torch.mm(gz, w, out=grad_x[sl].view(-1, d))
-        return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_c.mul_(scale), None
+            torch.addmm(g_pre, gz, w, out=grad_x[sl].view(-1, d))  # + the residual's gradient
+        grad_c.mul_(scale)
+        return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_c, None, *ln_grads, None
 
 
 @dataclass
@@ -494,8 +544,10 @@ class LRULayer(nn.Module):
         m = None if mask is None or bool(mask.all()) else mask.unsqueeze(-1).to(x.dtype)
         cdtype = torch.complex128 if x.dtype == torch.float64 else torch.complex64
         p = _drop_p(self.dropout)
-        y, h = _FusedLRU.apply(x, m, w, b, self.lam().to(cdtype), cw, self.c, p)
-        return self.norm(y.add_(x)), h  # in place: y is the node's own, unsaved output
+        ln = self.norm
+        return _FusedLRU.apply(
+            x, m, w, b, self.lam().to(cdtype), cw, self.c, p, ln.weight, ln.bias, ln.eps
+        )
 
 
 class PFFN(nn.Module):
@@ -517,8 +569,10 @@ class PFFN(nn.Module):
             # not in inference mode) see the plain modules; both dropouts are inside
             w1, w2 = self.w1, self.w2
             p = _drop_p(self.dropout)
-            y = _FusedPFFN.apply(x, w1.weight, w1.bias, w2.weight, w2.bias, p)
-            return self.norm(y.add_(x))  # in place, as in the LRU layer
+            ln = self.norm
+            return _FusedPFFN.apply(
+                x, w1.weight, w1.bias, w2.weight, w2.bias, p, ln.weight, ln.bias, ln.eps
+            )
         y = self.w2(self.dropout(self.act(self.w1(x))))
         return self.norm(x + _dropout(self.dropout, y))
 
