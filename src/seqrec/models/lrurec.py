@@ -56,11 +56,12 @@ Choices where the paper is silent (deviations, all documented):
 **Training computation.** The math above, computed with less memory traffic (values and
 gradients equal to the plain modules' up to the order of float operations; a test checks
 them): each LRU layer is one autograd node run over cache-sized chunks of batch rows (input
-product, blocked scan of :mod:`seqrec.models.lru_scan` in place, output product and dropout per
-chunk; backward likewise, with the reverse-time scan), ``gamma`` folded into the input weights;
-the PFFN is one autograd node over row chunks that keeps its pre-activation with dropped
-elements stored where GELU and its derivative are 0, so backward needs neither the product
-again nor a mask; dropout scales are folded into the following weights. Dropout masks are one
+product, blocked scan of :mod:`seqrec.models.lru_scan` in place, output product, dropout,
+residual and LayerNorm per chunk; backward likewise, with the reverse-time scan), ``gamma``
+folded into the input weights; the PFFN (with its residual and LayerNorm) is one autograd node
+over row chunks that keeps its pre-activation with dropped elements stored where GELU and its
+derivative are 0, so backward needs neither the product again nor a mask; dropout scales are
+folded into the following weights. Dropout masks are one
 byte an element, drawn by :func:`keep_mask` (keep probability ``1 - p`` to ``2**-33``, a random
 stream of its own, seeded by torch's generator). ``encode_last`` runs the last block's output
 and PFFN at the last position only. Why and how much: ``docs/decisions/lrurec-training-speed.md``.
