@@ -140,3 +140,19 @@ def test_empty_and_bad_input():
         lru_parallel_scan(torch.zeros(2, 4, 3), lam)
     with pytest.raises(DataError, match="lam must be"):
         lru_parallel_scan(torch.zeros(2, 4, 5, dtype=torch.complex64), lam)
+
+
+@pytest.mark.parametrize("length", [1, 2, 5, 16, 37, 200])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_in_place_equals_out_of_place(length, reverse):
+    """The fused LRU layer scans its chunks in place (``out=u``) with precomputed powers:
+    the same states as a scan into a new tensor, and the sequential recurrence."""
+    from seqrec.models.lru_scan import _chunk_size, _powers, _scan
+
+    u, lam, _ = _inputs(3, length, 4, [0, 1, length], torch.complex128, seed=length)
+    want = _scan(u, lam, reverse=reverse)
+    seq = lru_sequential_scan(u.flip(-2), lam).flip(-2) if reverse else lru_sequential_scan(u, lam)
+    torch.testing.assert_close(want, seq, rtol=1e-10, atol=1e-10)
+    got = u.clone()
+    _scan(got, lam, reverse=reverse, out=got, powers=_powers(lam, _chunk_size(length)))
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError, DataError, NotFittedError
-from seqrec.models.layers import cpu_dropout
 from seqrec.models.lrurec import LRUEncoder, LRURec, LRURecConfig
 from seqrec.models.neural_config import TrainConfig
 from seqrec.models.neural_config import settings as model_settings
@@ -61,7 +60,7 @@ def test_embedding_dropout_position(where):
     got = enc._embed(items)
     e = enc.embedding(items)
     torch.manual_seed(1)
-    keep = cpu_dropout(torch.ones_like(e), 0.5)  # the same mask (the models' dropout)
+    keep = _drop(torch.ones_like(e), 0.5)  # the same mask (LRURec's dropout)
     ln = enc.embed_norm
     want = ln(e * keep) if where == "before_norm" else ln(e) * keep
     torch.testing.assert_close(got, want)
@@ -238,10 +237,18 @@ def test_weight_decay_skips_biases_and_norms_like_the_authors_code():
     assert len(_param_groups(enc, model_settings(LRURecConfig, dim=8, weight_decay=0.0))) == 1
 
 
+def _drop(x, p):
+    """Inverted dropout with the masks LRURec draws (:func:`seqrec.models.lrurec.keep_mask`)."""
+    from seqrec.models.lrurec import keep_mask
+
+    return x if p == 0.0 else x * keep_mask(x.shape, p).to(x.dtype) / (1.0 - p)
+
+
 def _plain_block_forward(block, x, mask):
-    """One LRU block as plain modules (layers.Dropout, nn.GELU, nn.Linear, complex inputs):
-    the reference for the memory-lean training path."""
+    """One LRU block as plain operations (nn.GELU, nn.Linear, complex inputs, dropout by
+    LRURec's mask draw): the reference for the memory-lean training path."""
     lru, ffn = block.lru, block.ffn
+    p = lru.dropout.p
     g = torch.exp(lru.gamma_log)
     u = torch.complex(x @ lru.B_re.T + lru.b_re, x @ lru.B_im.T + lru.b_im) * g
     u = u * mask.unsqueeze(-1)
@@ -249,9 +256,9 @@ def _plain_block_forward(block, x, mask):
 
     h = lru_sequential_scan(u, lru.lam())
     y = (h @ torch.complex(lru.C_re, lru.C_im).T).real + lru.c
-    x = lru.norm(lru.dropout(y) + x)
-    z = ffn.w2(ffn.dropout(ffn.act(ffn.w1(x))))
-    return ffn.norm(x + ffn.dropout(z))
+    x = lru.norm(_drop(y, p) + x)
+    z = ffn.w2(_drop(ffn.act(ffn.w1(x)), p))
+    return ffn.norm(x + _drop(z, p))
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
@@ -261,6 +268,7 @@ def test_training_path_equals_plain_modules(dropout, monkeypatch):
     from seqrec.models import lrurec
 
     monkeypatch.setattr(lrurec, "FUSED_ROWS", 16)  # 111 rows: several chunks and a short one
+    monkeypatch.setattr(lrurec, "LRU_ROWS", 74)  # the LRU node: chunks of two rows and one
     torch.manual_seed(0)
     enc = LRUEncoder(LRURecConfig(dim=8, dropout=dropout, max_len=40), 25).double().train()
     items = torch.randint(1, 26, (3, 37))
@@ -285,13 +293,39 @@ def test_training_path_equals_plain_modules(dropout, monkeypatch):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-9)
 
 
+@pytest.mark.parametrize("p", [0.1, 0.2, 0.5, (51 + 0.5) / 256, 0.9])
+def test_keep_mask_rate(p):
+    """LRURec's dropout masks keep each element with probability 1 - p: the threshold is
+    within 2^-33 of p, and the rate measured over 4M draws (and over each half, across the
+    draw's chunks) is within 5 standard deviations of 1 - p; ``dropped`` is the complement
+    of the same draw; the draw is 0/1 uint8 and seeded. (51.5 / 256: half the elements
+    whose first byte ties the threshold's are dropped, so a wrong tie rule shows.)"""
+    from seqrec.models.lrurec import keep_mask, keep_threshold
+
+    hi, lo = keep_threshold(p)
+    assert abs((hi * 2**24 + lo) / 2**32 - p) <= 2**-33
+    torch.manual_seed(3)
+    keep = keep_mask((1001, 4001), p)  # odd sizes, several chunks, a short last one
+    assert keep.dtype == torch.uint8 and keep.shape == (1001, 4001)
+    assert set(keep.unique().tolist()) <= {0, 1}
+    flat = keep.reshape(-1).double()
+    half = flat.numel() // 2
+    for part in (flat, flat[:half], flat[half:]):
+        sd = (p * (1 - p) / part.numel()) ** 0.5
+        assert abs(part.mean().item() - (1 - p)) < 5 * sd, (p, part.mean().item())
+    torch.manual_seed(3)
+    assert torch.equal(keep_mask((1001, 4001), p), keep)
+    torch.manual_seed(3)
+    assert torch.equal(keep_mask((1001, 4001), p, dropped=True), 1 - keep)
+
+
 def _saved_bytes(model_cls, config_cls, **kw) -> int:
     """Bytes autograd keeps for backward in one training forward + loss (distinct storages)."""
     from seqrec.models.neural_config import settings as flat
 
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    items = torch.as_tensor(rng.integers(1, 51, size=(4, 201)))
+    items = torch.as_tensor(rng.integers(1, 51, size=(128, 201)))
     batch = SequenceBatch(items=items[:, :-1], mask=items[:, :-1] != 0, targets=items[:, 1:])
     model = model_cls(flat(config_cls, max_len=200, dim=64, n_blocks=2, dropout=0.2, **kw))
     model.encoder = model.build_encoder(50).train()
@@ -307,8 +341,9 @@ def _saved_bytes(model_cls, config_cls, **kw) -> int:
 
 
 def test_saved_for_backward_at_most_sasrecs():
-    """At the ML-1M shape (L 200, d 64, 2 blocks, full CE; 4 rows, memory is linear in rows)
-    LRURec keeps no more for backward than SASRec."""
+    """At the ML-1M training shape (B 128, L 200, d 64, 2 blocks, full CE) LRURec keeps no
+    more for backward than SASRec (a few rows would not do: both keep some weight-sized
+    tensors, LRURec more of them)."""
     from seqrec.models.sasrec import SASRec, SASRecConfig
 
     lru = _saved_bytes(LRURec, LRURecConfig)

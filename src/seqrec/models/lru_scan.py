@@ -71,8 +71,18 @@ def _chunk_size(length: int) -> int:
     return max(1, math.isqrt(max(length - 1, 0)) + 1)
 
 
-def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Tensor:
-    """The two-level (blocked) scan of ``u`` ``[..., L, N]`` into a new tensor (no autograd).
+def _scan(
+    u: torch.Tensor,
+    lam: torch.Tensor,
+    reverse: bool = False,
+    out: torch.Tensor | None = None,
+    powers: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The two-level (blocked) scan of ``u`` ``[..., L, N]`` (no autograd).
+
+    Into ``out`` if given (contiguous, ``u``'s shape; it may be ``u`` itself: the scan then
+    runs in place), else into a new tensor. ``powers``: ``_powers(lam, c)`` for this length's
+    block length ``c``, when the caller scans many tensors with one ``lam``.
 
     ``L = r + K * c`` with block length ``c ~ sqrt(L)``: a partial block of ``r < c`` steps at
     the start (at the end if ``reverse``) and ``K`` full blocks.
@@ -88,7 +98,8 @@ def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Te
     ``O(L)`` (about three passes over the data) in ``c + L / c`` vectorised steps.
     """
     *batch, length, n = u.shape
-    h = torch.empty_like(u)
+    h = torch.empty_like(u) if out is None else out
+    in_place = h.data_ptr() == u.data_ptr()
     if length == 0:
         return h
     chunk = _chunk_size(length)
@@ -97,26 +108,34 @@ def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Te
     body = slice(rem, length) if not reverse else slice(0, blocks * chunk)
     hv = h[..., body, :].view(*batch, blocks, chunk, n)
     uv = u[..., body, :].reshape(*batch, blocks, chunk, n)
-    # 1. within the blocks (and the partial block, one row at a time)
+    # 1. within the blocks (and the partial block, one row at a time); views made once by
+    # unbind (indexing per step costs more than a small step's work)
     order = range(chunk - 1, -1, -1) if reverse else range(chunk)
-    part = range(length - 1, length - rem - 1, -1) if reverse else range(rem)
-    for view_h, view_u, steps in ((hv, uv, order), (h, u, part)):
+    edge = slice(length - rem, length) if reverse else slice(0, rem)
+    part = range(rem - 1, -1, -1) if reverse else range(rem)
+    for view_h, view_u, steps in ((hv, uv, order), (h[..., edge, :], u[..., edge, :], part)):
+        if not steps:
+            continue
+        hs = view_h.unbind(-2)
+        us = hs if in_place else view_u.unbind(-2)
         prev = None
         for j in steps:
             if prev is None:
-                view_h[..., j, :].copy_(view_u[..., j, :])
+                if not in_place:
+                    hs[j].copy_(us[j])
             else:
-                torch.addcmul(view_u[..., j, :], view_h[..., prev, :], lam, out=view_h[..., j, :])
+                torch.addcmul(us[j], hs[prev], lam, out=hs[j])
             prev = j
-    powers = _powers(lam, chunk)[:chunk]  # [c, N]: lam**1 .. lam**c
+    powers = (_powers(lam, chunk) if powers is None else powers)[:chunk]  # [c, N]: lam**1..c
     lam_c = powers[-1]
     carry = None if rem == 0 else h[..., (blocks * chunk if reverse else rem - 1), :]
     if reverse:  # 2. across blocks, from the last
         starts = hv[..., 0, :].clone()  # [..., K, N]
+        rows = starts.unbind(-2)
         if carry is not None:
-            starts[..., -1, :].addcmul_(carry, lam_c)
+            rows[-1].addcmul_(carry, lam_c)
         for k in range(blocks - 2, -1, -1):
-            starts[..., k, :].addcmul_(starts[..., k + 1, :], lam_c)
+            rows[k].addcmul_(rows[k + 1], lam_c)
         nxt = starts[..., 1:, :]
         if carry is not None:
             nxt = torch.cat((nxt, carry.unsqueeze(-2)), dim=-2)
@@ -124,10 +143,11 @@ def _scan(u: torch.Tensor, lam: torch.Tensor, reverse: bool = False) -> torch.Te
             hv[..., : nxt.shape[-2], :, :].addcmul_(nxt.unsqueeze(-2), powers.flip(0))
     else:
         ends = hv[..., -1, :].clone()  # [..., K, N]
+        rows = ends.unbind(-2)
         if carry is not None:
-            ends[..., 0, :].addcmul_(carry, lam_c)
+            rows[0].addcmul_(carry, lam_c)
         for k in range(1, blocks):
-            ends[..., k, :].addcmul_(ends[..., k - 1, :], lam_c)
+            rows[k].addcmul_(rows[k - 1], lam_c)
         prev = ends[..., :-1, :]
         if carry is not None:
             prev = torch.cat((carry.unsqueeze(-2), prev), dim=-2)

@@ -53,15 +53,18 @@ Choices where the paper is silent (deviations, all documented):
   ``max_len`` (``docs/decisions/sliding-training-windows.md``). Their gradient clipping
   (norm 5) is ``grad_clip=5``.
 
-**Training computation.** The math above, computed with less memory traffic (values equal to
-the plain modules' up to the order of float additions, the same dropout random stream; a test
-checks values and gradients): ``gamma`` is folded into the input weights and the bias enters
-as one more input column (1 at real items, 0 at PAD), so autograd keeps the masked ``[..., D]``
-input instead of ``[..., 2N]`` products; the scan is the blocked one of
-:mod:`seqrec.models.lru_scan`; dropout masks are kept as one byte an element; the PFFN is one
-autograd node run over cache-sized row chunks that recomputes GELU in backward instead of
-keeping three ``[..., 4D]`` tensors. ``encode_last`` runs the last block's output and PFFN at the
-last position only. Why and how much: ``docs/decisions/lrurec-training-speed.md``.
+**Training computation.** The math above, computed with less memory traffic (values and
+gradients equal to the plain modules' up to the order of float operations; a test checks
+them): each LRU layer is one autograd node run over cache-sized chunks of batch rows (input
+product, blocked scan of :mod:`seqrec.models.lru_scan` in place, output product, dropout,
+residual and LayerNorm per chunk; backward likewise, with the reverse-time scan), ``gamma``
+folded into the input weights; the PFFN (with its residual and LayerNorm) is one autograd node
+over row chunks that keeps its pre-activation with dropped elements stored where GELU and its
+derivative are 0, so backward needs neither the product again nor a mask; dropout scales are
+folded into the following weights. Dropout masks are one
+byte an element, drawn by :func:`keep_mask` (keep probability ``1 - p`` to ``2**-33``, a random
+stream of its own, seeded by torch's generator). ``encode_last`` runs the last block's output
+and PFFN at the last position only. Why and how much: ``docs/decisions/lrurec-training-speed.md``.
 
 **Incremental inference.** :meth:`LRUEncoder.step` advances a cached per-layer state by one
 item in ``O(D^2)`` per layer, independent of the history length, with no re-encoding; it equals
@@ -85,7 +88,7 @@ from seqrec.errors import ConfigError, DataError
 from seqrec.models.base import Recommendation
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.lru_scan import lru_parallel_scan
+from seqrec.models.lru_scan import _chunk_size, _powers, _scan, lru_parallel_scan
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender, _Threads
 
@@ -142,108 +145,313 @@ def _trunc_normal_(t: torch.Tensor) -> None:
     nn.init.trunc_normal_(t, mean=0.0, std=INIT_STD, a=-2 * INIT_STD, b=2 * INIT_STD)
 
 
-def _keep_mask(like: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dropout's mask for ``like``, drawn as :func:`seqrec.models.layers.cpu_dropout` draws it
-    (``uniform_() >= p`` in float32: the same random stream and values): the float mask
-    ``keep / (1 - p)`` to multiply by, and ``keep`` as uint8 to save for backward (one byte an
-    element; uint8 converts back to float far faster than bool)."""
-    mask = torch.empty(like.shape, dtype=torch.float32, device=like.device).uniform_().ge_(p)
-    keep = mask.to(torch.uint8)
-    return mask.mul_(1.0 / (1.0 - p)), keep
+def keep_threshold(p: float) -> tuple[int, int]:
+    """The threshold ``T = round(p * 2**32)`` of :func:`keep_mask` as ``(T >> 24, T % 2**24)``:
+    an element is dropped iff a uniform 32-bit draw is below ``T``, so it is kept with
+    probability ``1 - T / 2**32``, within ``2**-33`` of ``1 - p``."""
+    t = round(p * 2**32)
+    return t >> 24, t & 0xFFFFFF
 
 
-def _scaled(keep: torch.Tensor, p: float) -> torch.Tensor:
-    """The float mask ``keep / (1 - p)`` back from the saved uint8 ``keep``."""
-    return keep.to(torch.float32).mul_(1.0 / (1.0 - p))
+MASK_CHUNK = 1 << 18
+"""Elements per chunk of :func:`keep_mask`'s CPU draw (its work stays in the CPU cache)."""
+
+
+def keep_mask(
+    shape: tuple[int, ...], p: float, device: torch.device | str = "cpu", dropped: bool = False
+) -> torch.Tensor:
+    """A dropout keep mask (uint8 0/1, ``shape``): each element kept independently with
+    probability ``1 - p`` (to ``2**-33``; see :func:`keep_threshold`). ``dropped``: the same
+    draw as 1 where an element is dropped (``1 - keep``).
+
+    On CPU each element's 32-bit draw is read lazily: its first byte decides unless it equals
+    the threshold's first byte (probability 1/256), and only those elements draw 24 more bits.
+    The bytes come from numpy's PCG64 (eight a 64-bit word) seeded by one 63-bit draw from
+    torch's default generator, so ``torch.manual_seed`` fixes the masks. This costs a fraction
+    of one ``uniform_`` float an element from torch's CPU generator (what ``layers.Dropout``
+    draws). Elsewhere: ``uniform_`` floats compared with ``p`` (to ``2**-24``).
+    """
+    if torch.device(device).type != "cpu":
+        return torch.rand(shape, device=device).ge_(p).to(torch.uint8)
+    n = math.prod(shape)
+    hi, lo = keep_threshold(p)
+    seed = int(torch.empty((), dtype=torch.int64).random_())
+    bits = np.random.PCG64(seed)
+    out = np.empty(n, dtype=np.bool_)
+    first = np.less if dropped else np.greater
+    for start in range(0, n, MASK_CHUNK):
+        k = min(MASK_CHUNK, n - start)
+        byte = bits.random_raw((k + 7) // 8).view(np.uint8)[:k]
+        chunk = out[start : start + k]
+        first(byte, hi, out=chunk)
+        tie = np.flatnonzero(byte == hi)
+        if tie.size:  # the next 24 bits decide: dropped iff below the threshold's last 24
+            low = bits.random_raw(tie.size) & 0xFFFFFF
+            chunk[tie] = (low < lo) if dropped else (low >= lo)
+    return torch.from_numpy(out).view(torch.uint8).view(shape)
 
 
 class _ByteMaskDropout(torch.autograd.Function):
-    """Inverted dropout that keeps a one-byte mask for backward (the float mask of
-    ``layers.Dropout`` costs four bytes an element); same values and random stream."""
+    """Inverted dropout with a one-byte mask from :func:`keep_mask`, kept for backward."""
 
     @staticmethod
     def forward(ctx, x, p):  # noqa: D401
-        mask, keep = _keep_mask(x, p)
+        keep = keep_mask(x.shape, p, x.device)
         ctx.save_for_backward(keep)
-        ctx.p = p
-        return x * mask
+        ctx.scale = 1.0 / (1.0 - p)
+        return torch.mul(x, keep).mul_(ctx.scale)
 
     @staticmethod
     def backward(ctx, grad):
         (keep,) = ctx.saved_tensors
-        return grad * _scaled(keep, ctx.p), None
+        return torch.mul(grad, keep).mul_(ctx.scale), None
 
 
 def _dropout(module: Dropout, x: torch.Tensor) -> torch.Tensor:
-    """``module(x)``, in training through :class:`_ByteMaskDropout`."""
+    """``module(x)`` (inverted dropout), in training through :class:`_ByteMaskDropout`."""
     p = module.p
     if not module.training or p == 0.0 or p >= 1.0:
         return module(x)
     return _ByteMaskDropout.apply(x, p)
 
 
+def _drop_p(module: Dropout) -> float:
+    """The drop probability a fused node applies for ``module``: 0 outside training."""
+    return module.p if module.training else 0.0
+
+
+def _fuse(x: torch.Tensor, dropout: Dropout) -> bool:
+    """Whether a layer runs as its fused node: on CPU, in training or in inference mode
+    (exports trace the plain operations), with a drop probability below 1."""
+    training = dropout.training
+    return (
+        x.device.type == "cpu"
+        and (training or torch.is_inference_mode_enabled())
+        and not (training and dropout.p >= 1.0)
+    )
+
+
+class _Norm:
+    """The residual sum and post-LayerNorm a fused node ends with, chunk by chunk: keeps the
+    LayerNorm input and its row statistics for backward (what ``nn.LayerNorm`` keeps)."""
+
+    def __init__(self, like: torch.Tensor, save: bool) -> None:
+        n, d = like.shape
+        self.pre = like.new_empty(n, d) if save else None
+        self.mean = like.new_empty(n, 1) if save else None
+        self.rstd = like.new_empty(n, 1) if save else None
+
+    def forward(self, rows: slice, pre: torch.Tensor, weight, bias, eps: float) -> torch.Tensor:
+        out, mean, rstd = torch.native_layer_norm(pre, pre.shape[-1:], weight, bias, eps)
+        if self.pre is not None:
+            self.pre[rows] = pre
+            self.mean[rows], self.rstd[rows] = mean, rstd
+        return out
+
+
+def _norm_backward(grad, pre, mean, rstd, weight, bias, grads):
+    """LayerNorm backward of one chunk; adds the weight and bias gradients to ``grads``."""
+    g_pre, g_w, g_b = torch.ops.aten.native_layer_norm_backward(
+        grad, pre, pre.shape[-1:], mean, rstd, weight, bias, [True, True, True]
+    )
+    grads[0] += g_w
+    grads[1] += g_b
+    return g_pre
+
+
 FUSED_ROWS = 1024
 """Rows per chunk of the fused PFFN: a ``[rows, 4D]`` float block stays in the CPU cache."""
 
 
+DROPPED = -1e30
+"""What a dropped PFFN pre-activation is stored as: GELU and its derivative are exactly 0
+there (``erf`` saturates to -1 and ``exp(-x^2 / 2)`` to 0), for float32 and float64."""
+
+
 class _FusedPFFN(torch.autograd.Function):
-    """``W2 Dropout(GELU(W1 x + b1)) + b2`` over chunks of ``FUSED_ROWS`` rows.
+    """``LayerNorm(x + Dropout(W2 Dropout(GELU(W1 x + b1)) + b2))`` over chunks of
+    ``FUSED_ROWS`` rows.
 
     Each chunk's ``[rows, 4D]`` activation is made, dropped and consumed while it is in the
-    cache, and backward redoes the same per chunk (``W1 x + b1`` and GELU recomputed from the
-    saved ``x``) accumulating the weight gradients. Saved for backward: ``x`` and a one-byte
-    keep mask, where the three modules in a row keep three ``[..., 4D]`` float tensors (the
-    recomputed product costs what writing and re-reading a saved ``[..., 4D]`` one saves).
-    Values and random stream are those of the modules (the mask is drawn chunk after chunk in
-    the same order as one ``uniform_`` over the whole tensor).
+    cache. The inner dropout is applied to the pre-activation ``a = W1 x + b1``: a dropped
+    element is stored as ``DROPPED`` (``a - 1e30``), where GELU and its derivative are exactly
+    0, so ``a`` alone (float ``[..., 4D]``) is kept for backward in place of the modules'
+    three ``[..., 4D]`` float tensors (GELU input, mask, dropout output), and backward needs
+    no mask: it recomputes GELU from the stored ``a`` per chunk. Both masks are drawn whole
+    before the loop (inner, then outer: the modules' order); the dropout scales
+    ``1 / (1 - p)`` are folded into ``W2`` and ``b2``, so the output mask costs one multiply
+    by its 0/1 bytes. Without gradients (inference) only one chunk's ``a`` exists at a time.
     """
 
     @staticmethod
-    def forward(ctx, x, w1, b1, w2, b2, p):  # noqa: D401
+    def forward(ctx, x, w1, b1, w2, b2, p, ln_w, ln_b, eps):  # noqa: D401
         x2 = x.reshape(-1, x.shape[-1])
         n, width = x2.shape[0], w1.shape[0]
-        a = x2.new_empty(min(n, FUSED_ROWS), width)  # one chunk's W1 x + b1, reused
-        out = x2.new_empty(n, w2.shape[0])
-        keep = torch.empty(n, width, dtype=torch.uint8, device=x.device) if p > 0.0 else None
+        scale = 1.0 / (1.0 - p)
+        save = any(ctx.needs_input_grad)
+        norm = _Norm(x2, save)
+        a = x2.new_empty(n if save else min(n, FUSED_ROWS), width)
+        result = x.new_empty(*x.shape[:-1], w2.shape[0])  # returned whole: not a view
+        out = result.view(n, w2.shape[0])
+        drop = keep_out = None
+        if p > 0.0:
+            drop = keep_mask((n, width), p, x.device, dropped=True)
+            keep_out = keep_mask((n, w2.shape[0]), p, x.device)
+        w2s, b2s = w2 * scale**2, b2 * scale  # both dropout scales (1 without dropout)
         for start in range(0, n, FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
             x_c = x2[rows]
-            a_c = torch.addmm(b1, x_c, w1.t(), out=a[: x_c.shape[0]])
+            a_c = a[rows] if save else a[: x_c.shape[0]]
+            torch.addmm(b1, x_c, w1.t(), out=a_c)
+            if drop is not None:
+                a_c.add_(drop[rows], alpha=DROPPED)
             act = nn.functional.gelu(a_c)
-            if keep is not None:
-                mask, keep[rows] = _keep_mask(act, p)
-                act.mul_(mask)
-            torch.addmm(b2, act, w2.t(), out=out[rows])
-        ctx.save_for_backward(x2, w1, b1, w2, keep)
-        ctx.p = p
-        return out.view(*x.shape[:-1], w2.shape[0])
+            pre = torch.addmm(b2s, act, w2s.t())
+            if keep_out is not None:
+                pre.mul_(keep_out[rows])
+            out[rows] = norm.forward(rows, pre.add_(x_c), ln_w, ln_b, eps)
+        ctx.save_for_backward(
+            x2, w1, w2, a if save else None, keep_out, norm.pre, norm.mean, norm.rstd, ln_w, ln_b
+        )
+        ctx.scale = scale
+        return result
 
     @staticmethod
     def backward(ctx, grad):
-        x2, w1, b1, w2, keep = ctx.saved_tensors
+        x2, w1, w2, a, keep_out, pre, mean, rstd, ln_w, ln_b = ctx.saved_tensors
+        scale = ctx.scale
         g2 = grad.reshape(-1, grad.shape[-1])
+        ln_grads = [torch.zeros_like(ln_w), torch.zeros_like(ln_b)]
+        # per chunk: g = grad * keep_out (the output dropout's mask; its scale is in w2s and
+        # alpha); dL/d(act) = g W2 scale^2 (0 where dropped: GELU's derivative is 0 at
+        # DROPPED); dL/dW2 = scale^2 g^T act
+        w2s = w2 * scale**2
         grad_x = torch.empty_like(x2)
         grad_w1, grad_w2 = torch.zeros_like(w1), torch.zeros_like(w2)
-        grad_b1 = w1.new_zeros(w1.shape[0])
-        a = x2.new_empty(min(x2.shape[0], FUSED_ROWS), w1.shape[0])
+        grad_b1, grad_b2 = w1.new_zeros(w1.shape[0]), w2.new_zeros(w2.shape[0])
         for start in range(0, x2.shape[0], FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
-            g_c = g2[rows]
-            a_c = torch.addmm(b1, x2[rows], w1.t(), out=a[: g_c.shape[0]])
+            a_c = a[rows]
+            g_pre = _norm_backward(
+                g2[rows], pre[rows], mean[rows], rstd[rows], ln_w, ln_b, ln_grads
+            )
+            g_c = g_pre if keep_out is None else torch.mul(g_pre, keep_out[rows])
+            grad_b2 += g_c.sum(0)
             act = nn.functional.gelu(a_c)
-            mask = None if keep is None else _scaled(keep[rows], ctx.p)
-            if mask is not None:
-                act.mul_(mask)
-            grad_w2.addmm_(g_c.t(), act)
-            grad_act = torch.mm(g_c, w2)
-            if mask is not None:
-                grad_act.mul_(mask)
-            grad_a = torch.ops.aten.gelu_backward(grad_act, a_c)
+            grad_w2.addmm_(g_c.t(), act, alpha=scale**2)
+            grad_a = torch.ops.aten.gelu_backward(torch.mm(g_c, w2s), a_c)
             grad_w1.addmm_(grad_a.t(), x2[rows])
             grad_b1 += grad_a.sum(0)
-            torch.mm(grad_a, w1, out=grad_x[rows])
+            torch.addmm(g_pre, grad_a, w1, out=grad_x[rows])  # + the residual's gradient
         shape = grad.shape[:-1] + (x2.shape[-1],)
-        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, g2.sum(0), None
+        grad_b2.mul_(scale)
+        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, grad_b2, None, *ln_grads, None
+
+
+LRU_ROWS = 4096
+"""Positions per chunk of the fused LRU layer (whole rows of the batch, at least one)."""
+
+
+class _FusedLRU(torch.autograd.Function):
+    """The LRU of one layer with its output dropout, residual and LayerNorm,
+    ``LayerNorm(Dropout(Re(C h) + c) + x)`` with ``h = scan(m * (W x + b))``, over chunks of
+    whole batch rows (about ``LRU_ROWS`` positions each).
+
+    ``W`` ``[2N, D]`` and ``b`` ``[2N]`` hold the (gamma-scaled) input weights with real and
+    imaginary rows interleaved, so ``W x + b`` viewed as complex is ``u``; ``cw`` ``[D, 2N]``
+    is ``[C_re, -C_im]`` interleaved, so ``cw`` applied to the real view of ``h`` is
+    ``Re(C h)``. Each chunk's input product, scan, output product and dropout run while the
+    chunk is in the CPU cache; the states are written once, into the tensor returned (and
+    kept for backward, with ``x`` and the one-byte mask). Backward runs per chunk too: the
+    output product's gradient, the reverse-time scan with ``conj(lam)`` (as in
+    :mod:`seqrec.models.lru_scan`), the input product's gradients. ``m`` ``[B, L, 1]`` (or
+    None): 1 at real items, 0 at PAD. ``p``: the output dropout (its scale folded into
+    ``cw`` and ``c``).
+    """
+
+    @staticmethod
+    def forward(ctx, x, m, w, b, lam, cw, c, p, ln_w, ln_b, eps):  # noqa: D401
+        x = x.contiguous()
+        batch, length, d = x.shape
+        n2 = w.shape[0]
+        rows = max(1, LRU_ROWS // max(length, 1))
+        scale = 1.0 / (1.0 - p)
+        keep = keep_mask((batch, length, d), p, x.device) if p > 0.0 else None
+        cws, cs = (cw * scale, c * scale) if keep is not None else (cw, c)
+        h = x.new_empty(batch, length, n2)  # the states, real and imaginary parts interleaved
+        y = x.new_empty(batch, length, d)
+        norm = _Norm(x.view(-1, d), any(ctx.needs_input_grad))
+        powers = _powers(lam, _chunk_size(length))
+        for start in range(0, batch, rows):
+            sl = slice(start, start + rows)
+            h_c = h[sl]
+            z = torch.addmm(b, x[sl].view(-1, d), w.t(), out=h_c.view(-1, n2))
+            if m is not None:
+                h_c.mul_(m[sl])
+            u = torch.view_as_complex(h_c.view(*h_c.shape[:2], n2 // 2, 2))
+            _scan(u, lam, out=u, powers=powers)
+            pre = torch.addmm(cs, z, cws.t())
+            if keep is not None:
+                pre.mul_(keep[sl].view(-1, d))
+            pre.add_(x[sl].view(-1, d))
+            rows_t = slice(start * length, start * length + pre.shape[0])
+            y[sl] = norm.forward(rows_t, pre, ln_w, ln_b, eps).view(-1, length, d)
+        ctx.save_for_backward(x, m, w, lam, cw, h, keep, norm.pre, norm.mean, norm.rstd, ln_w, ln_b)
+        ctx.scale = scale
+        ctx.mark_non_differentiable(h)
+        ctx.set_materialize_grads(False)  # no zero-filled gradient for the states
+        return y, torch.view_as_complex(h.view(batch, length, n2 // 2, 2))
+
+    @staticmethod
+    def backward(ctx, grad_y, _grad_h):
+        x, m, w, lam, cw, h, keep, pre, mean, rstd, ln_w, ln_b = ctx.saved_tensors
+        if grad_y is None:
+            return (None,) * 11
+        ln_grads = [torch.zeros_like(ln_w), torch.zeros_like(ln_b)]
+        batch, length, d = x.shape
+        n2 = w.shape[0]
+        rows = max(1, LRU_ROWS // max(length, 1))
+        scale = ctx.scale
+        # dL/d(pre-dropout output) = grad_y * keep * scale: the mask per chunk, the scale in
+        # cws and alpha
+        grad_y = grad_y.contiguous()
+        cws = cw * scale if keep is not None else cw
+        lam_c = lam.conj().resolve_conj()
+        powers = _powers(lam_c, _chunk_size(length))
+        grad_x = torch.empty_like(x)
+        grad_w, grad_cw = torch.zeros_like(w), torch.zeros_like(cw)
+        grad_b, grad_c = w.new_zeros(n2), cw.new_zeros(d)
+        grad_lam = torch.zeros_like(lam)
+        buf = x.new_empty(min(rows, batch) * length, n2)
+        for start in range(0, batch, rows):
+            sl = slice(start, start + rows)
+            rows_t = slice(start * length, min(start + rows, batch) * length)
+            g_pre = _norm_backward(
+                grad_y[sl].view(-1, d),
+                pre[rows_t],
+                mean[rows_t],
+                rstd[rows_t],
+                ln_w,
+                ln_b,
+                ln_grads,
+            )
+            g_c = g_pre if keep is None else torch.mul(g_pre, keep[sl].view(-1, d))
+            grad_c += g_c.sum(0)
+            h_c = h[sl].view(-1, n2)
+            grad_cw.addmm_(g_c.t(), h_c, alpha=scale)
+            gz = torch.mm(g_c, cws, out=buf[: g_c.shape[0]])  # dL/d(real view of h)
+            shape = (g_c.shape[0] // length, length, n2 // 2, 2)
+            G = torch.view_as_complex(gz.view(shape))
+            _scan(G, lam_c, reverse=True, out=G, powers=powers)  # dL/du
+            hc = torch.view_as_complex(h_c.view(shape))
+            grad_lam += (G[:, 1:] * hc[:, :-1].conj()).sum((0, 1))
+            if m is not None:
+                gz.view(shape[0], length, n2).mul_(m[sl])
+            grad_w.addmm_(gz.t(), x[sl].view(-1, d))
+            grad_b += gz.sum(0)
+            torch.addmm(g_pre, gz, w, out=grad_x[sl].view(-1, d))  # + the residual's gradient
+        grad_c.mul_(scale)
+        return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_c, None, *ln_grads, None
 
 
 @dataclass
@@ -321,8 +529,26 @@ class LRULayer(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x`` ``[B, L, D]`` -> (outputs ``[B, L, D]``, states ``[B, L, N]``)."""
+        if _fuse(x, self.dropout):
+            # one autograd node over cache-sized chunks of rows (see _FusedLRU); exports
+            # (traced, not in inference mode) see the plain operations
+            return self._fused(x, mask)
         h = lru_parallel_scan(self.inputs(x, mask), self.lam())
         return self.output(h, x), h
+
+    def _fused(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        gamma = torch.exp(self.gamma_log).repeat_interleave(2)
+        w = torch.stack((self.B_re, self.B_im), dim=1).reshape(2 * self.n, self.d)
+        b = torch.stack((self.b_re, self.b_im), dim=1).reshape(2 * self.n) * gamma
+        w = w * gamma.unsqueeze(-1)
+        cw = torch.stack((self.C_re, -self.C_im), dim=-1).reshape(self.d, 2 * self.n)
+        m = None if mask is None or bool(mask.all()) else mask.unsqueeze(-1).to(x.dtype)
+        cdtype = torch.complex128 if x.dtype == torch.float64 else torch.complex64
+        p = _drop_p(self.dropout)
+        ln = self.norm
+        return _FusedLRU.apply(
+            x, m, w, b, self.lam().to(cdtype), cw, self.c, p, ln.weight, ln.bias, ln.eps
+        )
 
 
 class PFFN(nn.Module):
@@ -339,14 +565,16 @@ class PFFN(nn.Module):
             _trunc_normal_(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.device.type == "cpu" and (self.training or torch.is_inference_mode_enabled()):
+        if _fuse(x, self.dropout):
             # one autograd node, in cache-sized row chunks (see _FusedPFFN); exports (traced,
-            # not in inference mode) see the plain modules
+            # not in inference mode) see the plain modules; both dropouts are inside
             w1, w2 = self.w1, self.w2
-            p = self.dropout.p if self.training else 0.0
-            y = _FusedPFFN.apply(x, w1.weight, w1.bias, w2.weight, w2.bias, p)
-        else:
-            y = self.w2(self.dropout(self.act(self.w1(x))))
+            p = _drop_p(self.dropout)
+            ln = self.norm
+            return _FusedPFFN.apply(
+                x, w1.weight, w1.bias, w2.weight, w2.bias, p, ln.weight, ln.bias, ln.eps
+            )
+        y = self.w2(self.dropout(self.act(self.w1(x))))
         return self.norm(x + _dropout(self.dropout, y))
 
 
