@@ -56,9 +56,9 @@ def parser() -> argparse.ArgumentParser:
         "--grid",
         nargs="+",
         default=DEFAULT_GRID,
-        metavar="EPOCHS:REPLAY",
+        metavar="EPOCHS:REPLAY[:LR]",
         help="update candidates chosen among on step 1's validation (replay 'all', 'none' or "
-        "a share)",
+        "a share; LR: the update's learning rate, default the run's)",
     )
     ap.add_argument(
         "--update",
@@ -133,9 +133,13 @@ def suffixed(out: Path, ext: str) -> Path:
     return out.with_name(out.name + ext)
 
 
-def parse_candidate(text: str) -> tuple[int, str | float]:
-    epochs, _, replay = text.partition(":")
-    return int(epochs), parse_replay(replay or "all")
+def parse_candidate(text: str) -> tuple[int, str | float, float | None]:
+    """``EPOCHS[:REPLAY[:LR]]`` -> (epochs, replay, learning rate or None: the run's)."""
+    parts = text.split(":")
+    if len(parts) > 3 or not parts[0].strip().isdigit():
+        raise SystemExit(f"update setting {text!r}: expected EPOCHS[:REPLAY[:LR]], e.g. 4:all:1e-3")
+    lr = float(parts[2]) if len(parts) == 3 else None
+    return int(parts[0]), parse_replay(parts[1] if len(parts) > 1 else "all"), lr
 
 
 def carve(prepared, recent_from: float):
@@ -233,10 +237,14 @@ def targets_for(model, users, items, times, mask_hist, mask_target):
     return Targets(seqs, tgt, cut, target_items), meta
 
 
-def timed_update(model, new, replay, epochs, seed):
+def timed_update(model, new, replay, epochs, seed, lr=None):
     t0 = time.process_time()
     report = update_model(
-        model, new, replay=replay, seed=seed, fit_options={"epochs": epochs, "progress": False}
+        model,
+        new,
+        replay=replay,
+        seed=seed,
+        fit_options={"epochs": epochs, "lr": lr, "progress": False},
     )
     return time.process_time() - t0, report
 
@@ -307,9 +315,9 @@ def main() -> None:
                 else:
                     selection = choose(args, model, inter, users, items, new, held, re_info, seed)
                 print(f"selection: {selection}", flush=True)
-            epochs, replay = parse_candidate(selection["chosen"])
+            epochs, replay, lr = parse_candidate(selection["chosen"])
             upd_s, report = timed_update(
-                model, inter.take(new, f"window {s}"), replay, epochs, seed
+                model, inter.take(new, f"window {s}"), replay, epochs, seed, lr
             )
             print(f"seed {seed} step {s}: update {upd_s:.1f} CPU s", flush=True)
             t_upd, meta_u = targets_for(model, users, items, ts, old | new, test)
@@ -414,10 +422,10 @@ def choose(args, base, inter, users, items, new, held, re_info, seed):
     hist = ts < ts[new].min()
     out = []
     for cand in args.grid:
-        epochs, replay = parse_candidate(cand)
+        epochs, replay, lr = parse_candidate(cand)
         model = copy.deepcopy(base)
         upd_s, _ = timed_update(
-            model, inter.take(train_part, "window 1 less validation"), replay, epochs, seed
+            model, inter.take(train_part, "window 1 less validation"), replay, epochs, seed, lr
         )
         t, _ = targets_for(model, users, items, ts, hist | train_part, last_new)
         m = metrics(model, t)
