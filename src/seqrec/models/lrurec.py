@@ -178,13 +178,14 @@ def keep_mask(
     seed = int(torch.empty((), dtype=torch.int64).random_())
     bits = np.random.PCG64(seed)
     out = np.empty(n, dtype=np.bool_)
+    ties = np.empty(min(n, MASK_CHUNK), dtype=np.bool_)  # reused: no allocation per chunk
     first = np.less if dropped else np.greater
     for start in range(0, n, MASK_CHUNK):
         k = min(MASK_CHUNK, n - start)
         byte = bits.random_raw((k + 7) // 8).view(np.uint8)[:k]
         chunk = out[start : start + k]
         first(byte, hi, out=chunk)
-        tie = np.flatnonzero(byte == hi)
+        tie = np.flatnonzero(np.equal(byte, hi, out=ties[:k]))
         if tie.size:  # the next 24 bits decide: dropped iff below the threshold's last 24
             low = bits.random_raw(tie.size) & 0xFFFFFF
             chunk[tie] = (low < lo) if dropped else (low >= lo)
