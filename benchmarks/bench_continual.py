@@ -40,7 +40,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_GRID = ["1:none", "1:all", "2:none", "2:all", "4:all"]
+DEFAULT_GRID = [
+    "1:none",
+    "1:all",
+    "2:none",
+    "2:all",
+    "4:all",
+    "8:all",
+    "2:none:1e-3",
+    "4:all:1e-3",
+    "8:all:1e-3",
+]
 
 
 def parser() -> argparse.ArgumentParser:
