@@ -166,3 +166,15 @@ def test_a_tiny_run_writes_every_step_and_resumes(tmp_path):
         sum(s["ndcg_kept"] for r in both["runs"] for s in r["steps"]) / 6
     )
     assert str(tmp_path) not in Path(str(merged) + ".md").read_text()  # no machine's folders
+
+
+def test_update_candidates_parse_epochs_replay_and_learning_rate(bench):
+    assert bench.parse_candidate("4") == (4, "all", None)
+    assert bench.parse_candidate("2:none") == (2, "none", None)
+    epochs, replay, lr = bench.parse_candidate("8:0.5:1e-3")
+    assert (epochs, replay, lr) == (8, 0.5, 1e-3)
+    for bad in ("x:all", "4:all:1e-3:extra", ""):
+        with pytest.raises(SystemExit, match="EPOCHS"):
+            bench.parse_candidate(bad)
+    for cand in bench.DEFAULT_GRID:  # every default candidate is well-formed
+        bench.parse_candidate(cand)
