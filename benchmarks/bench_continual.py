@@ -149,9 +149,14 @@ def suffixed(out: Path, ext: str) -> Path:
 def parse_candidate(text: str) -> tuple[int, str | float, float | None]:
     """``EPOCHS[:REPLAY[:LR]]`` -> (epochs, replay, learning rate or None: the run's)."""
     parts = text.split(":")
-    if len(parts) > 3 or not parts[0].strip().isdigit():
-        raise SystemExit(f"update setting {text!r}: expected EPOCHS[:REPLAY[:LR]], e.g. 4:all:1e-3")
-    lr = float(parts[2]) if len(parts) == 3 else None
+    try:
+        if len(parts) > 3 or not parts[0].strip().isdigit():
+            raise ValueError
+        lr = float(parts[2]) if len(parts) == 3 else None
+    except ValueError:
+        raise SystemExit(
+            f"update setting {text!r}: expected EPOCHS[:REPLAY[:LR]], e.g. 4:all:1e-3"
+        ) from None
     return int(parts[0]), parse_replay(parts[1] if len(parts) > 1 else "all"), lr
 
 

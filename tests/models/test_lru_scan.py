@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from seqrec.errors import DataError
 from seqrec.models.lru_scan import (
+    block_powers,
+    blocked_scan,
     lru_parallel_scan,
     lru_sequential_scan,
     lru_step,
@@ -147,12 +149,10 @@ def test_empty_and_bad_input():
 def test_scan_in_place_equals_out_of_place(length, reverse):
     """The fused LRU layer scans its chunks in place (``out=u``) with precomputed powers:
     the same states as a scan into a new tensor, and the sequential recurrence."""
-    from seqrec.models.lru_scan import _chunk_size, _powers, _scan
-
     u, lam, _ = _inputs(3, length, 4, [0, 1, length], torch.complex128, seed=length)
-    want = _scan(u, lam, reverse=reverse)
+    want = blocked_scan(u, lam, reverse=reverse)
     seq = lru_sequential_scan(u.flip(-2), lam).flip(-2) if reverse else lru_sequential_scan(u, lam)
     torch.testing.assert_close(want, seq, rtol=1e-10, atol=1e-10)
     got = u.clone()
-    _scan(got, lam, reverse=reverse, out=got, powers=_powers(lam, _chunk_size(length)))
+    blocked_scan(got, lam, reverse=reverse, out=got, powers=block_powers(lam, length))
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

@@ -173,7 +173,7 @@ def test_update_candidates_parse_epochs_replay_and_learning_rate(bench):
     assert bench.parse_candidate("2:none") == (2, "none", None)
     epochs, replay, lr = bench.parse_candidate("8:0.5:1e-3")
     assert (epochs, replay, lr) == (8, 0.5, 1e-3)
-    for bad in ("x:all", "4:all:1e-3:extra", ""):
+    for bad in ("x:all", "4:all:1e-3:extra", "4:all:fast", ""):
         with pytest.raises(SystemExit, match="EPOCHS"):
             bench.parse_candidate(bad)
     for cand in bench.DEFAULT_GRID:  # every default candidate is well-formed

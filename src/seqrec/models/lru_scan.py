@@ -25,6 +25,8 @@ left block)`` to the right block of every pair of ``2**(i-1)``-long blocks. Its 
 ``O(log L)`` but its work ``O(L log L)``; on a CPU, where the work is what costs, the blocked
 scan is faster and needs no padding (``docs/decisions/lrurec-training-speed.md``).
 
+:func:`blocked_scan` is that scan without autograd (into a given tensor, in place, or with
+powers shared across calls: LRURec's fused layer scans its chunks with it).
 :func:`lru_sequential_scan` is the plain loop used as the reference in tests and benchmarks;
 :func:`lru_step` is one step of the recurrence (incremental inference).
 """
@@ -37,7 +39,14 @@ import torch
 
 from seqrec.errors import DataError
 
-__all__ = ["lru_parallel_scan", "lru_sequential_scan", "lru_step", "next_power_of_two"]
+__all__ = [
+    "blocked_scan",
+    "block_powers",
+    "lru_parallel_scan",
+    "lru_sequential_scan",
+    "lru_step",
+    "next_power_of_two",
+]
 
 
 def next_power_of_two(n: int) -> int:
@@ -71,7 +80,13 @@ def _chunk_size(length: int) -> int:
     return max(1, math.isqrt(max(length - 1, 0)) + 1)
 
 
-def _scan(
+def block_powers(lam: torch.Tensor, length: int) -> torch.Tensor:
+    """The powers :func:`blocked_scan` needs at ``length`` (``lam**1 ..``, at least the block
+    length): pass them as ``powers=`` when scanning many tensors with one ``lam``."""
+    return _powers(lam, _chunk_size(length))
+
+
+def blocked_scan(
     u: torch.Tensor,
     lam: torch.Tensor,
     reverse: bool = False,
@@ -81,8 +96,8 @@ def _scan(
     """The two-level (blocked) scan of ``u`` ``[..., L, N]`` (no autograd).
 
     Into ``out`` if given (contiguous, ``u``'s shape; it may be ``u`` itself: the scan then
-    runs in place), else into a new tensor. ``powers``: ``_powers(lam, c)`` for this length's
-    block length ``c``, when the caller scans many tensors with one ``lam``.
+    runs in place), else into a new tensor. ``powers``: :func:`block_powers` of ``lam`` and this
+    length, when the caller scans many tensors with one ``lam``.
 
     ``L = r + K * c`` with block length ``c ~ sqrt(L)``: a partial block of ``r < c`` steps at
     the start (at the end if ``reverse``) and ``K`` full blocks.
@@ -159,7 +174,7 @@ def _scan(
 def _scan_forward(
     u: torch.Tensor, lam: torch.Tensor, h0: torch.Tensor | None, reverse: bool = False
 ) -> torch.Tensor:
-    h = _scan(u, lam, reverse)
+    h = blocked_scan(u, lam, reverse)
     if h0 is not None:
         length = u.shape[-2]
         h = h + _powers(lam, length)[:length] * h0.unsqueeze(-2)

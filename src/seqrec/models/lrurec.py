@@ -88,7 +88,7 @@ from seqrec.errors import ConfigError, DataError
 from seqrec.models.base import Recommendation
 from seqrec.models.encoder import SequenceEncoder
 from seqrec.models.layers import Dropout
-from seqrec.models.lru_scan import _chunk_size, _powers, _scan, lru_parallel_scan
+from seqrec.models.lru_scan import block_powers, blocked_scan, lru_parallel_scan
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender, _Threads
 
@@ -382,7 +382,7 @@ class _FusedLRU(torch.autograd.Function):
         h = x.new_empty(batch, length, n2)  # the states, real and imaginary parts interleaved
         y = x.new_empty(batch, length, d)
         norm = _Norm(x.view(-1, d), any(ctx.needs_input_grad))
-        powers = _powers(lam, _chunk_size(length))
+        powers = block_powers(lam, length)
         for start in range(0, batch, rows):
             sl = slice(start, start + rows)
             h_c = h[sl]
@@ -390,7 +390,7 @@ class _FusedLRU(torch.autograd.Function):
             if m is not None:
                 h_c.mul_(m[sl])
             u = torch.view_as_complex(h_c.view(*h_c.shape[:2], n2 // 2, 2))
-            _scan(u, lam, out=u, powers=powers)
+            blocked_scan(u, lam, out=u, powers=powers)
             pre = torch.addmm(cs, z, cws.t())
             if keep is not None:
                 pre.mul_(keep[sl].view(-1, d))
@@ -418,7 +418,7 @@ class _FusedLRU(torch.autograd.Function):
         grad_y = grad_y.contiguous()
         cws = cw * scale if keep is not None else cw
         lam_c = lam.conj().resolve_conj()
-        powers = _powers(lam_c, _chunk_size(length))
+        powers = block_powers(lam_c, length)
         grad_x = torch.empty_like(x)
         grad_w, grad_cw = torch.zeros_like(w), torch.zeros_like(cw)
         grad_b, grad_c = w.new_zeros(n2), cw.new_zeros(d)
@@ -443,7 +443,7 @@ class _FusedLRU(torch.autograd.Function):
             gz = torch.mm(g_c, cws, out=buf[: g_c.shape[0]])  # dL/d(real view of h)
             shape = (g_c.shape[0] // length, length, n2 // 2, 2)
             G = torch.view_as_complex(gz.view(shape))
-            _scan(G, lam_c, reverse=True, out=G, powers=powers)  # dL/du
+            blocked_scan(G, lam_c, reverse=True, out=G, powers=powers)  # dL/du
             hc = torch.view_as_complex(h_c.view(shape))
             grad_lam += (G[:, 1:] * hc[:, :-1].conj()).sum((0, 1))
             if m is not None:
