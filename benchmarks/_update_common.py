@@ -26,13 +26,21 @@ def raw_columns(inter, items_as_text: bool = True):
 
 
 def metrics(model, targets, subset=None):
-    """NDCG@10 and HR@10 (history seen-filter) on ``targets`` or their ``subset``."""
+    """NDCG@10 and HR@10 (history seen-filter) on ``targets`` or their ``subset``, and the
+    standard error of the NDCG@10 (from its normal-approximation 95% interval)."""
     t = targets if subset is None else targets.subset(np.asarray(subset, np.int64))
     if len(t) == 0:
-        return {"NDCG@10": float("nan"), "HR@10": float("nan"), "targets": 0}
+        return {
+            "NDCG@10": float("nan"),
+            "NDCG@10_se": float("nan"),
+            "HR@10": float("nan"),
+            "targets": 0,
+        }
     res = evaluate(model, t, ks=(10,), seen_filter="history")
+    lo, hi = res.ci95["NDCG@10"]
     return {
         "NDCG@10": float(res.metrics["NDCG@10"]),
+        "NDCG@10_se": float((hi - lo) / (2 * 1.959964)),
         "HR@10": float(res.metrics["HR@10"]),
         "targets": int(res.n_targets),
     }

@@ -24,7 +24,11 @@ The update's settings (epochs, replay) are chosen once, on step 1 of the first s
 validation only: each candidate (``--grid``) updates the base on the newest window without the
 retrain's validation targets and is scored on those targets; the cheapest candidate (CPU
 time) whose validation NDCG@10 reaches ``--select-share`` of the step-1 retrain's validation
-NDCG@10 is chosen, else the best one. The test window is never looked at to choose anything.
+NDCG@10 is chosen; when none reaches it, ``--fallback one-se`` (the default) takes the cheapest
+whose validation NDCG@10 is within one standard error of the best candidate's (the one-standard-
+error rule: validation sets of a few hundred targets cannot tell such candidates apart, so the
+cheaper one is the honest pick), ``--fallback best`` the best one. The test window is never
+looked at to choose anything.
 
 Partial results are written after every step (JSON + Markdown), and a rerun resumes: seeds
 already finished in the JSON are kept, an unfinished seed restarts.
@@ -80,6 +84,13 @@ def parser() -> argparse.ArgumentParser:
         help="skip the selection and use this update setting",
     )
     ap.add_argument("--select-share", type=float, default=0.97)
+    ap.add_argument(
+        "--fallback",
+        choices=("one-se", "best"),
+        default="one-se",
+        help="when no candidate reaches --select-share: the cheapest within one standard error "
+        "of the best validation NDCG@10 (one-se), or the best (best)",
+    )
     ap.add_argument(
         "--selection-from",
         default=None,
@@ -452,24 +463,39 @@ def choose(args, base, inter, users, items, new, held, re_info, seed):
                 "candidate": cand,
                 "cpu_seconds": upd_s,
                 "valid_ndcg10": m["NDCG@10"],
+                "valid_ndcg10_se": m["NDCG@10_se"],
                 "targets": m["targets"],
             }
         )
         print(f"candidate {out[-1]}", flush=True)
-    bar = args.select_share * re_info["valid_ndcg10"]
-    good = [c for c in out if c["valid_ndcg10"] >= bar]
-    chosen = (
-        min(good, key=lambda c: c["cpu_seconds"])
-        if good
-        else max(out, key=lambda c: c["valid_ndcg10"])
-    )
+    chosen, how = select_update(out, args.select_share * re_info["valid_ndcg10"], args.fallback)
     return {
         "chosen": chosen["candidate"],
-        "by": f"cheapest with validation NDCG@10 >= {args.select_share} x the retrain's"
-        + ("" if good else " (none reached it: the best validated)"),
+        "by": f"cheapest with validation NDCG@10 >= {args.select_share} x the retrain's" + how,
         "retrain_valid_ndcg10": re_info["valid_ndcg10"],
         "candidates": out,
     }
+
+
+def select_update(candidates, bar, fallback="one-se"):
+    """The cheapest candidate validating at ``bar`` or above; when none does, by ``fallback``:
+    ``one-se`` the cheapest within one standard error of the best, ``best`` the best. Returns
+    the candidate and how it was chosen (empty when the bar was reached)."""
+    cheapest = lambda cs: min(cs, key=lambda c: c["cpu_seconds"])  # noqa: E731
+    good = [c for c in candidates if c["valid_ndcg10"] >= bar]
+    if good:
+        return cheapest(good), ""
+    best = max(candidates, key=lambda c: c["valid_ndcg10"])
+    if fallback == "best":
+        return best, " (none reached it: the best validated)"
+    if fallback != "one-se":
+        raise ValueError(f"unknown fallback {fallback!r}: 'one-se' or 'best'")
+    floor = best["valid_ndcg10"] - best["valid_ndcg10_se"]
+    pick = cheapest([c for c in candidates if c["valid_ndcg10"] >= floor])
+    return pick, (
+        f" (none reached it: the cheapest within one standard error of the best,"
+        f" {best['candidate']} {best['valid_ndcg10']:.4f} +- {best['valid_ndcg10_se']:.4f})"
+    )
 
 
 def protocol_args(args, flat):
@@ -483,6 +509,7 @@ def protocol_args(args, flat):
         "grid": args.grid,
         "update": args.update,
         "select_share": args.select_share,
+        "fallback": args.fallback,
         "settings": flat,
         **({"selection_from": args.selection_from} if args.selection_from else {}),
     }
@@ -549,11 +576,12 @@ def markdown(record):
             f"Step-1 validation (retrain's validation NDCG@10 "
             f"{sel.get('retrain_valid_ndcg10', float('nan')):.4f}):",
             "",
-            "| candidate | CPU s | validation NDCG@10 |",
+            "| candidate | CPU s | validation NDCG@10 (+- one standard error) |",
             "|---|---:|---:|",
         ]
         lines += [
-            f"| {c['candidate']} | {c['cpu_seconds']:.1f} | {c['valid_ndcg10']:.4f} |"
+            f"| {c['candidate']} | {c['cpu_seconds']:.1f} | {c['valid_ndcg10']:.4f}"
+            + (f" +- {c['valid_ndcg10_se']:.4f} |" if "valid_ndcg10_se" in c else " |")
             for c in sel["candidates"]
         ]
         lines.append("")

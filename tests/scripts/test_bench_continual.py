@@ -178,3 +178,22 @@ def test_update_candidates_parse_epochs_replay_and_learning_rate(bench):
             bench.parse_candidate(bad)
     for cand in bench.DEFAULT_GRID:  # every default candidate is well-formed
         bench.parse_candidate(cand)
+
+
+def test_selection_falls_back_to_the_cheapest_within_one_standard_error(bench):
+    def cand(name, cpu, ndcg, se=0.02):
+        return {"candidate": name, "cpu_seconds": cpu, "valid_ndcg10": ndcg, "valid_ndcg10_se": se}
+
+    cands = [cand("1:none", 1, 0.08), cand("4:all", 7, 0.125), cand("8:all", 14, 0.136)]
+    # the bar reached: the cheapest that reaches it, whatever the fallback
+    assert bench.select_update(cands, 0.12)[0]["candidate"] == "4:all"
+    assert bench.select_update(cands, 0.12, "best") == (cands[1], "")
+    # none reaches the bar: one-se takes 4:all (0.125 >= 0.136 - 0.02), not 1:none
+    pick, how = bench.select_update(cands, 0.14)
+    assert pick["candidate"] == "4:all" and "one standard error" in how
+    assert bench.select_update(cands, 0.14, "best")[0]["candidate"] == "8:all"
+    # a tighter error leaves only the best
+    tight = [dict(c, valid_ndcg10_se=0.005) for c in cands]
+    assert bench.select_update(tight, 0.14)[0]["candidate"] == "8:all"
+    with pytest.raises(ValueError, match="fallback"):
+        bench.select_update(cands, 0.14, "worst")
