@@ -54,6 +54,8 @@ class UpdateReport:
     seconds: float = 0.0
     stopped: str | None = None
     """Why training stopped (the neural models' ``training_log.stopped``)."""
+    attribute_lines: list[str] = field(default_factory=list)
+    """What the new items' categories gave (and which names were left out)."""
 
     def lines(self) -> list[str]:
         """The report as a few lines of text (what ``seqrec update`` prints)."""
@@ -67,6 +69,7 @@ class UpdateReport:
         ]
         if self.ignored:
             out.append("ignored " + ", ".join(f"{n:,} {why}" for why, n in self.ignored.items()))
+        out.extend(self.attribute_lines)
         out.append(
             f"trained on {self.training_users:,} user histories (replay={self.replay}: "
             f"{self.replayed_users:,} user(s) without new events replayed) in "
@@ -143,7 +146,11 @@ def update_model(
             f"{model.name} reads timestamps and the new log has none (only an order): "
             "give it a timestamp column"
         )
-    vocab = model.vocab.extend(items.tolist(), titles=_titles(new))
+    categories = _categories(new)
+    attributes = _new_item_attributes(model, items.tolist(), categories, report)
+    vocab = model.vocab.extend(
+        items.tolist(), titles=_titles(new), attributes=attributes, categories=categories
+    )
     item_ids = vocab.encode(items.tolist())
     index = {str(u): i for i, u in enumerate(hist.raw.tolist())}
     new_user_raw = list(dict.fromkeys(u for u in users.tolist() if u not in index))
@@ -273,6 +280,62 @@ def _titles(new: Interactions) -> dict[Any, Any] | None:
         return None
     ids = side["raw_id"] if "raw_id" in side else side["item"]
     return {i: t for i, t in zip(np.asarray(ids).tolist(), side["title"], strict=True) if t}
+
+
+def _categories(new: Interactions) -> dict[Any, Any] | None:
+    """Raw item id -> category text (``|``-joined names) of the new log's item table."""
+    side = new.items
+    key = next((k for k in ("categories", "genres") if side is not None and k in side), None)
+    if key is None:
+        return None
+    ids = side["raw_id"] if "raw_id" in side else side["item"]
+    return {i: c for i, c in zip(np.asarray(ids).tolist(), side[key], strict=True) if c}
+
+
+def _new_item_attributes(
+    model: Any, raw_items: list[Any], categories: dict[Any, Any] | None, report: UpdateReport
+) -> dict[Any, list[tuple[str, int]]] | None:
+    """The category attributes of the items new to the model's vocabulary, in the ids the
+    model trained with (matched by name: another file numbers its categories its own way).
+    Names the model never trained with have no embedding and are left out, and the report
+    says so."""
+    from seqrec.data.attributes import genre_names
+
+    trained = getattr(model, "trained_category_ids", None)
+    known = trained() if trained is not None and categories else {}
+    if not known:
+        return None  # the model reads no attributes: the categories are kept as text only
+    vocab = model.vocab
+    by_key = {str(k): v for k, v in categories.items()}
+    new_items = [str(r) for r in vocab.unknown_ids(raw_items)]
+    out: dict[Any, list[tuple[str, int]]] = {}
+    unknown: dict[str, int] = {}
+    without = 0
+    for r in new_items:
+        names = genre_names(by_key.get(r))
+        ids = [("category", known[n]) for n in names if n in known]
+        for n in names:
+            if n not in known:
+                unknown[n] = unknown.get(n, 0) + 1
+        if ids:
+            out[r] = ids
+        else:
+            without += 1
+    if new_items:
+        line = (
+            f"attributes: {len(out):,} of {len(new_items):,} new item(s) scored from their "
+            "categories as well as their ids"
+        )
+        if without:
+            line += f"; {without:,} without a category the model knows (id only)"
+        report.attribute_lines.append(line)
+    if unknown:
+        shown = ", ".join(sorted(unknown)[:5]) + (" ..." if len(unknown) > 5 else "")
+        report.attribute_lines.append(
+            f"left out {len(unknown):,} category name(s) the model never trained with "
+            f"({shown}): it has no embedding for them"
+        )
+    return out or None
 
 
 def _histories(hist: Any, new_users: list[str], rows, row_times, has_time: bool):

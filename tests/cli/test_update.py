@@ -9,6 +9,7 @@ import signal
 
 import numpy as np
 import pytest
+import torch
 
 from seqrec.cli.main import main
 from seqrec.serving.artifact import load_recommender
@@ -192,3 +193,57 @@ def test_a_stop_asked_during_a_refit_is_not_saved(tmp_path, monkeypatch, capsys)
     assert main(["update", str(run), str(_new_log(tmp_path / "new.csv"))]) == 130
     assert "unchanged" in capsys.readouterr().err
     assert _snapshot(run / "model") == before and not stop.requested()
+
+
+def test_update_gives_new_items_the_categories_the_model_trained_with(tmp_path, capsys):
+    write_log_csv(tmp_path / "log.csv", n_users=30, n_items=20, time_unit="s")
+    # names sort A < B < C in the training file, so their ids there are 1, 2, 3
+    items = ["sku,title,genres"] + [f"sku{i},t{i},{'ABC'[i % 3]}" for i in range(1, 21)]
+    (tmp_path / "items.csv").write_text("\n".join(items) + "\n")
+    out = tmp_path / "run"
+    argv = ["train", "--set", f"data.name={tmp_path / 'log.csv'}"]
+    argv += ["--set", "data.columns=user=customer,item=sku,timestamp=event_ms"]
+    argv += ["--set", f"data.item_file={tmp_path / 'items.csv'}"]
+    argv += ["--set", "model.name=sasrec", "--set", "model.item_attributes=ids+attributes"]
+    argv += ["--set", "model.dim=8"]
+    argv += ["--set", "train.epochs=1", "--set", "model.max_len=10", "--set", "run.num_threads=1"]
+    assert main([*argv, "--out", str(out)]) == 0
+    old = load_recommender(out / "model")
+    known = old.trained_category_ids()
+    assert sorted(known) == ["A", "B", "C"]
+    # the new file numbers its own names otherwise (B, C, Zed sorted: B would be 1 there)
+    new_items = ["sku,title,genres", "skuNEW1,first new,C|Zed", "skuNEW2,second new,B"]
+    (tmp_path / "new_items.csv").write_text("\n".join(new_items) + "\n")
+    capsys.readouterr()
+    argv = ["update", str(out), str(_new_log(tmp_path / "new.csv")), "--epochs", "1"]
+    assert main([*argv, "--item-file", str(tmp_path / "new_items.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "2 of 2 new item(s) scored from their categories" in err
+    assert "left out 1 category name(s) the model never trained with (Zed)" in err
+    new = load_recommender(out / "model")
+    n1, n2 = new.vocab.encode(["skuNEW1", "skuNEW2"]).tolist()
+    spec = new._attribute_spec
+    assert spec.token_value[spec.tokens[n1][spec.tokens[n1] > 0]].tolist() == [known["C"]]
+    assert spec.token_value[spec.tokens[n2][spec.tokens[n2] > 0]].tolist() == [known["B"]]
+    assert new.vocab.title(n1) == "first new" and new.vocab.category(n2) == "B"
+    assert new.trained_category_ids() == known  # a later update reads the same numbering
+    # the grown item table has finite rows for the new items, each its own
+    with torch.no_grad():
+        table = new.encoder.item_emb.weight.numpy()
+    assert np.isfinite(table[[n1, n2]]).all() and not np.allclose(table[n1], table[n2])
+
+
+def test_category_ids_read_back_the_trained_numbering():
+    from seqrec.models.item_attributes import AttributeSpec, category_ids
+
+    # tokens 1..3 = (category, 2), (category, 1), (category, 9); item 3's text has two names
+    spec = AttributeSpec(
+        tokens=np.array([[0, 0], [1, 2], [1, 0], [3, 0]]),
+        token_kind=np.array([0, 0, 0, 0]),
+        token_value=np.array([0, 2, 1, 9]),
+        kinds=["category"],
+        known=np.ones(4, bool),
+    )
+    cats = np.array(["Drama|Action", "Drama", "X|Y"], object)
+    assert category_ids(spec, cats) == {"Drama": 2, "Action": 1}
+    assert category_ids(spec, None) == {}

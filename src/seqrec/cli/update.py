@@ -4,6 +4,7 @@ as the artifact's next version, the previous one kept beside it (``model.v1/``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -32,6 +33,21 @@ def add_update_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--lr", type=float, default=None, help="learning rate (default: the run's)")
     p.add_argument(
+        "--item-file",
+        default=None,
+        metavar="FILE",
+        help="item metadata for the new items (id, title, categories; default: the run's "
+        "data.item_file): their titles and categories come along, categories matched by name "
+        "to the ones the model trained with",
+    )
+    p.add_argument(
+        "--item-columns",
+        default=None,
+        metavar="MAPPING",
+        help="column mapping of --item-file 'item=sku,title=name,categories=tags' "
+        "(default: common names)",
+    )
+    p.add_argument(
         "--replay",
         default="all",
         help="which users without new events are trained on again: 'all' (default), 'none', "
@@ -55,6 +71,12 @@ def cmd_update(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         data = DataSection()
+    if args.item_file or args.item_columns:
+        data = dataclasses.replace(
+            data,
+            item_file=args.item_file or data.item_file,
+            item_columns=args.item_columns or ("" if args.item_file else data.item_columns),
+        )
     lock = None
     if _run_data(art) is not None:  # one writer per run: not beside a training or an update
         from seqrec.cli.runs import LOCK

@@ -131,6 +131,15 @@ class ItemAttributes:
         return classes, len(rank) + 1
 
 
+def genre_names(text: str | None) -> list[str]:
+    """The category names of one item's ``|``-joined text, in order (MovieLens' "(no genres
+    listed)" and empty names left out)."""
+    if text is None:
+        return []
+    names = (g.strip() for g in str(text).split("|"))
+    return [g for g in names if g and g != "(no genres listed)"]
+
+
 def from_genres(items: dict | None) -> ItemAttributes | None:
     """Categories from a side table's ``genres`` column (``|``-joined names, as MovieLens), one
     attribute id per distinct genre name (sorted), kind ``"category"``; None without genres."""
@@ -138,13 +147,9 @@ def from_genres(items: dict | None) -> ItemAttributes | None:
         return None
     ids, names = [], []
     for item, genres in zip(items["item"], items["genres"], strict=True):
-        if genres is None:
-            continue
-        for g in str(genres).split("|"):
-            g = g.strip()
-            if g and g != "(no genres listed)":
-                ids.append(int(item))
-                names.append(g)
+        for g in genre_names(genres):
+            ids.append(int(item))
+            names.append(g)
     if not ids:
         return None
     vocab = {g: i + 1 for i, g in enumerate(sorted(set(names)))}

@@ -73,22 +73,8 @@ class ItemVocab:
         """Category text of an internal id (None when unknown)."""
         return _text(self.categories, internal_id)
 
-    def extend(
-        self,
-        raw_ids: Iterable[Any],
-        titles: dict[Any, Any] | None = None,
-        attributes: dict[Any, Iterable[tuple[str, int]]] | None = None,
-    ) -> ItemVocab:
-        """This vocabulary with the unknown ids of ``raw_ids`` appended (first occurrence order,
-        each once): every known id keeps its internal id, the new ones get ``n + 1, n + 2 ...``.
-
-        ``titles`` (raw id -> title) fills the new ids' titles; categories of new ids are
-        empty. ``attributes`` (raw id -> ``(kind, attribute id)`` pairs, e.g.
-        ``{"sku9": [("brand", 12), ("category", 3)]}``) adds attribute rows for the new ids
-        (entries for ids already known are not used: an item keeps the attributes it trained
-        with); without it the new ids have no attribute rows. An id that preprocessing had
-        removed is no longer counted as removed once it is added.
-        """
+    def unknown_ids(self, raw_ids: Iterable[Any]) -> list[Any]:
+        """The raw ids this vocabulary does not hold, each once, in first-occurrence order."""
         index = self._lookup()
         new: list[Any] = []
         seen: set[Any] = set()
@@ -97,6 +83,27 @@ class ItemVocab:
             if key not in index and key not in seen:
                 seen.add(key)
                 new.append(r)
+        return new
+
+    def extend(
+        self,
+        raw_ids: Iterable[Any],
+        titles: dict[Any, Any] | None = None,
+        attributes: dict[Any, Iterable[tuple[str, int]]] | None = None,
+        categories: dict[Any, Any] | None = None,
+    ) -> ItemVocab:
+        """This vocabulary with the unknown ids of ``raw_ids`` appended (first occurrence order,
+        each once): every known id keeps its internal id, the new ones get ``n + 1, n + 2 ...``.
+
+        ``titles`` (raw id -> title) and ``categories`` (raw id -> category text such as
+        ``Comedy|Drama``) fill the new ids' titles and categories (empty where absent).
+        ``attributes`` (raw id -> ``(kind, attribute id)`` pairs, e.g.
+        ``{"sku9": [("brand", 12), ("category", 3)]}``) adds attribute rows for the new ids
+        (entries for ids already known are not used: an item keeps the attributes it trained
+        with); without it the new ids have no attribute rows. An id that preprocessing had
+        removed is no longer counted as removed once it is added.
+        """
+        new = self.unknown_ids(raw_ids)
         if not new:
             return self
         raw = np.concatenate([self.raw, _like(self.raw, new)])
@@ -105,24 +112,26 @@ class ItemVocab:
                 f"new item ids {new[:3]!r} are not integers like the vocabulary's "
                 f"(e.g. {self.raw[:1].tolist()!r})"
             )
-        by_key = {self._key(k): v for k, v in (titles or {}).items()}
-        new_titles = [by_key.get(self._key(r)) or "" for r in new]
-        out_titles = self.titles
-        if self.titles is not None or any(new_titles):
-            old = self.titles if self.titles is not None else np.full(len(self), "", object)
-            out_titles = np.concatenate([np.asarray(old, object), np.asarray(new_titles, object)])
-        categories = self.categories
-        if categories is not None:
-            categories = np.concatenate(
-                [np.asarray(categories, object), np.full(len(new), "", object)]
-            )
+        out_titles = self._extended_text(self.titles, new, titles)
+        out_categories = self._extended_text(self.categories, new, categories)
         removed = self.removed
         if removed is not None:
             added = {self._key(r) for r in new}
             removed = np.asarray([r for r in removed.tolist() if str(r) not in added], str)
         return ItemVocab(
-            raw, out_titles, self._extended_attributes(new, attributes), categories, removed
+            raw, out_titles, self._extended_attributes(new, attributes), out_categories, removed
         )
+
+    def _extended_text(
+        self, column: np.ndarray | None, new: list[Any], values: dict[Any, Any] | None
+    ) -> np.ndarray | None:
+        """A per-item text column with the ``new`` raw ids' values appended ("" = none)."""
+        by_key = {self._key(k): v for k, v in (values or {}).items()}
+        added = [str(by_key.get(self._key(r)) or "") for r in new]
+        if column is None and not any(added):
+            return None
+        old = column if column is not None else np.full(len(self), "", object)
+        return np.concatenate([np.asarray(old, object), np.asarray(added, object)])
 
     def _extended_attributes(
         self, new: list[Any], attributes: dict[Any, Iterable[tuple[str, int]]] | None

@@ -190,6 +190,27 @@ def grown_spec(spec: AttributeSpec, attrs: ItemAttributes | None, n_items: int) 
     )
 
 
+def category_ids(spec: AttributeSpec, categories: np.ndarray | None) -> dict[str, int]:
+    """Category name -> the attribute id the model trained with, read back from each item's
+    category text (``ItemVocab.categories``, ``|``-joined names) and its ``category`` tokens:
+    both are in the item file's order (``seqrec.data.attributes.from_genres``). An item file
+    read later numbers its names its own way; this lets its items be given the trained ids.
+    Items whose names and tokens disagree in number are skipped."""
+    from seqrec.data.attributes import genre_names
+
+    if categories is None or "category" not in spec.kinds:
+        return {}
+    code = spec.kinds.index("category")
+    out: dict[str, int] = {}
+    for item in range(1, min(len(spec.tokens), len(categories) + 1)):
+        tokens = [t for t in spec.tokens[item].tolist() if t and spec.token_kind[t] == code]
+        names = list(dict.fromkeys(genre_names(categories[item - 1])))
+        if tokens and len(names) == len(tokens):
+            for name, t in zip(names, tokens, strict=True):
+                out.setdefault(name, int(spec.token_value[t]))
+    return out
+
+
 def _kinds_bytes(kinds: list[str]) -> torch.Tensor:
     return torch.tensor(list("\n".join(kinds).encode()), dtype=torch.uint8)
 

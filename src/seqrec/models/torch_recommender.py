@@ -437,6 +437,16 @@ class TorchRecommender(Recommender):
 
     grow.__doc__ = Recommender.grow.__doc__
 
+    def trained_category_ids(self) -> dict[str, int]:
+        """Category name -> the attribute id this model trained with (empty unless it reads
+        attributes, ``item_attributes = 'ids+attributes'``): what an update gives the new
+        items of another item file, whose own numbering of the names differs."""
+        if self._attribute_spec is None or self.vocab is None:
+            return {}
+        from seqrec.models.item_attributes import category_ids
+
+        return category_ids(self._attribute_spec, self.vocab.categories)
+
     def _grow(self, n_items: int, n_users: int | None) -> None:
         """A new encoder for ``n_items`` items holding the old weights: every tensor of the
         same shape is copied; a tensor that gains rows (item tables and output biases, user
