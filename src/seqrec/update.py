@@ -149,7 +149,11 @@ def update_model(
     categories = _categories(new)
     attributes = _new_item_attributes(model, items.tolist(), categories, report)
     vocab = model.vocab.extend(
-        items.tolist(), titles=_titles(new), attributes=attributes, categories=categories
+        items.tolist(),
+        titles=_titles(new),
+        attributes=attributes,
+        categories=categories,
+        vectors=_vectors(new, model, report),
     )
     item_ids = vocab.encode(items.tolist())
     index = {str(u): i for i, u in enumerate(hist.raw.tolist())}
@@ -290,6 +294,31 @@ def _categories(new: Interactions) -> dict[Any, Any] | None:
         return None
     ids = side["raw_id"] if "raw_id" in side else side["item"]
     return {i: c for i, c in zip(np.asarray(ids).tolist(), side[key], strict=True) if c}
+
+
+def _vectors(new: Interactions, model: Any, report: UpdateReport) -> dict[Any, Any] | None:
+    """Raw item id -> numeric vector of the new log's item table (its ``vector`` column)."""
+    from seqrec.data.item_vectors import vectors_from_texts
+
+    side = new.items
+    if side is None or "vector" not in side:
+        return None
+    ids = np.asarray(side["raw_id"] if "raw_id" in side else side["item"]).tolist()
+    table = vectors_from_texts(side["vector"], ids)
+    if table is None:
+        return None
+    width = getattr(model, "item_vector_width", None)
+    if width is not None and table.shape[1] != width:
+        raise DataError(
+            f"the item file's vectors have {table.shape[1]} values, the model was trained "
+            f"with {width}"
+        )
+    out = {i: v for i, v in zip(ids, table, strict=True) if not np.isnan(v[0])}
+    report.attribute_lines.append(
+        f"item vectors: {len(out):,} in the item file ({table.shape[1]} values)"
+        + ("" if width else "; this model does not read vectors (kept with the vocabulary)")
+    )
+    return out
 
 
 def _new_item_attributes(

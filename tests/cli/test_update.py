@@ -247,3 +247,40 @@ def test_category_ids_read_back_the_trained_numbering():
     cats = np.array(["Drama|Action", "Drama", "X|Y"], object)
     assert category_ids(spec, cats) == {"Drama": 2, "Action": 1}
     assert category_ids(spec, None) == {}
+
+
+def test_update_reads_new_items_vectors_from_the_item_file(tmp_path, capsys):
+    write_log_csv(tmp_path / "log.csv", n_users=30, n_items=20, time_unit="s")
+    rng = np.random.default_rng(0)
+    rows = ["sku,emb"] + [
+        f'sku{i},"{" ".join(f"{x:.3f}" for x in rng.normal(size=4))}"' for i in range(1, 21)
+    ]
+    (tmp_path / "items.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "run"
+    argv = ["train", "--set", f"data.name={tmp_path / 'log.csv'}"]
+    argv += ["--set", "data.columns=user=customer,item=sku,timestamp=event_ms"]
+    argv += ["--set", f"data.item_file={tmp_path / 'items.csv'}"]
+    argv += ["--set", "data.item_columns=item=sku,vector=emb"]
+    argv += ["--set", "model.name=sasrec", "--set", "model.item_attributes=ids+attributes"]
+    argv += ["--set", "model.dim=8", "--set", "train.epochs=1", "--set", "model.max_len=10"]
+    argv += ["--set", "run.num_threads=1"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert load_recommender(out / "model").item_vector_width == 4
+    (tmp_path / "new_items.csv").write_text('sku,emb\nskuNEW1,"[1.0, 2.0, 3.0, 4.0]"\n')
+    capsys.readouterr()
+    argv = ["update", str(out), str(_new_log(tmp_path / "new.csv")), "--epochs", "1"]
+    assert main([*argv, "--item-file", str(tmp_path / "new_items.csv")]) == 0
+    assert "item vectors: 1 in the item file (4 values)" in capsys.readouterr().err
+    new = load_recommender(out / "model")
+    emb = new.encoder.item_emb
+    n1, n2 = new.vocab.encode(["skuNEW1", "skuNEW2"]).tolist()
+    scale = float(emb.vector_scale)
+    np.testing.assert_allclose(emb.vectors[n1].numpy(), np.arange(1, 5) / scale, rtol=1e-6)
+    assert not emb.vectors[n2].any()  # no vector given: adds nothing
+    # a file whose vectors have another length is refused, the artifact unchanged
+    (tmp_path / "bad_items.csv").write_text("sku,emb\nskuNEW2,1 2\n")
+    before = _snapshot(out / "model")
+    argv = ["update", str(out), str(_new_log(tmp_path / "new.csv")), "--epochs", "1"]
+    assert main([*argv, "--item-file", str(tmp_path / "bad_items.csv")]) != 0
+    assert "vectors have 2 values, the model was trained with 4" in capsys.readouterr().err
+    assert _snapshot(out / "model") == before

@@ -36,16 +36,16 @@ def add_update_args(p: argparse.ArgumentParser) -> None:
         "--item-file",
         default=None,
         metavar="FILE",
-        help="item metadata for the new items (id, title, categories; default: the run's "
-        "data.item_file): their titles and categories come along, categories matched by name "
-        "to the ones the model trained with",
+        help="item metadata for the new items (id, title, categories, vector; default: the "
+        "run's data.item_file): their titles, categories and vectors come along, categories "
+        "matched by name to the ones the model trained with",
     )
     p.add_argument(
         "--item-columns",
         default=None,
         metavar="MAPPING",
-        help="column mapping of --item-file 'item=sku,title=name,categories=tags' "
-        "(default: common names)",
+        help="column mapping of --item-file 'item=sku,title=name,categories=tags,vector=emb' "
+        "(default: the run's data.item_columns, else common names)",
     )
     p.add_argument(
         "--replay",
@@ -75,7 +75,7 @@ def cmd_update(args: argparse.Namespace) -> int:
         data = dataclasses.replace(
             data,
             item_file=args.item_file or data.item_file,
-            item_columns=args.item_columns or ("" if args.item_file else data.item_columns),
+            item_columns=args.item_columns or data.item_columns,
         )
     lock = None
     if _run_data(art) is not None:  # one writer per run: not beside a training or an update

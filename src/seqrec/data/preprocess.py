@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seqrec.data.interactions import Interactions
+from seqrec.data.item_vectors import vectors_from_texts
 from seqrec.data.sequences import Sequences
 from seqrec.data.vocab import ItemVocab
 from seqrec.errors import ConfigError, DataError
@@ -155,6 +156,14 @@ def remap(inter: Interactions) -> Prepared:
         # sources with string ids store codes in `item` and the original text in `raw_id`
         raw = np.asarray(inter.items["raw_id"], dtype=object)[item_raw]
     notes = inter.notes + ("ids remapped: items 1..n, 0 = PAD",)
+    vectors = (
+        vectors_from_texts(_side_column(inter.items, "vector", item_raw), raw.tolist())
+        if (inter.items is not None and "vector" in inter.items)
+        else None
+    )
+    if vectors is not None:
+        have = int((~np.isnan(vectors[:, 0])).sum())
+        notes += (f"item vectors: {have} of {len(raw)} items have one ({vectors.shape[1]} values)",)
     attributes = None
     if inter.item_attributes is not None:  # re-keyed to 1..n; rows of dropped items go
         attributes = inter.item_attributes.remap(item_raw)
@@ -173,7 +182,8 @@ def remap(inter: Interactions) -> Prepared:
         notes,
         attributes,
     )
-    return Prepared(remapped, ItemVocab(raw, titles, attributes, categories), user_raw)
+    vocab = ItemVocab(raw, titles, attributes, categories, vectors=vectors)
+    return Prepared(remapped, vocab, user_raw)
 
 
 def _side_column(items: dict[str, np.ndarray] | None, column: str, item_raw: np.ndarray):

@@ -28,6 +28,10 @@ class ItemVocab:
     removed: np.ndarray | None = None
     """Raw ids present in the source data but removed by preprocessing (filters), as text:
     lets ``recommend`` tell a filtered item from one never seen."""
+    vectors: np.ndarray | None = None
+    """float32 ``[n, k]`` numeric item vectors from an item file (row ``i - 1`` for internal id
+    ``i``; NaN rows: no vector), :mod:`seqrec.data.item_vectors`. Held in memory for training
+    and growth; a model that reads them stores its own copy with its weights."""
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -91,6 +95,7 @@ class ItemVocab:
         titles: dict[Any, Any] | None = None,
         attributes: dict[Any, Iterable[tuple[str, int]]] | None = None,
         categories: dict[Any, Any] | None = None,
+        vectors: dict[Any, np.ndarray] | None = None,
     ) -> ItemVocab:
         """This vocabulary with the unknown ids of ``raw_ids`` appended (first occurrence order,
         each once): every known id keeps its internal id, the new ones get ``n + 1, n + 2 ...``.
@@ -100,7 +105,9 @@ class ItemVocab:
         ``attributes`` (raw id -> ``(kind, attribute id)`` pairs, e.g.
         ``{"sku9": [("brand", 12), ("category", 3)]}``) adds attribute rows for the new ids
         (entries for ids already known are not used: an item keeps the attributes it trained
-        with); without it the new ids have no attribute rows. An id that preprocessing had
+        with); without it the new ids have no attribute rows. ``vectors`` (raw id -> numeric
+        vector of the vocabulary's length) fills the new ids' rows of ``vectors`` (NaN where
+        absent). An id that preprocessing had
         removed is no longer counted as removed once it is added.
         """
         new = self.unknown_ids(raw_ids)
@@ -119,8 +126,41 @@ class ItemVocab:
             added = {self._key(r) for r in new}
             removed = np.asarray([r for r in removed.tolist() if str(r) not in added], str)
         return ItemVocab(
-            raw, out_titles, self._extended_attributes(new, attributes), out_categories, removed
+            raw,
+            out_titles,
+            self._extended_attributes(new, attributes),
+            out_categories,
+            removed,
+            self._extended_vectors(new, vectors),
         )
+
+    def _extended_vectors(
+        self, new: list[Any], vectors: dict[Any, np.ndarray] | None
+    ) -> np.ndarray | None:
+        """``vectors`` with rows for the ``new`` raw ids (NaN where they have none)."""
+        by_key = {self._key(k): np.asarray(v, np.float32) for k, v in (vectors or {}).items()}
+        if not by_key:
+            if self.vectors is None:
+                return None
+            pad = np.full((len(new), self.vectors.shape[1]), np.nan, np.float32)
+            return np.concatenate([self.vectors, pad])
+        width = (
+            self.vectors.shape[1] if self.vectors is not None else len(next(iter(by_key.values())))
+        )
+        rows = np.full((len(new), width), np.nan, np.float32)
+        for i, r in enumerate(new):
+            v = by_key.get(self._key(r))
+            if v is None:
+                continue
+            if v.shape != (width,):
+                raise DataError(
+                    f"item {r!r}: its vector has {v.size} values, the vocabulary's have {width}"
+                )
+            rows[i] = v
+        old = self.vectors
+        if old is None:
+            old = np.full((len(self), width), np.nan, np.float32)
+        return np.concatenate([old, rows])
 
     def _extended_text(
         self, column: np.ndarray | None, new: list[Any], values: dict[Any, Any] | None

@@ -16,7 +16,14 @@ what it did before). An item's vector is
   of ``ItemAttributes`` is one token); ``W, b`` a learned projection, started at the identity;
 * the PAD row 0 stays zero;
 * a per-item output bias (HSTU's, MF's) of an item the training data never shows is likewise
-  replaced by one learned default bias.
+  replaced by one learned default bias;
+* with numeric item vectors in the data (``ItemVocab.vectors``, an item file's ``vector``
+  column: text embeddings computed elsewhere, say) a further term ``V x_i``: ``x_i`` the
+  item's vector divided by one scale for the whole table (the root mean square of the
+  training items' values, so that ``V`` starts at the ID rows' size whatever units the vectors
+  come in), ``V`` learned from a small random start; an item without a vector adds nothing.
+  The choice of a linear map (no hidden layer) and of one global scale is ours: the issue asks
+  only that a vector a user supplies can score an item.
 
 The same table is the input embedding and the output item table: a cold item with attributes
 gets a score from what it is, and as a history item it is read the same way.
@@ -69,6 +76,9 @@ class AttributeSpec:
         token_value: int64 ``[T + 1]`` the attribute id of each token.
         kinds: the attribute kinds, in the order ``token_kind`` counts them.
         known: bool ``[n_items + 1]``: items that occur in the training data.
+        vectors: float32 ``[n_items + 1, k]`` scaled numeric item vectors (zero rows: none),
+            or None.
+        vector_scale: what the raw vectors were divided by (new items' are divided by it too).
     """
 
     tokens: np.ndarray
@@ -76,6 +86,8 @@ class AttributeSpec:
     token_value: np.ndarray
     kinds: list[str]
     known: np.ndarray
+    vectors: np.ndarray | None = None
+    vector_scale: float = 1.0
 
     @property
     def n_tokens(self) -> int:
@@ -113,21 +125,59 @@ def _pad(lists: list[list[int]], width: int) -> np.ndarray:
     return table
 
 
+def _scaled_rows(raw: np.ndarray, scale: float) -> np.ndarray:
+    """Raw vectors (NaN rows: none) divided by ``scale``, NaN rows as zeros."""
+    out = np.nan_to_num(np.asarray(raw, np.float32) / np.float32(scale), nan=0.0)
+    return out.astype(np.float32)
+
+
+def _vector_table(
+    vectors: np.ndarray | None, n_items: int, item_counts: np.ndarray
+) -> tuple[np.ndarray | None, float]:
+    """The ``[n_items + 1, k]`` scaled vector table and its scale (module docstring)."""
+    if vectors is None:
+        return None, 1.0
+    vectors = np.asarray(vectors, np.float32)[:n_items]
+    present = ~np.isnan(vectors[:, 0])
+    trained = present & (np.asarray(item_counts[1 : n_items + 1]) > 0)
+    basis = vectors[trained] if trained.any() else vectors[present]
+    scale = float(np.sqrt(np.mean(np.square(basis)))) if len(basis) else 1.0
+    scale = scale if scale > 0 else 1.0
+    table = np.zeros((n_items + 1, vectors.shape[1]), np.float32)
+    table[1:] = _scaled_rows(vectors, scale)
+    log.info(
+        "item vectors: %d of %d items have one (%d values, scale %.3g)",
+        int(present.sum()),
+        n_items,
+        vectors.shape[1],
+        scale,
+    )
+    return table, scale
+
+
 def build_spec(
-    attrs: ItemAttributes | None, n_items: int, item_counts: np.ndarray
+    attrs: ItemAttributes | None,
+    n_items: int,
+    item_counts: np.ndarray,
+    vectors: np.ndarray | None = None,
 ) -> AttributeSpec:
     """The spec of a new model: one token per distinct ``(kind, value)`` of ``attrs`` carried by
     an item of the catalogue; ``item_counts`` (``[n_items + 1]`` training counts) marks the
-    items whose ID part is trained.
+    items whose ID part is trained; ``vectors`` (``ItemVocab.vectors``) the numeric vectors.
 
     Raises:
-        DataError: the data carries no item attributes.
+        DataError: the data carries neither item attributes nor item vectors.
     """
-    if attrs is None or len(attrs) == 0:
+    vector_table, scale = _vector_table(vectors, n_items, item_counts)
+    if (attrs is None or len(attrs) == 0) and vector_table is None:
         raise DataError(
             "model.item_attributes='ids+attributes' needs item attributes; this data has none: "
-            "give an item file with categories / brands / tags (--set data.item_file=items.csv) "
-            "or set model.item_attributes=none"
+            "give an item file with categories / brands / tags or a vector column "
+            "(--set data.item_file=items.csv) or set model.item_attributes=none"
+        )
+    if attrs is None:
+        attrs = ItemAttributes(
+            *(np.zeros(0, np.int64) for _ in range(2)), np.zeros(0, str), np.zeros(0, np.int64)
         )
     rows = (attrs.item >= 1) & (attrs.item <= n_items)
     kinds = sorted(set(np.unique(attrs.kind[rows]).tolist()))
@@ -155,14 +205,24 @@ def build_spec(
         n_items,
         int((~known[1:]).sum()),
     )
-    return AttributeSpec(tokens, token_kind, token_value, kinds, known)
+    return AttributeSpec(tokens, token_kind, token_value, kinds, known, vector_table, scale)
 
 
-def grown_spec(spec: AttributeSpec, attrs: ItemAttributes | None, n_items: int) -> AttributeSpec:
+def grown_spec(
+    spec: AttributeSpec,
+    attrs: ItemAttributes | None,
+    n_items: int,
+    vectors: np.ndarray | None = None,
+) -> AttributeSpec:
     """``spec`` grown to ``n_items`` items: the old items keep their tokens; a new item's
     attributes (rows of ``attrs`` for ids beyond the old catalogue) map through the stored
-    vocabulary (values never seen in training are left out); new items are not known (their ID
-    part is the default vector until they train)."""
+    vocabulary (values never seen in training are left out), and its vector (row of
+    ``vectors``, the grown ``ItemVocab.vectors``) is scaled as the training ones were; new
+    items are not known (their ID part is the default vector until they train).
+
+    Raises:
+        DataError: the new vectors' length is not the model's.
+    """
     old_n = len(spec.tokens) - 1
     added = n_items - old_n
     width = spec.tokens.shape[1]
@@ -181,12 +241,25 @@ def grown_spec(spec: AttributeSpec, attrs: ItemAttributes | None, n_items: int) 
                 "never saw; they are left out",
                 missing,
             )
+    table = spec.vectors
+    if table is not None:
+        rows = np.zeros((max(added, 0), table.shape[1]), np.float32)
+        if vectors is not None and added > 0:
+            if vectors.shape[1] != table.shape[1]:
+                raise DataError(
+                    f"the new items' vectors have {vectors.shape[1]} values, the model's "
+                    f"{table.shape[1]}"
+                )
+            rows = _scaled_rows(vectors[old_n:n_items], spec.vector_scale)
+        table = np.concatenate([table, rows])
     return AttributeSpec(
         np.concatenate([spec.tokens, new_tokens]),
         spec.token_kind,
         spec.token_value,
         spec.kinds,
         np.concatenate([spec.known, np.zeros(added, bool)]),
+        table,
+        spec.vector_scale,
     )
 
 
@@ -219,12 +292,15 @@ def spec_from_state(state: dict[str, np.ndarray], prefix: str = "item_emb.") -> 
     """The spec stored in an encoder's state dict (an artifact)."""
     try:
         raw = bytes(np.asarray(state[prefix + "kind_names"], np.uint8).tolist()).decode()
+        vectors = state.get(prefix + "vectors")
         return AttributeSpec(
             np.asarray(state[prefix + "tokens"], np.int64),
             np.asarray(state[prefix + "token_kind"], np.int64),
             np.asarray(state[prefix + "token_value"], np.int64),
             raw.split("\n") if raw else [],
             np.asarray(state[prefix + "known"], bool),
+            None if vectors is None else np.asarray(vectors, np.float32),
+            float(np.asarray(state.get(prefix + "vector_scale", 1.0))),
         )
     except KeyError as exc:
         raise DataError(
@@ -267,6 +343,14 @@ class AttributeItemEmbedding(nn.Module):
         self.register_buffer("token_kind", torch.from_numpy(spec.token_kind.copy()))
         self.register_buffer("token_value", torch.from_numpy(spec.token_value.copy()))
         self.register_buffer("kind_names", _kinds_bytes(spec.kinds))
+        self.vec: nn.Linear | None = None
+        if spec.vectors is not None:
+            k = spec.vectors.shape[1]
+            self.register_buffer("vectors", torch.from_numpy(spec.vectors.copy()))
+            self.register_buffer("vector_scale", torch.tensor(spec.vector_scale))
+            self.vec = nn.Linear(k, d, bias=False)
+            with torch.no_grad():  # V x starts at the ID rows' size (x has unit RMS values)
+                nn.init.normal_(self.vec.weight, 0.0, (std or 0.02) / max(k, 1) ** 0.5)
         self._step_known: torch.Tensor | None = None
         self._cache: tuple[tuple, torch.Tensor] | None = None
 
@@ -291,7 +375,10 @@ class AttributeItemEmbedding(nn.Module):
         present = toks.ne(0)
         summed = (self.attr(toks) * present[..., None]).sum(-2)
         mean = summed / present.sum(-1, keepdim=True).clamp_(min=1)
-        return (base + self.proj(mean)) * ids.ne(0)[..., None]
+        rows = base + self.proj(mean)
+        if self.vec is not None:
+            rows = rows + self.vec(self.vectors[ids])
+        return rows * ids.ne(0)[..., None]
 
     def output_bias(self, bias: torch.Tensor) -> torch.Tensor:
         """An encoder's per-item output bias ``[n_items + 1]`` with the items whose ID part is

@@ -396,8 +396,9 @@ class TorchRecommender(Recommender):
                     from seqrec.models.item_attributes import build_spec
 
                     attrs = None if train.vocab is None else train.vocab.attributes
+                    vectors = None if train.vocab is None else train.vocab.vectors
                     counts = train.item_counts()
-                    self._attribute_spec = build_spec(attrs, train.n_items, counts)
+                    self._attribute_spec = build_spec(attrs, train.n_items, counts, vectors)
                 self.encoder = self._new_encoder(train.n_items)
             self._net = distributed.wrap(self.encoder, ctx)
             if cfg.loss in ("bce", "gbce", "sampled_softmax"):
@@ -437,6 +438,12 @@ class TorchRecommender(Recommender):
 
     grow.__doc__ = Recommender.grow.__doc__
 
+    @property
+    def item_vector_width(self) -> int | None:
+        """Length of the numeric item vectors this model reads (None: it reads none)."""
+        spec = self._attribute_spec
+        return None if spec is None or spec.vectors is None else int(spec.vectors.shape[1])
+
     def trained_category_ids(self) -> dict[str, int]:
         """Category name -> the attribute id this model trained with (empty unless it reads
         attributes, ``item_attributes = 'ids+attributes'``): what an update gives the new
@@ -461,8 +468,9 @@ class TorchRecommender(Recommender):
 
             vocab = self._growing_vocab
             attrs = None if vocab is None else vocab.attributes
-            self._attribute_spec = grown_spec(self._attribute_spec, attrs, n_items)
-            attribute_keys = {f"item_emb.{b}" for b in ("tokens", "known")}
+            vectors = None if vocab is None else vocab.vectors
+            self._attribute_spec = grown_spec(self._attribute_spec, attrs, n_items, vectors)
+            attribute_keys = {f"item_emb.{b}" for b in ("tokens", "known", "vectors")}
         fresh = self._new_encoder(n_items)
         user_keys = {
             f"{name}.weight"

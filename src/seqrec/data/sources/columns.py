@@ -60,11 +60,13 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "rating": ("rating", "Rating", "overall", "stars", "score"),
 }
-ITEM_ROLES = ("item", "title", "categories")
+ITEM_ROLES = ("item", "title", "categories", "vector")
 ITEM_ALIASES: dict[str, tuple[str, ...]] = {
     "item": ALIASES["item"],
     "title": ("title", "Title", "name", "item_name", "product_name", "movie_title"),
     "categories": ("categories", "category", "genres", "genre", "tags"),
+    # numbers of one embedding per item (seqrec.data.item_vectors); named, never guessed
+    "vector": ("vector", "item_vector"),
 }
 # Second chance for a column no alias names exactly: its name lower-cased without separators
 # ("CustomerID", "customer-id" -> "customerid"), matched against the aliases the same way, then

@@ -529,7 +529,8 @@ def _timestamps(df, col, source, time_format, has_header, unit) -> tuple[np.ndar
 def read_items(
     path: str | Path, columns: Mapping[str, str] | None = None, sep: str | None = None
 ) -> dict[str, np.ndarray]:
-    """An item-metadata file: ``{"raw_id": ids as text, "title": ..., "genres": ...}``.
+    """An item-metadata file: ``{"raw_id": ids as text, "title": ..., "genres": ...,
+    "vector": ...}`` (every column as text).
 
     Categories are stored under ``genres`` (``|``-separated names), the side-table column that
     MovieLens fills too, so they also become item attributes (``ItemAttributes``) that
@@ -537,8 +538,9 @@ def read_items(
 
     Args:
         path: a CSV/TSV/Parquet/.xlsx file with one row per item (later duplicates are ignored).
-        columns: role -> column name for ``item``, ``title``, ``categories``; missing roles are
-            looked up among :data:`ITEM_ALIASES` (``movieId``, ``title``, ``genres``, ...).
+        columns: role -> column name for ``item``, ``title``, ``categories``, ``vector``
+            (numbers, :mod:`seqrec.data.item_vectors`); missing roles are looked up among
+            :data:`ITEM_ALIASES` (``movieId``, ``title``, ``genres``, ...).
         sep: field separator (default from the extension).
     """
     path = Path(path)
@@ -580,14 +582,18 @@ def read_items(
         df = df.with_columns(pl.col(roles["categories"]).str.replace_all(" ", "|"))
     if "item" not in roles or len(roles) == 1:
         raise DataError(
-            f"{path}: an item file needs an item id column and a title or categories "
-            f"column (columns present: {', '.join(df.columns)}); map them with "
-            "data.item_columns=item=<col>,title=<col>,categories=<col>"
+            f"{path}: an item file needs an item id column and a title, categories or "
+            f"vector column (columns present: {', '.join(df.columns)}); map them with "
+            "data.item_columns=item=<col>,title=<col>,categories=<col>,vector=<col>"
         )
     _io.no_nulls(df, roles["item"], str(path))
     df = df.unique(subset=roles["item"], keep="first", maintain_order=True)
+    if "vector" in roles and isinstance(df.schema[roles["vector"]], (pl.List, pl.Array)):
+        # a Parquet list column: as the text every other layout gives (parsed after filtering)
+        col = pl.col(roles["vector"])
+        df = df.with_columns(col.cast(pl.List(pl.String)).list.join(" ").alias(roles["vector"]))
     out = {"raw_id": df[roles["item"]].cast(pl.String).to_numpy().astype(object)}
-    for role, key in (("title", "title"), ("categories", "genres")):
+    for role, key in (("title", "title"), ("categories", "genres"), ("vector", "vector")):
         if role in roles:
             out[key] = df[roles[role]].cast(pl.String).fill_null("").to_numpy().astype(object)
     return out
