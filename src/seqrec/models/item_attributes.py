@@ -175,10 +175,9 @@ def build_spec(
             "give an item file with categories / brands / tags or a vector column "
             "(--set data.item_file=items.csv) or set model.item_attributes=none"
         )
-    if attrs is None:
-        attrs = ItemAttributes(
-            *(np.zeros(0, np.int64) for _ in range(2)), np.zeros(0, str), np.zeros(0, np.int64)
-        )
+    if attrs is None:  # vectors alone: an empty token table
+        none = np.zeros(0, np.int64)
+        attrs = ItemAttributes(none, none, np.zeros(0, str), none)
     rows = (attrs.item >= 1) & (attrs.item <= n_items)
     kinds = sorted(set(np.unique(attrs.kind[rows]).tolist()))
     kind_code = {k: i for i, k in enumerate(kinds)}
