@@ -313,7 +313,9 @@ def markdown(records: list[dict]) -> str:
         f"Protocol: {first['protocol']}. SASRec: {json.dumps(first['sasrec'])} (epochs: per "
         "dataset below); the SASRec "
         "arms differ only in `item_attributes` (`sasrec-attr`: the default `id_dropout`, "
-        "0.25; `sasrec-attr-dX`: `id_dropout` X). Cold hits = HR@10 x cold targets. Hardware: "
+        "0.25; `sasrec-attr-dX`: `id_dropout` X; `sasrec-vec`: `ids+attributes` reading "
+        "stand-in numeric item vectors, a fixed random projection of the attribute values, "
+        "instead of the attribute tokens). Cold hits = HR@10 x cold targets. Hardware: "
         f"{hardware_line(first['hardware'])}; {first['machine_note']}.",
         "",
     ]
