@@ -448,9 +448,11 @@ def table_interactions(
                 np.asarray(meta["raw_id"]).astype(str),
             ).sum()
         )
+        read = {"title": "titles", "genres": "categories", "vector": "vectors"}
+        used = ", ".join(word for key, word in read.items() if key in meta)
         notes.append(
             f"item metadata from {Path(item_file).name}: {known} of "
-            f"{len(np.unique(item))} items described"
+            f"{len(np.unique(item))} items described ({used})"
         )
     return _io.build(
         name,
