@@ -4,23 +4,12 @@ parameter it does not name is refused."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from seqrec.models.neural_config import settings
 from seqrec.registry import get_model
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_authors_weights.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_authors_weights", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = "bench_authors_weights.py"  # loaded by conftest.bench
 
 
 def test_tvrec_names_cover_every_parameter(bench):

@@ -4,26 +4,15 @@ split hands the model vectors in place of the attribute tokens."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 
 from seqrec.data.attributes import ItemAttributes
 from seqrec.data.splits import leave_last_out
 from seqrec.testing.synthetic import markov_sequences
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_cold_items.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_cold_items", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = "bench_cold_items.py"  # loaded by conftest.bench
 
 
 def test_stand_in_vectors_follow_the_attribute_values(bench):

@@ -3,7 +3,6 @@ holds out each recent user's last event, and a tiny run writes every step and re
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,15 +13,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "bench_continual.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_continual", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = "bench_continual.py"  # loaded by conftest.bench
 
 
 def _log(n_users=40, n_items=30, per_user=25, seed=0):
@@ -100,7 +91,7 @@ def test_a_tiny_run_writes_every_step_and_resumes(tmp_path):
     out = tmp_path / "continual"
     cmd = [
         sys.executable,
-        str(SCRIPT),
+        str(ROOT / "benchmarks" / SCRIPT),
         "--data",
         str(data),
         "--seeds",
@@ -147,7 +138,7 @@ def test_a_tiny_run_writes_every_step_and_resumes(tmp_path):
     proc = subprocess.run(
         [
             sys.executable,
-            str(SCRIPT),
+            str(ROOT / "benchmarks" / SCRIPT),
             "--merge",
             str(out.with_suffix(".json")),
             str(other) + ".json",
