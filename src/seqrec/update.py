@@ -277,23 +277,29 @@ def _raw_columns(new: Interactions) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return users, items, np.asarray(new.timestamp, np.int64), np.ones(len(new.user), bool)
 
 
+def _side_ids(side: dict[str, Any]) -> list[Any]:
+    """Raw item ids of the rows of a log's item table (the text of string ids)."""
+    return np.asarray(side["raw_id"] if "raw_id" in side else side["item"]).tolist()
+
+
+def _side_text(new: Interactions, keys: tuple[str, ...]) -> dict[Any, Any] | None:
+    """Raw item id -> the non-empty values of the first of ``keys`` the log's item table has
+    (None without one)."""
+    side = new.items
+    key = next((k for k in keys if side is not None and k in side), None)
+    if key is None:
+        return None
+    return {i: v for i, v in zip(_side_ids(side), side[key], strict=True) if v}
+
+
 def _titles(new: Interactions) -> dict[Any, Any] | None:
     """Raw item id -> title of the new log's item table (None without one)."""
-    side = new.items
-    if side is None or "title" not in side:
-        return None
-    ids = side["raw_id"] if "raw_id" in side else side["item"]
-    return {i: t for i, t in zip(np.asarray(ids).tolist(), side["title"], strict=True) if t}
+    return _side_text(new, ("title",))
 
 
 def _categories(new: Interactions) -> dict[Any, Any] | None:
     """Raw item id -> category text (``|``-joined names) of the new log's item table."""
-    side = new.items
-    key = next((k for k in ("categories", "genres") if side is not None and k in side), None)
-    if key is None:
-        return None
-    ids = side["raw_id"] if "raw_id" in side else side["item"]
-    return {i: c for i, c in zip(np.asarray(ids).tolist(), side[key], strict=True) if c}
+    return _side_text(new, ("categories", "genres"))
 
 
 def _vectors(new: Interactions, model: Any, report: UpdateReport) -> dict[Any, Any] | None:
@@ -303,7 +309,7 @@ def _vectors(new: Interactions, model: Any, report: UpdateReport) -> dict[Any, A
     side = new.items
     if side is None or "vector" not in side:
         return None
-    ids = np.asarray(side["raw_id"] if "raw_id" in side else side["item"]).tolist()
+    ids = _side_ids(side)
     table = vectors_from_texts(side["vector"], ids)
     if table is None:
         return None

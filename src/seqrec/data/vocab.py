@@ -139,11 +139,8 @@ class ItemVocab:
     ) -> np.ndarray | None:
         """``vectors`` with rows for the ``new`` raw ids (NaN where they have none)."""
         by_key = {self._key(k): np.asarray(v, np.float32) for k, v in (vectors or {}).items()}
-        if not by_key:
-            if self.vectors is None:
-                return None
-            pad = np.full((len(new), self.vectors.shape[1]), np.nan, np.float32)
-            return np.concatenate([self.vectors, pad])
+        if not by_key and self.vectors is None:
+            return None
         width = (
             self.vectors.shape[1] if self.vectors is not None else len(next(iter(by_key.values())))
         )
