@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError, DataError, NotFittedError
+from seqrec.models.lru_scan import lru_sequential_scan
 from seqrec.models.lrurec import LRUEncoder, LRURec, LRURecConfig
 from seqrec.models.neural_config import TrainConfig
 from seqrec.models.neural_config import settings as model_settings
@@ -148,6 +149,29 @@ def test_padding_rows_get_zero_lru_input():
         _, states = enc.encode(items, items != 0)
     for h in states:
         assert torch.all(h[0, :3] == 0) and torch.all(h[0, 3:].abs() > 0)
+
+
+@pytest.mark.parametrize("length", [5, 40])  # below and above the sum-over-time crossover
+def test_last_state_is_the_scans_last_state(length):
+    """``last_state`` (the sum over time taken first, or the scan for short rows) equals the
+    sequential recurrence's last state, PAD prefixes and the bias included, and so does the
+    encoder's last output."""
+    enc = _encoder(dim=8, double=True, seed=3)
+    lru = enc.blocks[-1].lru
+    torch.manual_seed(1)
+    x = torch.randn(4, length, 8, dtype=torch.float64)
+    mask = torch.ones(4, length, dtype=torch.bool)
+    mask[1, : length - 1] = False  # one real item
+    mask[2, : length // 2] = False
+    x = x * mask.unsqueeze(-1)
+    with torch.no_grad():
+        want = lru_sequential_scan(lru.inputs(x, mask), lru.lam())[:, -1]
+        torch.testing.assert_close(lru.last_state(x, mask), want, rtol=1e-10, atol=1e-12)
+        full = lru_sequential_scan(lru.inputs(x, None), lru.lam())[:, -1]
+        torch.testing.assert_close(lru.last_state(x, None), full, rtol=1e-10, atol=1e-12)
+        items = torch.randint(1, 30, (4, length)) * mask
+        batch = SequenceBatch(items=items, mask=mask)
+        torch.testing.assert_close(enc.encode_last(batch), enc(batch)[:, -1])
 
 
 def _model() -> LRURec:

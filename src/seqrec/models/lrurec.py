@@ -455,6 +455,11 @@ class _FusedLRU(torch.autograd.Function):
         return grad_x, None, grad_w, grad_b, grad_lam, grad_cw, grad_c, None, *ln_grads, None
 
 
+LAST_STATE_PRODUCT_FROM = 1.15
+"""``LRULayer.last_state`` sums over time first from ``L >= 1.15 (D + 1)``: the crossover
+with the scan measured by ``benchmarks/bench_lru_last_state.py`` is near ``L = D + 1``."""
+
+
 @dataclass
 class LRUState:
     """Cached recurrent state of a batch of users.
@@ -519,6 +524,43 @@ class LRULayer(nn.Module):
             m = mask.unsqueeze(-1).to(x.dtype)
             z = nn.functional.linear(torch.cat((x * m, m), dim=-1), torch.cat((w, b[:, None]), 1))
         return torch.view_as_complex(z.reshape(*z.shape[:-1], self.n, 2))
+
+    def last_state(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """The state after the last position, ``h_L = sum_t lam**(L-1-t) u_t``, complex ``[B, N]``
+        (the same as the scan's last state, in another order of the additions), for
+        left-padded ``x`` ``[B, L, D]``.
+
+        The sum over time is taken before the input product, so no ``[B, L, N]`` states are
+        built: ``s_n = sum_t lam_n**(L-1-t) [x_t, 1]`` for every state ``n`` is one
+        ``[2N, L] x [L, B (D + 1)]`` product (the real and imaginary parts of the powers,
+        the bias as a column that is 1 at real items and 0 at PAD), then
+        ``h_n = gamma_n [B_n, b_n] . s_n``, a ``D + 1``-long complex dot per state. The
+        product has as many FLOPs as the input product it replaces and writes ``D + 1`` values
+        per state and row instead of ``L``: on CPU it is faster once ``L`` is well above
+        ``D + 1`` and slower below (``benchmarks/bench_lru_last_state.py``); shorter rows run
+        the scan of the input product instead.
+        """
+        batch, length, d = x.shape
+        if length < LAST_STATE_PRODUCT_FROM * (d + 1):
+            return lru_parallel_scan(self.inputs(x, mask), self.lam())[:, -1]
+        n = self.n
+        gamma = torch.exp(self.gamma_log).unsqueeze(-1)
+        w_re = torch.cat((self.B_re, self.b_re.unsqueeze(-1)), 1) * gamma  # [N, D + 1]
+        w_im = torch.cat((self.B_im, self.b_im.unsqueeze(-1)), 1) * gamma
+        m = x.new_ones(batch, length, 1) if mask is None else mask.unsqueeze(-1).to(x.dtype)
+        xa = torch.cat((x * m, m), dim=-1).transpose(0, 1).reshape(length, -1)  # [L, B (D+1)]
+        # lam**k = exp(k log lam) in double precision: k runs to L - 1 and the phase with it
+        log_lam = torch.complex(
+            -torch.exp(self.nu_log.double()), torch.exp(self.theta_log.double())
+        )
+        k = torch.arange(length - 1, -1, -1, dtype=torch.float64, device=x.device)
+        pw = torch.exp(k.unsqueeze(-1) * log_lam)
+        pw = torch.cat((pw.real, pw.imag), dim=1).t().to(x.dtype)  # [2N, L]
+        s = (pw @ xa).view(2, n, batch, d + 1)  # the real and imaginary parts of s
+        # h_re = w_re . s_re - w_im . s_im, h_im = w_im . s_re + w_re . s_im (per state)
+        h = torch.bmm(s[0], torch.stack((w_re, w_im), -1))  # [N, B, 2]
+        h = h.baddbmm(s[1], torch.stack((-w_im, w_re), -1))
+        return torch.view_as_complex(h.transpose(0, 1).contiguous())
 
     def output(self, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``LayerNorm(Dropout(Re(C h) + c) + x)`` for states ``h`` ``[..., N]``."""
@@ -641,8 +683,9 @@ class LRUEncoder(SequenceEncoder):
         return torch.cat((pad, out), dim=1)
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:  # [B, D]
-        """Output at the last position ``[B, D]``: the last block runs its LRU output and PFFN
-        on that position only (its scan still runs over all of them)."""
+        """Output at the last position ``[B, D]``: the last block computes its LRU's last state
+        only (:meth:`LRULayer.last_state`, no scan) and runs its output and PFFN on that
+        position."""
         items, mask = batch.items, batch.mask
         if items.shape[1] == 0 or not bool(mask.any()):
             return self.forward(batch)[:, -1]
@@ -652,7 +695,7 @@ class LRUEncoder(SequenceEncoder):
         for block in self.blocks[:-1]:
             x = block.ffn(block.lru(x, mask)[0])
         lru = self.blocks[-1].lru
-        h = lru_parallel_scan(lru.inputs(x, mask), lru.lam())[:, -1:]
+        h = lru.last_state(x, mask).unsqueeze(1)
         return self.blocks[-1].ffn(lru.output(h, x[:, -1:]))[:, -1]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
