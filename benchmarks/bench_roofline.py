@@ -2,7 +2,8 @@
 
 For each registered neural model at its ML-1M recipe (``ml-1m-sasrec``, leave-last-out, the
 row of the reproduction table named in ``RUNS``: max_len 200, d 64 or the recipe's, the
-recipe's loss and batch), one run measures
+recipe's loss and batch; BSARec and TV-Rec, which have no ML-1M row, at their authors' Beauty
+recipe on the ML-1M file: length 50, every prefix), one run measures
 
 * the machine's fp32 matmul rate: a square ``--gemm``-cubed product on one thread and on two,
   and the thin products the models run (``[25600, 64] x [64, d']``, the CE chunk, scoring);
@@ -48,6 +49,7 @@ attention (``n (n + 1) / 2`` pairs) and, in the last block, only what the last p
 
     nice -n -5 .venv/bin/python benchmarks/bench_roofline.py
     .venv/bin/python benchmarks/bench_roofline.py --models sasrec,lrurec --steps 2 --no-eval
+    .venv/bin/python benchmarks/bench_roofline.py --models bsarec,tvrec --merge
 
 Writes docs/results/roofline.{json,md} (``--out-stem``).
 """
@@ -74,6 +76,9 @@ RUNS = {
     "fpmc": ("lrurec", "fpmc-ml1m"),
     "fism": ("lrurec", "fism-ml1m"),
     "mf": ("lrurec", "mf-ml1m"),
+    # no ML-1M row: the authors' Beauty recipe (length 50, every prefix) on the ML-1M file
+    "bsarec": ("frequency", "bsarec-beauty", "ml-1m-sasrec"),
+    "tvrec": ("frequency", "tvrec-beauty", "ml-1m-sasrec"),
 }
 
 
@@ -91,12 +96,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--render", action="store_true", help="only rewrite the .md from the existing .json"
     )
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="measure --models and replace their rows in the existing .json (the others, "
+        "and the machine section, kept; the merge is recorded with its own rates and load)",
+    )
     return p
 
 
 if __name__ == "__main__":
     parser().parse_args()  # --help (and a wrong argument) before the heavy imports below
 
+import dataclasses
 import json
 import os
 import statistics
@@ -263,12 +275,24 @@ def eval_floor_flops(model, lengths: np.ndarray) -> float | None:
 
 
 # --- one model --------------------------------------------------------------------------
+def _run_label(name: str) -> str:
+    table, run_id, *dataset = RUNS[name]
+    return f"{table}:{run_id}" + (f" on {dataset[0]}" if dataset else "")
+
+
 def _spec(name: str):
-    table, run_id = RUNS[name]
+    """The run spec of ``name``'s recipe, and its experiment (on the ML-1M file where the
+    recipe is another dataset's)."""
+    table, run_id, *dataset = RUNS[name]
     runs = [r for r in load_table(table, ROOT).runs if r.run_id == run_id]
     if not runs:
         raise KeyError(f"run {run_id!r} not in configs/reproduce/{table}.toml")
-    return min(runs, key=lambda r: r.seed)
+    spec = min(runs, key=lambda r: r.seed)
+    if dataset:
+        exp = spec.experiment
+        exp = dataclasses.replace(exp, data=dataclasses.replace(exp.data, name=dataset[0]))
+        spec = dataclasses.replace(spec, experiment=exp)
+    return spec
 
 
 def train_part(model, split, args) -> dict:
@@ -404,7 +428,13 @@ def markdown(record: dict) -> str:
         f"Hardware: {hardware_line(record['hardware'])}  ",
         f"Measured {record['created']}; 1-minute load average {record['load_range']} during the "
         "run (the machine was shared with other jobs: times and rates are process CPU seconds, "
-        "the fractions use the rate measured in the same run; wall times are in the JSON)\n",
+        "the fractions use the rate measured in the same run; wall times are in the JSON)"
+        + "".join(
+            f"; {', '.join(m['models'])} measured again {m['created']} (`{m['command']}`, "
+            f"load average {m['load_range']}, square rate {m['square_1t']:.1f} GFLOP/s)"
+            for m in record.get("merges", [])
+        )
+        + "\n",
         "## The machine's fp32 matmul rate\n",
         "| product | threads | GFLOP/s |",
         "|---|---:|---:|",
@@ -507,14 +537,14 @@ def main() -> None:
         model = build_model(exp)
         print(f"{name}: {spec.run_id}", flush=True)
         try:
-            res = {"run": f"{RUNS[name][0]}:{spec.run_id}", "loss": model.train_config.loss}
+            res = {"run": _run_label(name), "loss": model.train_config.loss}
             res["train"] = train_part(model, split, args)
             loads.append(os.getloadavg()[0])
             if not args.no_eval:
                 res["eval"] = eval_part(model, split, spec, args)
                 loads.append(os.getloadavg()[0])
         except Exception as exc:  # noqa: BLE001 - one model's failure is recorded, not fatal
-            res = {"run": f"{RUNS[name][0]}:{spec.run_id}", "error": f"{type(exc).__name__}: {exc}"}
+            res = {"run": _run_label(name), "error": f"{type(exc).__name__}: {exc}"}
         results[name] = res
         print(
             json.dumps(
@@ -541,6 +571,21 @@ def main() -> None:
         "square-GEMM rate measured between that model's steps (evaluation: before and after "
         "it). Floor = analytic needed FLOPs / that rate.",
     )
+    if args.merge:
+        merged = json.loads((OUT / f"{args.out_stem}.json").read_text())
+        merged["models"].update(results)
+        merged.setdefault("merges", []).append(
+            {
+                "models": list(results),
+                "created": record["created"],
+                "command": record["command"],
+                "load_range": record["load_range"],
+                "square_1t": machine["square_1t"],
+                "machine": machine,
+                "hardware": record["hardware"],
+            }
+        )
+        record = merged
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.out_stem}.json").write_text(json.dumps(record, indent=2) + "\n")
     (OUT / f"{args.out_stem}.md").write_text(markdown(record))
