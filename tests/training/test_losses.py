@@ -121,6 +121,20 @@ def test_full_ce_chunk_is_capped_by_catalogue_size(monkeypatch):
     assert seen == [1000, 3] and torch.allclose(ref, capped)
 
 
+def test_full_ce_chunk_on_cpu_is_capped_by_default(monkeypatch):
+    """Without ``max_chunk_logits`` a CPU chunk holds at most ``CPU_CHUNK_LOGITS`` logits."""
+    from seqrec.training import losses
+
+    seen = []
+    real = losses._ChunkedSoftmaxCE.apply
+    monkeypatch.setattr(losses._ChunkedSoftmaxCE, "apply", lambda *a: seen.append(a[4]) or real(*a))
+    monkeypatch.setattr(losses, "CPU_CHUNK_LOGITS", 14 * 2)
+    h, w, b, t = _inputs(7)  # 14 rows in the prediction layer
+    capped = full_ce_loss(h, t, w, b, chunk_size=1000)
+    wide = full_ce_loss(h, t, w, b, chunk_size=1000, max_chunk_logits=1 << 24)
+    assert seen == [2, 1000] and torch.allclose(wide, capped)
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_full_ce_in_bfloat16_matmuls_is_close_to_float32_and_returns_float32_grads(bias):
     g = torch.Generator().manual_seed(1)

@@ -128,25 +128,36 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
         return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None
 
 
+CPU_CHUNK_LOGITS = 1 << 20
+"""Logits per chunk of the full cross-entropy on CPU (4 MiB in float32): whole ``[256, I]``
+chunks of a catalogue of 10K+ items spill out of the cache between the logit product, the
+softmax and the two gradient products (``benchmarks/bench_ce_chunk.py``)."""
+
+
 def full_ce_loss(
     hidden: torch.Tensor,
     targets: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None = None,
     chunk_size: int = 256,
-    max_chunk_logits: int = 1 << 24,
+    max_chunk_logits: int | None = None,
     mm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """Full-softmax cross-entropy over items ``1..I`` on valid positions, in row chunks.
 
     Peak extra memory is ``chunk x (I + 1)`` logits with
-    ``chunk = min(chunk_size, max_chunk_logits // (I + 1))`` (at least 1), so huge catalogues
-    get smaller chunks automatically. ``mm_dtype=torch.bfloat16`` runs the logit and gradient
-    matmuls in bfloat16 (softmax and sums in float32; see :class:`_ChunkedSoftmaxCE`).
+    ``chunk = min(chunk_size, max_chunk_logits // (I + 1))`` (at least 1), so large catalogues
+    get smaller chunks automatically. ``max_chunk_logits`` defaults to ``CPU_CHUNK_LOGITS`` on
+    CPU, where a chunk's logits should stay in the cache while its softmax and gradient
+    products read them again, and ``1 << 24`` elsewhere. ``mm_dtype=torch.bfloat16`` runs the
+    logit and gradient matmuls in bfloat16 (softmax and sums in float32; see
+    :class:`_ChunkedSoftmaxCE`).
     """
     h, t = _valid(hidden, targets)
     if h.dtype != weight.dtype:  # an autocast forward hands over bfloat16 states
         h = h.to(weight.dtype)
+    if max_chunk_logits is None:
+        max_chunk_logits = CPU_CHUNK_LOGITS if h.device.type == "cpu" else 1 << 24
     chunk = max(1, min(int(chunk_size), max_chunk_logits // weight.shape[0]))
     return _ChunkedSoftmaxCE.apply(h, weight, bias, t, chunk, mm_dtype) / h.shape[0]
 
