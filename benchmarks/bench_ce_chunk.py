@@ -44,7 +44,6 @@ def parser() -> argparse.ArgumentParser:
 if __name__ == "__main__":
     parser().parse_args()  # --help before the heavy imports
 
-import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -52,7 +51,7 @@ import time  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
-from seqrec.evaluation.results import base_record, hardware_line  # noqa: E402
+from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
 from seqrec.training.losses import CPU_CHUNK_LOGITS, full_ce_loss  # noqa: E402
 
 
@@ -113,10 +112,7 @@ def main() -> None:
         cases=cases,
         load_range=f"{min(loads):.1f}-{max(loads):.1f}",
     )
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.out_stem}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (OUT / f"{args.out_stem}.md").write_text(markdown(record))
-    print(markdown(record))
+    print(write_report(OUT, args.out_stem, record, markdown(record)))
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ import torch
 from torch.utils import flop_counter
 
 sys.path.insert(0, str(ROOT / "src"))
-from seqrec.evaluation.results import base_record, hardware_line  # noqa: E402
+from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
 from seqrec.experiment import build_model, evaluate_model, prepare_data  # noqa: E402
 from seqrec.models.torch_recommender import resolved_batch  # noqa: E402
 from seqrec_lab.spec import load_table  # noqa: E402
@@ -586,10 +586,7 @@ def main() -> None:
             }
         )
         record = merged
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.out_stem}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (OUT / f"{args.out_stem}.md").write_text(markdown(record))
-    print(markdown(record))
+    print(write_report(OUT, args.out_stem, record, markdown(record)))
 
 
 if __name__ == "__main__":

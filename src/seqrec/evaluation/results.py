@@ -264,6 +264,17 @@ def markdown_table(
     return "\n".join(lines) + "\n"
 
 
+def write_report(out_dir: str | Path, stem: str, record: Mapping[str, Any], md: str) -> str:
+    """Write a benchmark's ``<stem>.json`` (the record, indent 2) and ``<stem>.md`` (its
+    report) atomically; returns the report (to print)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, indent=2, default=_json_default) + "\n"
+    atomic_write(out / f"{stem}.json", lambda fh: fh.write(text.encode()))
+    atomic_write(out / f"{stem}.md", lambda fh: fh.write(md.encode()))
+    return md
+
+
 def write_result(
     record: Mapping[str, Any],
     out_dir: str | Path = "docs/results",
