@@ -689,14 +689,26 @@ class LRUEncoder(SequenceEncoder):
         items, mask = batch.items, batch.mask
         if items.shape[1] == 0 or not bool(mask.any()):
             return self.forward(batch)[:, -1]
-        first = int(mask.any(0).float().argmax())  # all-PAD columns skipped, as in forward
+        return self._last(items, mask)[0]
+
+    def _last(
+        self, items: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """(output at the last position ``[B, D]``, every block's last state ``[B, N]``) of
+        left-padded ``items`` with at least one real item: all-PAD columns skipped as in
+        ``forward``, the last block's states before the last never built."""
+        first = int(mask.any(0).float().argmax())
         items, mask = items[:, first:], mask[:, first:]
         x = self._embed(items)
+        states = []
         for block in self.blocks[:-1]:
-            x = block.ffn(block.lru(x, mask)[0])
+            x, h = block.lru(x, mask)
+            states.append(h[:, -1])
+            x = block.ffn(x)
         lru = self.blocks[-1].lru
-        h = lru.last_state(x, mask).unsqueeze(1)
-        return self.blocks[-1].ffn(lru.output(h, x[:, -1:]))[:, -1]
+        h = lru.last_state(x, mask)
+        states.append(h)
+        return self.blocks[-1].ffn(lru.output(h.unsqueeze(1), x[:, -1:]))[:, -1], states
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.embedding.weight, self.out_bias
@@ -720,14 +732,15 @@ class LRUEncoder(SequenceEncoder):
         return LRUState(h, last, torch.zeros(batch_size, dtype=torch.long, device=p.device))
 
     def prefill(self, items: torch.Tensor) -> LRUState:
-        """State after left-padded histories ``items`` ``[B, L]`` (one parallel pass)."""
+        """State after left-padded histories ``items`` ``[B, L]`` (one parallel pass; the last
+        block's state by :meth:`LRULayer.last_state`)."""
         mask = items != 0
-        if items.shape[1] == 0:
+        if items.shape[1] == 0 or not bool(mask.any()):
             return self.init_state(items.shape[0])
-        hidden, states = self.encode(items, mask)
+        last, states = self._last(items, mask)
         length = mask.sum(1)
-        last = hidden[:, -1] * (length > 0).unsqueeze(-1).to(hidden.dtype)
-        return LRUState([h[:, -1] for h in states], last, length)
+        last = last * (length > 0).unsqueeze(-1).to(last.dtype)
+        return LRUState(states, last, length)
 
     def step(self, state: LRUState, item_ids: torch.Tensor) -> tuple[LRUState, torch.Tensor]:
         """Consume one new item per row (``0`` = no event for that row) in ``O(D^2)`` per layer.
