@@ -4,16 +4,20 @@ longest history, ``forward(batch)[:, -1]``."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from seqrec.data.sequences import Sequences, Targets
 from seqrec.evaluation import evaluate
 from seqrec.models import torch_recommender
+from seqrec.models.bsarec import BSARec
 from seqrec.models.hstu import HSTU
 from seqrec.models.lrurec import LRURec
 from seqrec.models.sasrec import SASRec
 from seqrec.models.torch_recommender import length_batches
+from seqrec.models.tvrec import TVRec
 from seqrec.testing.conformance import fitted
 
 
@@ -49,7 +53,7 @@ def _long_histories(n_users: int, n_items: int, seed: int) -> Targets:
     )
 
 
-@pytest.mark.parametrize("model_cls", [SASRec, LRURec, HSTU])
+@pytest.mark.parametrize("model_cls", [SASRec, LRURec, HSTU, TVRec, BSARec])
 def test_fast_evaluation_gives_the_plain_metrics(model_cls, monkeypatch):
     model = fitted(model_cls, {"max_len": 40})
     targets = _long_histories(300, model.n_items, seed=3)
@@ -61,3 +65,24 @@ def test_fast_evaluation_gives_the_plain_metrics(model_cls, monkeypatch):
     plain = evaluate(model, targets, ks=(5, 10), keep_topk=True)
     assert fast.metrics == plain.metrics
     np.testing.assert_array_equal(fast.topk, plain.topk)
+
+
+def test_encoders_that_pad_to_max_len_are_budgeted_at_max_len(monkeypatch):
+    """A window encoder runs max_len positions a row whatever the histories' lengths, so its
+    scoring batches hold at most EVAL_TOKENS / max_len rows."""
+    model = fitted(TVRec, {"max_len": 40})
+    model.run_config = dataclasses.replace(model.run_config, eval_batch_size=64)
+    assert model.encoder.pads_to_max_len
+    targets = _long_histories(300, model.n_items, seed=4)
+    monkeypatch.setattr(torch_recommender, "EVAL_TOKENS", 400)
+    rows = []
+    real = model.encoder.encode_last
+    monkeypatch.setattr(
+        model.encoder, "encode_last", lambda b: rows.append(len(b.items)) or real(b)
+    )
+    evaluate(model, targets, ks=(5,))
+    assert sum(rows) == 300 and max(rows) <= 400 // 40
+    rows.clear()  # budgeted by the histories' own lengths (2 .. 41), batches would be larger
+    monkeypatch.setattr(type(model.encoder), "pads_to_max_len", False)
+    evaluate(model, targets, ks=(5,))
+    assert sum(rows) == 300 and max(rows) > 400 // 40

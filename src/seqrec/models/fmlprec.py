@@ -58,7 +58,7 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.layers import Dropout
+from seqrec.models.layers import Dropout, dropout_rows
 from seqrec.models.neural_config import (
     NeuralConfig,
     RunConfig,
@@ -153,6 +153,19 @@ class FilterBlock(nn.Module):
             x = x[:, -1:]
         return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
 
+    def forward_rows(self, x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """``forward`` where only the positions ``rows`` (of the window flattened to
+        ``[B L]``) are read next: the filter runs over the whole window, the FFN and its norm at
+        those positions only; the others are 0. On CPU in training the FFN's dropout mask is
+        drawn over the whole window first (:func:`~seqrec.models.layers.dropout_rows`), so
+        the random stream and the masks at ``rows`` are ``forward``'s."""
+        x = self.filter(x)
+        shape = x.shape
+        h = x.reshape(-1, shape[-1]).index_select(0, rows)
+        z = dropout_rows(self.dropout, self.fc2(F.gelu(self.fc1(h))), shape, rows)
+        out = x.new_zeros(shape[0] * shape[1], shape[-1])
+        return out.index_copy(0, rows, self.ffn_norm(h + z)).view(shape)
+
 
 class WindowEncoder(SequenceEncoder):
     """The encoder shape of the FMLP-Rec line (FMLP-Rec, BSARec, TV-Rec): ``[B, L]``
@@ -161,6 +174,9 @@ class WindowEncoder(SequenceEncoder):
     their inputs and carry outputs); ``Dropout(LayerNorm(E[item] (+ P[position])))`` in,
     ``blocks`` in turn (:meth:`run_blocks`), N(0, 0.02) weights, the item table shared with the
     output."""
+
+    pads_to_max_len = True
+    """Every batch runs ``max_len`` positions (scoring budgets its batches by that)."""
 
     def __init__(self, config: Any, n_items: int, make_block: Any, positions: bool = True) -> None:
         super().__init__()

@@ -34,6 +34,23 @@ def cpu_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
     return x * (mask if mask.dtype == x.dtype else mask.to(x.dtype))
 
 
+def dropout_rows(module: Dropout, z: torch.Tensor, shape: tuple[int, ...], rows: torch.Tensor):
+    """``module`` applied to the rows ``rows`` of a ``shape`` tensor flattened to
+    ``[-1, shape[-1]]``, given only those rows ``z``: on CPU in training the mask is drawn over
+    the whole ``shape`` first, as :class:`Dropout` would draw it for the whole tensor (the same
+    random stream and the same mask on those rows), then cut to them."""
+    if not module.training or module.p == 0.0:
+        return z
+    if z.device.type != "cpu" or module.inplace or type(module) is not Dropout:
+        raise ValueError("dropout_rows keeps layers.Dropout's CPU stream only")
+    if module.p >= 1.0:
+        return z * 0.0
+    with torch.no_grad():
+        mask = torch.empty(shape, dtype=torch.float32).uniform_().ge_(module.p)
+        mask = mask.view(-1, shape[-1]).index_select(0, rows).mul_(1.0 / (1.0 - module.p))
+    return z * (mask if mask.dtype == z.dtype else mask.to(z.dtype))
+
+
 class PointWiseFFN(nn.Module):
     """Position-wise feed-forward ``W2 act(W1 x + b1) + b2`` with dropout after each layer
     (SASRec eq. 4; the same block in BERT4Rec/LRURec-style encoders).

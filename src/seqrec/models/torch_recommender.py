@@ -585,8 +585,14 @@ class TorchRecommender(Recommender):
         # EVAL_TOKENS positions, so histories of mixed lengths are split by length too.
         lengths = np.minimum(histories.lengths, cfg.max_len)
         order = np.argsort(lengths, kind="stable")
+        # an encoder that pads every batch to max_len runs max_len positions a row
+        cost = (
+            np.full(len(lengths), cfg.max_len)
+            if getattr(self.encoder, "pads_to_max_len", False)
+            else lengths[order]
+        )
         with _Threads(run.num_threads), torch.inference_mode():
-            for rows in length_batches(lengths[order], run.eval_batch_size, EVAL_TOKENS):
+            for rows in length_batches(cost, run.eval_batch_size, EVAL_TOKENS):
                 idx = order[rows]
                 qt = None if query_times is None else np.asarray(query_times)[idx]
                 width = max(1, int(lengths[idx].max()))

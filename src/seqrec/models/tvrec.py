@@ -51,7 +51,10 @@ Deviations and choices:
   coincide); early stopping on the configured validation metric over full ranking with seen
   items at -inf (official: NDCG@20, seen items at 0; the same @10 metrics on a trained model,
   ``docs/decisions/beat-published-protocol.md``).
-* The last block computes its FFN only at the last position when only that one is needed.
+* The last block computes its FFN only at the last position when only that one is needed;
+  on CPU the other blocks compute theirs at the real positions only, since their outputs at PAD
+  positions are zeroed before the next block reads them (the same values, and the same dropout
+  stream: the mask is drawn over the whole window, then cut to the real positions).
 """
 
 from __future__ import annotations
@@ -146,6 +149,12 @@ class TimeVariantFilter(nn.Module):
         return self.norm(x + self.dropout(y))
 
 
+def _rows_path(block: FilterBlock) -> bool:
+    """Whether ``block.forward_rows`` keeps ``forward``'s dropout stream (layers.Dropout)."""
+    d = block.dropout
+    return type(d) is Dropout and not d.inplace
+
+
 class TVRecEncoder(WindowEncoder):
     """TV-Rec's blocks over the window (:class:`WindowEncoder`), without position embeddings
     (the filter taps depend on the position in the window); PAD inputs are zeroed before each
@@ -161,8 +170,17 @@ class TVRecEncoder(WindowEncoder):
 
     def run_blocks(self, x: torch.Tensor, items: torch.Tensor, last_only: bool) -> torch.Tensor:
         real = items.ne(0)[..., None]
+        # A block's outputs at PAD positions are zeroed before the next block reads them, so
+        # on CPU every block but the last runs its FFN at the real positions only
+        # (FilterBlock.forward_rows: the same values, the same dropout stream); short
+        # histories in a length-50 window are mostly PAD.
+        rows = real.reshape(-1).nonzero().squeeze(1) if x.device.type == "cpu" else None
         for i, block in enumerate(self.blocks):
-            x = block(x * real, last_only and i == len(self.blocks) - 1)  # PAD zeroed per block
+            last = i == len(self.blocks) - 1
+            if rows is not None and not last and _rows_path(block):
+                x = block.forward_rows(x * real, rows)
+            else:
+                x = block(x * real, last_only and last)  # PAD zeroed per block
         return x
 
     def ortho_penalty(self) -> torch.Tensor:

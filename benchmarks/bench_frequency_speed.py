@@ -1,0 +1,177 @@
+"""Training step and validation time of the FMLP-Rec line's window encoders, before and after
+two changes that compute the same numbers:
+
+* **TV-Rec's FFN at real positions only**: a block's outputs at PAD positions are zeroed before
+  the next block reads them, so every block but the last runs its FFN there only
+  (``FilterBlock.forward_rows``, the same dropout stream); against the plain blocks;
+* **scoring batches budgeted at max_len**: a window encoder pads every batch to ``max_len``, so
+  a scoring batch holds ``EVAL_TOKENS / max_len`` rows; against the budget by the histories' own
+  lengths (up to ``eval_batch_size`` rows of short histories, each run at ``max_len``).
+
+Per run of the ``frequency`` table (its data, recipe and batch; untrained weights, seed 0, one
+thread): the median of ``--steps`` interleaved training steps (forward, loss, backward, AdamW)
+of each variant, process CPU ms, and the fastest of ``--evals`` interleaved validations of all
+validation users, process CPU s, with whether their metrics are equal.
+
+    .venv/bin/python benchmarks/bench_frequency_speed.py
+
+Writes docs/results/frequency_speed.{json,md} (``--out-stem``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "results"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", default="tvrec-sports,tvrec-beauty,bsarec-beauty")
+    ap.add_argument("--steps", type=int, default=15, help="interleaved steps per variant")
+    ap.add_argument("--evals", type=int, default=2, help="interleaved validations per variant")
+    ap.add_argument("--out-stem", default="frequency_speed")
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help before the heavy imports
+
+import os  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "src"))
+from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
+from seqrec.experiment import build_model, evaluate_model, prepare_data  # noqa: E402
+from seqrec.models import tvrec  # noqa: E402
+from seqrec.models.fmlprec import WindowEncoder  # noqa: E402
+from seqrec.models.torch_recommender import resolved_batch  # noqa: E402
+from seqrec_lab.spec import load_table  # noqa: E402
+
+ROWS_PATH = tvrec._rows_path
+
+
+def _plain_blocks(on: bool) -> None:
+    tvrec._rows_path = (lambda block: False) if on else ROWS_PATH
+
+
+def one_run(run_id: str, steps: int, evals: int) -> dict:
+    spec = min(
+        (r for r in load_table("frequency", ROOT).runs if r.run_id == run_id),
+        key=lambda r: r.seed,
+    )
+    exp = spec.experiment
+    split = prepare_data(exp).split
+    model = build_model(exp)
+    train = split.train
+    model._remember_catalogue(train)
+    windows, model._row_source, rows = model.training_rows(train)
+    batch_size = resolved_batch(model.train_config, windows, rows, model.config.max_len).batch_size
+    torch.manual_seed(0)
+    model.encoder = model.build_encoder(train.n_items)
+    model.encoder.train()
+    opt = torch.optim.AdamW(model.encoder.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    order = rng.permutation(rows)
+    batches = [
+        model.make_batch(windows, order[i * batch_size : (i + 1) * batch_size], rng)
+        for i in range(steps + 1)
+    ]
+
+    def step(data):
+        loss = model.compute_loss(data)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    out: dict = {"run": run_id, "model": model.name, "dataset": exp.data.name}
+    if model.name == "tvrec":
+        step(batches[0])
+        cpu: dict[str, list[float]] = {"plain": [], "real_positions": []}
+        for data in batches[1:]:
+            for name in cpu:
+                _plain_blocks(name == "plain")
+                c = time.process_time()
+                step(data)
+                cpu[name].append(time.process_time() - c)
+        _plain_blocks(False)
+        out["step_ms"] = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
+        out["step_ratio"] = out["step_ms"]["real_positions"] / out["step_ms"]["plain"]
+    model.encoder.eval()
+    ev: dict[str, list[float]] = {"before": [], "after": []}
+    metrics = {}
+    try:
+        for _ in range(evals):
+            for name in ev:
+                _plain_blocks(name == "before")
+                WindowEncoder.pads_to_max_len = name == "after"
+                c = time.process_time()
+                metrics[name] = evaluate_model(model, exp, split.valid).metrics
+                ev[name].append(time.process_time() - c)
+    finally:
+        _plain_blocks(False)
+        WindowEncoder.pads_to_max_len = True
+    out["valid_users"] = len(split.valid)
+    out["valid_s"] = {k: min(v) for k, v in ev.items()}
+    out["valid_ratio"] = out["valid_s"]["after"] / out["valid_s"]["before"]
+    out["metrics_equal"] = metrics["before"] == metrics["after"]
+    return out
+
+
+def markdown(record: dict) -> str:
+    lines = [
+        "# The FMLP-Rec line's window encoders: training step and validation time\n",
+        f"Command: `{record['command']}`  ",
+        f"Protocol: {record['protocol']}  ",
+        f"Hardware: {hardware_line(record['hardware'])}  ",
+        f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
+        "Training step (TV-Rec): plain blocks against the FFN at real positions only. "
+        "Validation: the plain blocks and batches budgeted by the histories' lengths (before) "
+        "against both changes (after).\n",
+        "| run | dataset | step ms, plain | step ms, real positions | ratio | validation users | "
+        "validation s, before | after | ratio | metrics equal |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in record["runs"]:
+        s = r.get("step_ms")
+        step = (
+            f"{s['plain']:.1f} | {s['real_positions']:.1f} | {r['step_ratio']:.2f}"
+            if s
+            else "– | – | –"
+        )
+        lines.append(
+            f"| {r['run']} | {r['dataset']} | {step} | {r['valid_users']:,} | "
+            f"{r['valid_s']['before']:.2f} | {r['valid_s']['after']:.2f} | "
+            f"{r['valid_ratio']:.2f} | {r['metrics_equal']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    args = parser().parse_args()
+    torch.set_num_threads(1)
+    loads = [os.getloadavg()[0]]
+    runs = []
+    for run_id in args.runs.split(","):
+        runs.append(one_run(run_id, args.steps, args.evals))
+        loads.append(os.getloadavg()[0])
+        print(runs[-1], flush=True)
+    record = base_record(
+        benchmark="frequency_speed",
+        protocol=f"one thread, untrained weights, seed 0; median of {args.steps} interleaved "
+        f"training steps, fastest of {args.evals} interleaved validations, process CPU time",
+        runs=runs,
+        load_range=f"{min(loads):.1f}-{max(loads):.1f}",
+    )
+    print(write_report(OUT, args.out_stem, record, markdown(record)))
+
+
+if __name__ == "__main__":
+    main()
