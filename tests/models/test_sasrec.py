@@ -297,3 +297,42 @@ def test_encode_last_equals_the_full_forward_on_padded_batches(layout, positions
         full = SequenceBatch(items=items[:1], mask=items[:1].ne(0))  # no PAD: no mask at all
         torch.testing.assert_close(enc.encode_last(full), want[:1], rtol=1e-5, atol=1e-6)
     assert want[2].abs().max() == 0  # an empty history's state is zero (PAD output)
+
+
+@pytest.mark.parametrize("attn_dropout", [0.0, 0.2])
+@pytest.mark.parametrize("l2_norm", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_training_at_real_positions_only_computes_the_plain_blocks(
+    attn_dropout, l2_norm, dtype, monkeypatch
+):
+    """In training on CPU the reference layout runs its position-wise work at the real
+    positions only: the same outputs, the same gradients up to the order of float additions,
+    and the same dropout stream as the plain blocks on the padded batch."""
+    items = torch.randint(1, 41, (6, 12), generator=torch.Generator().manual_seed(3))
+    items[0, :9] = 0
+    items[1, :11] = 0
+    items[3, :4] = 0
+    batch = SequenceBatch(items=items, mask=items.ne(0))
+
+    def run(rows_path: bool):
+        torch.manual_seed(0)
+        cfg = SASRecConfig(
+            dim=16, max_len=12, n_heads=2, dropout=0.3, attn_dropout=attn_dropout, l2_norm=l2_norm
+        )
+        enc = SASRecEncoder(cfg, 40).to(dtype).train()
+        assert enc._rows_path(items.float())  # the default layout takes the real-position path
+        if not rows_path:
+            monkeypatch.setattr(SASRecEncoder, "_rows_path", lambda self, x: False)
+        torch.manual_seed(5)
+        out = enc(batch)
+        (out * torch.linspace(-1, 1, out.numel(), dtype=dtype).view_as(out)).sum().backward()
+        monkeypatch.undo()
+        grads = {n: p.grad for n, p in enc.named_parameters() if p.grad is not None}
+        return out.detach(), grads, torch.rand(3)
+
+    plain, rows = run(False), run(True)
+    assert torch.equal(plain[0], rows[0])
+    assert plain[1].keys() == rows[1].keys()
+    for name, g in plain[1].items():
+        torch.testing.assert_close(rows[1][name], g, msg=name)
+    assert torch.equal(plain[2], rows[2])  # the generator is where the plain blocks left it

@@ -74,6 +74,15 @@ class PointWiseFFN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., D] -> [..., D]
         return self.dropout(self.fc2(self.dropout(self.act(self.fc1(x)))))
 
+    def forward_rows(self, x: torch.Tensor, rows: torch.Tensor, lead: tuple[int, ...]):
+        """``forward`` of the rows ``rows`` ``x`` ``[n, D]`` of a ``[*lead, D]`` input, the
+        dropout masks drawn as ``forward`` draws them for the whole input
+        (:func:`dropout_rows`)."""
+        a = self.act(self.fc1(x))
+        a = dropout_rows(self.dropout, a, (*lead, a.shape[-1]), rows)
+        y = self.fc2(a)
+        return dropout_rows(self.dropout, y, (*lead, y.shape[-1]), rows)
+
 
 def causal_padding_mask(valid: torch.Tensor) -> torch.Tensor:
     """Boolean attention mask ``[B, 1, L, L]`` (True = may attend) for left-padded inputs.

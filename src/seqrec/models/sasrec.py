@@ -69,6 +69,12 @@ Deviations from the paper (all deliberate, all switchable where noted):
   learning rate, objective and batch; with 1e-3 the model takes far longer to get past the
   popularity ranking on small data, and a short patience stops it in the dip that follows;
   ``docs/decisions/learning-rate-and-patience.md``).
+
+**Computation.** In training on CPU the reference layout runs its position-wise work
+(projections, LayerNorms, FFN, residuals) at the real positions of a padded batch only and the
+attention over the padded ``[B, L]`` layout with its mask: PAD positions are never read by a
+real one, so the outputs are the same, and every dropout mask is drawn over the whole padded
+tensor first, so the random stream is the same too (a test compares both paths).
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.layers import Dropout, PointWiseFFN, causal_padding_mask
+from seqrec.models.layers import Dropout, PointWiseFFN, causal_padding_mask, dropout_rows
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender
 
@@ -187,6 +193,27 @@ class CausalSelfAttention(nn.Module):
         out = out.transpose(1, 2).reshape(b, lq, dim)
         return out if self.out is None else self.out(out)
 
+    def forward_rows(
+        self, query: torch.Tensor, keys: torch.Tensor, rows: torch.Tensor, shape, mask
+    ) -> torch.Tensor:
+        """``forward`` over all positions of a ``shape`` ``[B, L, D]`` batch with PAD, given
+        its real positions ``rows`` only (``query``, ``keys`` ``[n, D]``); returns the outputs
+        there ``[n, D]``. The projections run on those rows; the attention over the whole
+        ``[B, L]`` layout with ``mask`` (PAD queries, keys and values are 0: PAD keys are
+        masked out of every real query, and PAD queries' outputs are never read), so its
+        dropout draws what ``forward``'s draws."""
+        b, length, dim = shape
+        h = self.n_heads
+        q = query.new_zeros(b * length, dim).index_copy_(0, rows, self.q(query))
+        kv = keys.new_zeros(b * length, 2 * dim).index_copy_(0, rows, self.kv(keys))
+        q = q.view(b, length, h, dim // h).transpose(1, 2)
+        k, v = kv.view(b, length, 2, h, dim // h).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask[:, None], dropout_p=self.dropout if self.training else 0.0
+        )
+        out = out.transpose(1, 2).reshape(b * length, dim).index_select(0, rows)
+        return out if self.out is None else self.out(out)
+
 
 class SASRecBlock(nn.Module):
     def __init__(self, cfg: SASRecConfig) -> None:
@@ -227,6 +254,17 @@ class SASRecBlock(nn.Module):
             x = self.ffn_norm(x)
             x = x + self.ffn(x)
         return x * valid[..., None]
+
+    def forward_rows(self, x: torch.Tensor, rows: torch.Tensor, shape, mask) -> torch.Tensor:
+        """The reference layout's ``forward`` at the real positions ``rows`` only: ``x``
+        ``[n, D]`` the block's input there, the same outputs there (``[n, D]``) and the same
+        dropout draws (:func:`~seqrec.models.layers.dropout_rows`)."""
+        q = self.attn_norm(x)
+        x = q + dropout_rows(
+            self.dropout, self.attn.forward_rows(q, x, rows, shape, mask), shape, rows
+        )
+        x = self.ffn_norm(x)
+        return x + self.ffn.forward_rows(x, rows, shape[:2])
 
 
 class SASRecEncoder(SequenceEncoder):
@@ -293,11 +331,35 @@ class SASRecEncoder(SequenceEncoder):
         # a batch without PAD (full windows; evaluation batches of the longest histories) needs
         # no [B, L, L] mask: plain causal attention is the same
         mask = None if not _tracing() and bool(valid.all()) else causal_padding_mask(valid)
+        if mask is not None and not last_only and self._rows_path(x):
+            # training on CPU: the position-wise work (projections, norms, FFN) at the real
+            # positions only; a left-padded batch of short histories is mostly PAD
+            rows = valid.reshape(-1).nonzero().squeeze(1)
+            xr = x.reshape(-1, x.shape[-1]).index_select(0, rows)
+            for block in self.blocks:
+                xr = block.forward_rows(xr, rows, x.shape, mask)
+            xr = self.final_norm(xr)
+            xr = F.normalize(xr, dim=-1) if self.config.l2_norm else xr
+            return x.new_zeros(x.shape).view(-1, x.shape[-1]).index_copy(0, rows, xr).view(x.shape)
         for i, block in enumerate(self.blocks):
             x = block(x, mask, valid, last_only and i == len(self.blocks) - 1)
         if last_only:
             valid = valid[:, -1:]
         return self._output(x, valid)  # [B, L, D] ([B, 1, D] if last_only)
+
+    def _rows_path(self, x: torch.Tensor) -> bool:
+        """Whether ``forward`` runs the blocks at the real positions only: in training, on CPU,
+        in the reference layout, with every dropout a ``layers.Dropout`` (whose random stream
+        ``dropout_rows`` keeps), outside traces."""
+        if not self.training or x.device.type != "cpu" or _tracing():
+            return False
+        if self.config.layout != "reference":
+            return False
+        return all(
+            type(m) is Dropout and not m.inplace
+            for m in self.blocks.modules()
+            if isinstance(m, nn.Dropout)
+        )
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
         """Hidden state of the last position ``[B, D]``; the last block computes only it.

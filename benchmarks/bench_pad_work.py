@@ -1,21 +1,25 @@
-"""Training step and validation time of the FMLP-Rec line's window encoders, before and after
-two changes that compute the same numbers:
+"""Training step and validation time with and without the work at PAD positions that no real
+position reads, the same numbers either way:
 
 * **TV-Rec's FFN at real positions only**: a block's outputs at PAD positions are zeroed before
   the next block reads them, so every block but the last runs its FFN there only
-  (``FilterBlock.forward_rows``, the same dropout stream); against the plain blocks;
-* **scoring batches budgeted at max_len**: a window encoder pads every batch to ``max_len``, so
-  a scoring batch holds ``EVAL_TOKENS / max_len`` rows; against the budget by the histories' own
-  lengths (up to ``eval_batch_size`` rows of short histories, each run at ``max_len``).
+  (``FilterBlock.forward_rows``, the same dropout stream);
+* **SASRec's blocks at real positions only** (training on CPU, reference layout): projections,
+  norms and FFN run on the real positions, the attention on the whole ``[B, L]`` layout with
+  its mask (``SASRecBlock.forward_rows``, the same dropout stream);
+* **scoring batches of window encoders budgeted at max_len**: the FMLP-Rec line pads every
+  batch to ``max_len``, so a scoring batch holds ``EVAL_TOKENS / max_len`` rows; against the
+  budget by the histories' own lengths.
 
-Per run of the ``frequency`` table (its data, recipe and batch; untrained weights, seed 0, one
+Per reproduction run (``table:run``: its data, recipe and batch; untrained weights, seed 0, one
 thread): the median of ``--steps`` interleaved training steps (forward, loss, backward, AdamW)
-of each variant, process CPU ms, and the fastest of ``--evals`` interleaved validations of all
-validation users, process CPU s, with whether their metrics are equal.
+with the plain blocks and with the real-position ones, process CPU ms, and the fastest of
+``--evals`` interleaved validations of all validation users (before: plain blocks and the
+per-length budget; after: both changes), process CPU s, with whether their metrics are equal.
 
-    .venv/bin/python benchmarks/bench_frequency_speed.py
+    .venv/bin/python benchmarks/bench_pad_work.py
 
-Writes docs/results/frequency_speed.{json,md} (``--out-stem``).
+Writes docs/results/pad_work.{json,md} (``--out-stem``).
 """
 
 from __future__ import annotations
@@ -29,10 +33,15 @@ OUT = ROOT / "docs" / "results"
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", default="tvrec-sports,tvrec-beauty,bsarec-beauty")
+    ap.add_argument(
+        "--runs",
+        default="frequency:tvrec-sports,frequency:tvrec-beauty,frequency:bsarec-beauty,"
+        "lsan:sasrec-d128-toys,lsan:sasrec-d128-beauty",
+        help="table:run, comma-separated",
+    )
     ap.add_argument("--steps", type=int, default=15, help="interleaved steps per variant")
     ap.add_argument("--evals", type=int, default=2, help="interleaved validations per variant")
-    ap.add_argument("--out-stem", default="frequency_speed")
+    ap.add_argument("--out-stem", default="pad_work")
     return ap
 
 
@@ -52,19 +61,23 @@ from seqrec.evaluation.results import base_record, hardware_line, write_report  
 from seqrec.experiment import build_model, evaluate_model, prepare_data  # noqa: E402
 from seqrec.models import tvrec  # noqa: E402
 from seqrec.models.fmlprec import WindowEncoder  # noqa: E402
+from seqrec.models.sasrec import SASRecEncoder  # noqa: E402
 from seqrec.models.torch_recommender import resolved_batch  # noqa: E402
 from seqrec_lab.spec import load_table  # noqa: E402
 
-ROWS_PATH = tvrec._rows_path
+TVREC_ROWS = tvrec._rows_path
+SASREC_ROWS = SASRecEncoder._rows_path
 
 
 def _plain_blocks(on: bool) -> None:
-    tvrec._rows_path = (lambda block: False) if on else ROWS_PATH
+    tvrec._rows_path = (lambda block: False) if on else TVREC_ROWS
+    SASRecEncoder._rows_path = (lambda self, x: False) if on else SASREC_ROWS
 
 
-def one_run(run_id: str, steps: int, evals: int) -> dict:
+def one_run(table_run: str, steps: int, evals: int) -> dict:
+    table, run_id = table_run.split(":")
     spec = min(
-        (r for r in load_table("frequency", ROOT).runs if r.run_id == run_id),
+        (r for r in load_table(table, ROOT).runs if r.run_id == run_id),
         key=lambda r: r.seed,
     )
     exp = spec.experiment
@@ -91,8 +104,8 @@ def one_run(run_id: str, steps: int, evals: int) -> dict:
         loss.backward()
         opt.step()
 
-    out: dict = {"run": run_id, "model": model.name, "dataset": exp.data.name}
-    if model.name == "tvrec":
+    out: dict = {"run": table_run, "model": model.name, "dataset": exp.data.name}
+    if model.name in ("tvrec", "sasrec"):
         step(batches[0])
         cpu: dict[str, list[float]] = {"plain": [], "real_positions": []}
         for data in batches[1:]:
@@ -127,12 +140,12 @@ def one_run(run_id: str, steps: int, evals: int) -> dict:
 
 def markdown(record: dict) -> str:
     lines = [
-        "# The FMLP-Rec line's window encoders: training step and validation time\n",
+        "# Work at PAD positions: training step and validation time\n",
         f"Command: `{record['command']}`  ",
         f"Protocol: {record['protocol']}  ",
         f"Hardware: {hardware_line(record['hardware'])}  ",
         f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
-        "Training step (TV-Rec): plain blocks against the FFN at real positions only. "
+        "Training step (TV-Rec, SASRec): plain blocks against the blocks at real positions only. "
         "Validation: the plain blocks and batches budgeted by the histories' lengths (before) "
         "against both changes (after).\n",
         "| run | dataset | step ms, plain | step ms, real positions | ratio | validation users | "
@@ -164,7 +177,7 @@ def main() -> None:
         loads.append(os.getloadavg()[0])
         print(runs[-1], flush=True)
     record = base_record(
-        benchmark="frequency_speed",
+        benchmark="pad_work",
         protocol=f"one thread, untrained weights, seed 0; median of {args.steps} interleaved "
         f"training steps, fastest of {args.evals} interleaved validations, process CPU time",
         runs=runs,
