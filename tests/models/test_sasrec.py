@@ -299,13 +299,21 @@ def test_encode_last_equals_the_full_forward_on_padded_batches(layout, positions
     assert want[2].abs().max() == 0  # an empty history's state is zero (PAD output)
 
 
-@pytest.mark.parametrize("attn_dropout", [0.0, 0.2])
-@pytest.mark.parametrize("l2_norm", [False, True])
+@pytest.mark.parametrize(
+    "layout, attn_dropout, l2_norm",
+    [
+        ("reference", 0.0, False),
+        ("reference", 0.2, True),
+        ("pre_ln", 0.2, False),
+        ("post_ln", 0.2, False),
+        ("post_ln", 0.0, True),
+    ],
+)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_training_at_real_positions_only_computes_the_plain_blocks(
-    attn_dropout, l2_norm, dtype, monkeypatch
+    layout, attn_dropout, l2_norm, dtype, monkeypatch
 ):
-    """In training on CPU the reference layout runs its position-wise work at the real
+    """In training on CPU every layout runs its position-wise work at the real
     positions only: the same outputs, the same gradients up to the order of float additions,
     and the same dropout stream as the plain blocks on the padded batch."""
     items = torch.randint(1, 41, (6, 12), generator=torch.Generator().manual_seed(3))
@@ -317,10 +325,17 @@ def test_training_at_real_positions_only_computes_the_plain_blocks(
     def run(rows_path: bool):
         torch.manual_seed(0)
         cfg = SASRecConfig(
-            dim=16, max_len=12, n_heads=2, dropout=0.3, attn_dropout=attn_dropout, l2_norm=l2_norm
+            dim=16,
+            max_len=12,
+            n_heads=2,
+            dropout=0.3,
+            attn_dropout=attn_dropout,
+            l2_norm=l2_norm,
+            layout=layout,
+            attn_out_proj=layout == "post_ln",
         )
         enc = SASRecEncoder(cfg, 40).to(dtype).train()
-        assert enc._rows_path(items.float())  # the default layout takes the real-position path
+        assert enc._rows_path(items.float())  # training on CPU takes the real-position path
         if not rows_path:
             monkeypatch.setattr(SASRecEncoder, "_rows_path", lambda self, x: False)
         torch.manual_seed(5)

@@ -70,8 +70,8 @@ Deviations from the paper (all deliberate, all switchable where noted):
   popularity ranking on small data, and a short patience stops it in the dip that follows;
   ``docs/decisions/learning-rate-and-patience.md``).
 
-**Computation.** In training on CPU the reference layout runs its position-wise work
-(projections, LayerNorms, FFN, residuals) at the real positions of a padded batch only and the
+**Computation.** In training on CPU every layout runs its position-wise work (projections,
+LayerNorms, FFN, residuals) at the real positions of a padded batch only and the
 attention over the padded ``[B, L]`` layout with its mask: PAD positions are never read by a
 real one, so the outputs are the same, and every dropout mask is drawn over the whole padded
 tensor first, so the random stream is the same too (a test compares both paths).
@@ -256,13 +256,22 @@ class SASRecBlock(nn.Module):
         return x * valid[..., None]
 
     def forward_rows(self, x: torch.Tensor, rows: torch.Tensor, shape, mask) -> torch.Tensor:
-        """The reference layout's ``forward`` at the real positions ``rows`` only: ``x``
-        ``[n, D]`` the block's input there, the same outputs there (``[n, D]``) and the same
-        dropout draws (:func:`~seqrec.models.layers.dropout_rows`)."""
-        q = self.attn_norm(x)
-        x = q + dropout_rows(
-            self.dropout, self.attn.forward_rows(q, x, rows, shape, mask), shape, rows
-        )
+        """``forward`` at the real positions ``rows`` only: ``x`` ``[n, D]`` the block's input
+        there, the same outputs there (``[n, D]``) and the same dropout draws
+        (:func:`~seqrec.models.layers.dropout_rows`), in every layout."""
+
+        def drop(z: torch.Tensor) -> torch.Tensor:
+            return dropout_rows(self.dropout, z, shape, rows)
+
+        if self.layout == "pre_ln":
+            z = self.attn_norm(x)
+            x = x + drop(self.attn.forward_rows(z, z, rows, shape, mask))
+            return x + self.ffn.forward_rows(self.ffn_norm(x), rows, shape[:2])
+        if self.layout == "post_ln":
+            x = self.attn_norm(x + drop(self.attn.forward_rows(x, x, rows, shape, mask)))
+            return self.ffn_norm(x + drop(self.ffn.forward_rows(x, rows, shape[:2])))
+        q = self.attn_norm(x)  # reference
+        x = q + drop(self.attn.forward_rows(q, x, rows, shape, mask))
         x = self.ffn_norm(x)
         return x + self.ffn.forward_rows(x, rows, shape[:2])
 
@@ -349,11 +358,9 @@ class SASRecEncoder(SequenceEncoder):
 
     def _rows_path(self, x: torch.Tensor) -> bool:
         """Whether ``forward`` runs the blocks at the real positions only: in training, on CPU,
-        in the reference layout, with every dropout a ``layers.Dropout`` (whose random stream
-        ``dropout_rows`` keeps), outside traces."""
+        with every dropout a ``layers.Dropout`` (whose random stream ``dropout_rows`` keeps),
+        outside traces."""
         if not self.training or x.device.type != "cpu" or _tracing():
-            return False
-        if self.config.layout != "reference":
             return False
         return all(
             type(m) is Dropout and not m.inplace
