@@ -163,8 +163,8 @@ class FilterBlock(nn.Module):
         shape = x.shape
         h = x.reshape(-1, shape[-1]).index_select(0, rows)
         z = dropout_rows(self.dropout, self.fc2(F.gelu(self.fc1(h))), shape, rows)
-        out = x.new_zeros(shape[0] * shape[1], shape[-1])
-        return out.index_copy(0, rows, self.ffn_norm(h + z)).view(shape)
+        y = self.ffn_norm(h + z)
+        return y.new_zeros(shape[0] * shape[1], shape[-1]).index_copy(0, rows, y).view(shape)
 
 
 class WindowEncoder(SequenceEncoder):

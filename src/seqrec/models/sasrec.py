@@ -204,8 +204,9 @@ class CausalSelfAttention(nn.Module):
         dropout draws what ``forward``'s draws."""
         b, length, dim = shape
         h = self.n_heads
-        q = query.new_zeros(b * length, dim).index_copy_(0, rows, self.q(query))
-        kv = keys.new_zeros(b * length, 2 * dim).index_copy_(0, rows, self.kv(keys))
+        q, kv = self.q(query), self.kv(keys)  # under autocast in its dtype
+        q = q.new_zeros(b * length, dim).index_copy_(0, rows, q)
+        kv = kv.new_zeros(b * length, 2 * dim).index_copy_(0, rows, kv)
         q = q.view(b, length, h, dim // h).transpose(1, 2)
         k, v = kv.view(b, length, 2, h, dim // h).permute(2, 0, 3, 1, 4)
         out = F.scaled_dot_product_attention(
@@ -349,7 +350,7 @@ class SASRecEncoder(SequenceEncoder):
                 xr = block.forward_rows(xr, rows, x.shape, mask)
             xr = self.final_norm(xr)
             xr = F.normalize(xr, dim=-1) if self.config.l2_norm else xr
-            return x.new_zeros(x.shape).view(-1, x.shape[-1]).index_copy(0, rows, xr).view(x.shape)
+            return xr.new_zeros(x.shape).view(-1, x.shape[-1]).index_copy(0, rows, xr).view(x.shape)
         for i, block in enumerate(self.blocks):
             x = block(x, mask, valid, last_only and i == len(self.blocks) - 1)
         if last_only:
