@@ -7,6 +7,7 @@ from seqrec.models.layers import causal_padding_mask
 from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig, SASRecEncoder
 from seqrec.testing.conformance import ConformanceSuite
+from seqrec.testing.same_path import assert_same_forward_and_backward, padded_batch
 
 
 class TestSASRecConformance(ConformanceSuite):
@@ -311,43 +312,30 @@ def test_encode_last_equals_the_full_forward_on_padded_batches(layout, positions
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_training_at_real_positions_only_computes_the_plain_blocks(
-    layout, attn_dropout, l2_norm, dtype, monkeypatch
+    layout, attn_dropout, l2_norm, dtype
 ):
-    """In training on CPU every layout runs its position-wise work at the real
-    positions only: the same outputs, the same gradients up to the order of float additions,
-    and the same dropout stream as the plain blocks on the padded batch."""
-    items = torch.randint(1, 41, (6, 12), generator=torch.Generator().manual_seed(3))
-    items[0, :9] = 0
-    items[1, :11] = 0
-    items[3, :4] = 0
-    batch = SequenceBatch(items=items, mask=items.ne(0))
+    """In training on CPU every layout runs its position-wise work at the real positions only:
+    the same outputs, gradients and dropout stream as the plain blocks on the padded batch."""
+    batch = padded_batch()
+    cfg = SASRecConfig(
+        dim=16,
+        max_len=12,
+        n_heads=2,
+        dropout=0.3,
+        attn_dropout=attn_dropout,
+        l2_norm=l2_norm,
+        layout=layout,
+        attn_out_proj=layout == "post_ln",
+    )
 
-    def run(rows_path: bool):
-        torch.manual_seed(0)
-        cfg = SASRecConfig(
-            dim=16,
-            max_len=12,
-            n_heads=2,
-            dropout=0.3,
-            attn_dropout=attn_dropout,
-            l2_norm=l2_norm,
-            layout=layout,
-            attn_out_proj=layout == "post_ln",
-        )
+    def build():
         enc = SASRecEncoder(cfg, 40).to(dtype).train()
-        assert enc._rows_path(items.float())  # training on CPU takes the real-position path
-        if not rows_path:
-            monkeypatch.setattr(SASRecEncoder, "_rows_path", lambda self, x: False)
-        torch.manual_seed(5)
-        out = enc(batch)
-        (out * torch.linspace(-1, 1, out.numel(), dtype=dtype).view_as(out)).sum().backward()
-        monkeypatch.undo()
-        grads = {n: p.grad for n, p in enc.named_parameters() if p.grad is not None}
-        return out.detach(), grads, torch.rand(3)
+        assert enc._rows_path(batch.items.float())  # training on CPU takes the fast path
+        return enc
 
-    plain, rows = run(False), run(True)
-    assert torch.equal(plain[0], rows[0])
-    assert plain[1].keys() == rows[1].keys()
-    for name, g in plain[1].items():
-        torch.testing.assert_close(rows[1][name], g, msg=name)
-    assert torch.equal(plain[2], rows[2])  # the generator is where the plain blocks left it
+    def plain():
+        fast = SASRecEncoder._rows_path
+        SASRecEncoder._rows_path = lambda self, x: False
+        return lambda: setattr(SASRecEncoder, "_rows_path", fast)
+
+    assert_same_forward_and_backward(build, batch, plain)
