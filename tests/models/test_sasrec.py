@@ -6,7 +6,7 @@ from seqrec.errors import ConfigError
 from seqrec.models.layers import causal_padding_mask
 from seqrec.models.neural_config import settings
 from seqrec.models.sasrec import SASRec, SASRecConfig, SASRecEncoder
-from seqrec.testing.conformance import ConformanceSuite
+from seqrec.testing.conformance import ConformanceSuite, fitted
 from seqrec.testing.same_path import assert_same_forward_and_backward, padded_batch
 
 
@@ -339,3 +339,17 @@ def test_training_at_real_positions_only_computes_the_plain_blocks(
         return lambda: setattr(SASRecEncoder, "_rows_path", fast)
 
     assert_same_forward_and_backward(build, batch, plain)
+
+
+def test_model_selection_on_ndcg_at_20_validates_at_20():
+    """``val_metric = "NDCG@20"`` (the FMLP-Rec line's selection) validates at k = 20 as well
+    as 10 and selects on it; the default validates at 10 only."""
+    from seqrec.testing.conformance import _data
+
+    _, _, valid, _ = _data()
+    at20 = fitted(SASRec, {"dim": 16}, val_metric="NDCG@20", epochs=2)
+    assert {"NDCG@10", "NDCG@20", "HR@20"} <= set(at20.validation_metrics(valid))
+    log = at20.training_log
+    assert log.best_metric == max(h["metrics"]["NDCG@20"] for h in log.history)
+    plain = fitted(SASRec, {"dim": 16}, epochs=2)
+    assert "NDCG@20" not in plain.validation_metrics(valid)

@@ -531,10 +531,15 @@ class TorchRecommender(Recommender):
 
     def validation_metrics(self, valid: Targets) -> dict[str, float]:
         """Full-ranking metrics on ``valid`` with the history filter (the evaluation package's
-        metrics, as every reported number)."""
+        metrics, as every reported number), at k = 10 and at the k of ``val_metric``
+        (``NDCG@20``: also at 20)."""
         from seqrec.evaluation import evaluate
 
-        return dict(evaluate(self, valid, ks=(10,), seen_filter="history").metrics)
+        ks = {10}
+        name = self.train_config.val_metric
+        if "@" in name and name.rsplit("@", 1)[1].isdigit():
+            ks.add(int(name.rsplit("@", 1)[1]))
+        return dict(evaluate(self, valid, ks=tuple(sorted(ks)), seen_filter="history").metrics)
 
     def _score(self, histories: Sequences, query_times: np.ndarray | None) -> np.ndarray:
         out = np.empty((len(histories), self.n_items + 1), dtype=np.float32)
