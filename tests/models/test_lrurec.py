@@ -18,6 +18,7 @@ from seqrec.models.neural_config import TrainConfig
 from seqrec.models.neural_config import settings as model_settings
 from seqrec.registry import get_model
 from seqrec.testing.conformance import ConformanceSuite, _data, fitted
+from seqrec.testing.same_path import assert_same_forward_and_backward, padded_batch
 
 SMALL = {"dim": 16, "n_blocks": 2, "dropout": 0.1}
 
@@ -373,3 +374,22 @@ def test_saved_for_backward_at_most_sasrecs():
     lru = _saved_bytes(LRURec, LRURecConfig)
     sas = _saved_bytes(SASRec, SASRecConfig, n_heads=1)
     assert lru <= sas, (lru / 2**20, sas / 2**20)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_training_pffn_at_real_positions_only_computes_the_plain_blocks(dtype):
+    """In training on CPU the fused PFFN computes only the real positions of a padded batch
+    (its PAD outputs are never read): the same outputs there, the same gradients and the same
+    dropout stream as computing every position."""
+    import seqrec.models.lrurec as lr
+
+    def build():
+        enc = LRUEncoder(LRURecConfig(dim=8, max_len=12, dropout=0.3), 40).to(dtype).train()
+        return enc
+
+    def plain():
+        fast = lr._real_rows
+        lr._real_rows = lambda x, mask, training: None
+        return lambda: setattr(lr, "_real_rows", fast)
+
+    assert_same_forward_and_backward(build, padded_batch(), plain, real_only=True)

@@ -63,8 +63,12 @@ over row chunks that keeps its pre-activation with dropped elements stored where
 derivative are 0, so backward needs neither the product again nor a mask; dropout scales are
 folded into the following weights. Dropout masks are one
 byte an element, drawn by :func:`keep_mask` (keep probability ``1 - p`` to ``2**-33``, a random
-stream of its own, seeded by torch's generator). ``encode_last`` runs the last block's output
-and PFFN at the last position only. Why and how much: ``docs/decisions/lrurec-training-speed.md``.
+stream of its own, seeded by torch's generator). In training on a batch with PAD the PFFN
+computes the real positions only (its outputs at PAD positions are never read: the next LRU
+zeroes its PAD inputs and no target sits there; the masks are drawn for every position first, so
+the stream is the same). ``encode_last`` computes the last block's last state without a scan
+(:meth:`LRULayer.last_state`) and runs its output and PFFN at the last position only. Why and
+how much: ``docs/decisions/lrurec-training-speed.md``.
 
 **Incremental inference.** :meth:`LRUEncoder.step` advances a cached per-layer state by one
 item in ``O(D^2)`` per layer, independent of the history length, with no re-encoding; it equals
@@ -285,19 +289,24 @@ class _FusedPFFN(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, w1, b1, w2, b2, p, ln_w, ln_b, eps):  # noqa: D401
+    def forward(ctx, x, w1, b1, w2, b2, p, ln_w, ln_b, eps, real=None):  # noqa: D401
         x2 = x.reshape(-1, x.shape[-1])
-        n, width = x2.shape[0], w1.shape[0]
+        total, width = x2.shape[0], w1.shape[0]
+        if real is not None:  # only these rows of x are read next (the others are PAD)
+            x2 = x2.index_select(0, real)
+        n = x2.shape[0]
         scale = 1.0 / (1.0 - p)
         save = any(ctx.needs_input_grad)
         norm = _Norm(x2, save)
         a = x2.new_empty(n if save else min(n, FUSED_ROWS), width)
-        result = x.new_empty(*x.shape[:-1], w2.shape[0])  # returned whole: not a view
-        out = result.view(n, w2.shape[0])
+        result = x.new_empty(n, w2.shape[0])
+        out = result
         drop = keep_out = None
-        if p > 0.0:
-            drop = keep_mask((n, width), p, x.device, dropped=True)
-            keep_out = keep_mask((n, w2.shape[0]), p, x.device)
+        if p > 0.0:  # drawn for every row, as without ``real``: the same random stream
+            drop = keep_mask((total, width), p, x.device, dropped=True)
+            keep_out = keep_mask((total, w2.shape[0]), p, x.device)
+            if real is not None:
+                drop, keep_out = drop.index_select(0, real), keep_out.index_select(0, real)
         w2s, b2s = w2 * scale**2, b2 * scale  # both dropout scales (1 without dropout)
         for start in range(0, n, FUSED_ROWS):
             rows = slice(start, start + FUSED_ROWS)
@@ -314,14 +323,18 @@ class _FusedPFFN(torch.autograd.Function):
         ctx.save_for_backward(
             x2, w1, w2, a if save else None, keep_out, norm.pre, norm.mean, norm.rstd, ln_w, ln_b
         )
-        ctx.scale = scale
-        return result
+        ctx.scale, ctx.real, ctx.shape = scale, real, x.shape
+        if real is not None:  # PAD rows 0
+            result = result.new_zeros(total, w2.shape[0]).index_copy_(0, real, result)
+        return result.view(*x.shape[:-1], w2.shape[0])
 
     @staticmethod
     def backward(ctx, grad):
         x2, w1, w2, a, keep_out, pre, mean, rstd, ln_w, ln_b = ctx.saved_tensors
-        scale = ctx.scale
+        scale, real = ctx.scale, ctx.real
         g2 = grad.reshape(-1, grad.shape[-1])
+        if real is not None:
+            g2 = g2.index_select(0, real)
         ln_grads = [torch.zeros_like(ln_w), torch.zeros_like(ln_b)]
         # per chunk: g = grad * keep_out (the output dropout's mask; its scale is in w2s and
         # alpha); dL/d(act) = g W2 scale^2 (0 where dropped: GELU's derivative is 0 at
@@ -344,9 +357,22 @@ class _FusedPFFN(torch.autograd.Function):
             grad_w1.addmm_(grad_a.t(), x2[rows])
             grad_b1 += grad_a.sum(0)
             torch.addmm(g_pre, grad_a, w1, out=grad_x[rows])  # + the residual's gradient
-        shape = grad.shape[:-1] + (x2.shape[-1],)
         grad_b2.mul_(scale)
-        return grad_x.view(shape), grad_w1, grad_b1, grad_w2, grad_b2, None, *ln_grads, None
+        if real is not None:
+            grad_x = grad_x.new_zeros(math.prod(ctx.shape[:-1]), x2.shape[-1]).index_copy_(
+                0, real, grad_x
+            )
+        return (
+            grad_x.view(ctx.shape),
+            grad_w1,
+            grad_b1,
+            grad_w2,
+            grad_b2,
+            None,
+            *ln_grads,
+            None,
+            None,
+        )
 
 
 LRU_ROWS = 4096
@@ -607,7 +633,9 @@ class PFFN(nn.Module):
         for p in (self.w1.weight, self.w1.bias, self.w2.weight, self.w2.bias):
             _trunc_normal_(p)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:
+        """``real``: the rows of ``x`` flattened to ``[-1, D]`` that are read next (the fused
+        node computes only those, the others are 0, with the same dropout stream)."""
         if _fuse(x, self.dropout):
             # one autograd node, in cache-sized row chunks (see _FusedPFFN); exports (traced,
             # not in inference mode) see the plain modules; both dropouts are inside
@@ -615,10 +643,21 @@ class PFFN(nn.Module):
             p = _drop_p(self.dropout)
             ln = self.norm
             return _FusedPFFN.apply(
-                x, w1.weight, w1.bias, w2.weight, w2.bias, p, ln.weight, ln.bias, ln.eps
+                x, w1.weight, w1.bias, w2.weight, w2.bias, p, ln.weight, ln.bias, ln.eps, real
             )
         y = self.w2(self.dropout(self.act(self.w1(x))))
         return self.norm(x + _dropout(self.dropout, y))
+
+
+def _real_rows(x: torch.Tensor, mask: torch.Tensor | None, training: bool):
+    """In training on CPU, the real positions of a batch with PAD (flattened ``[B L]``): the
+    PFFN's outputs at PAD positions are never read (the next LRU zeroes its PAD inputs, and no
+    target sits there), so the fused PFFN computes only these rows; None otherwise."""
+    if not training or x.device.type != "cpu" or mask is None or bool(mask.all()):
+        return None
+    if torch.jit.is_tracing() or torch.compiler.is_compiling():
+        return None
+    return mask.reshape(-1).nonzero().squeeze(1)
 
 
 class LRUBlock(nn.Module):
@@ -664,9 +703,10 @@ class LRUEncoder(SequenceEncoder):
         """Left-padded ``items`` ``[B, L]`` -> (hidden ``[B, L, D]``, per-layer states)."""
         x = self._embed(items)
         states = []
+        real = _real_rows(x, mask, self.training)
         for block in self.blocks:
             x, h = block.lru(x, mask)
-            x = block.ffn(x)
+            x = block.ffn(x, real)
             states.append(h)
         return x, states
 
