@@ -299,8 +299,7 @@ class _FusedPFFN(torch.autograd.Function):
         save = any(ctx.needs_input_grad)
         norm = _Norm(x2, save)
         a = x2.new_empty(n if save else min(n, FUSED_ROWS), width)
-        result = x.new_empty(n, w2.shape[0])
-        out = result
+        out = x.new_empty(n, w2.shape[0])
         drop = keep_out = None
         if p > 0.0:  # drawn for every row, as without ``real``: the same random stream
             drop = keep_mask((total, width), p, x.device, dropped=True)
@@ -325,8 +324,8 @@ class _FusedPFFN(torch.autograd.Function):
         )
         ctx.scale, ctx.real, ctx.shape = scale, real, x.shape
         if real is not None:  # PAD rows 0
-            result = result.new_zeros(total, w2.shape[0]).index_copy_(0, real, result)
-        return result.view(*x.shape[:-1], w2.shape[0])
+            out = out.new_zeros(total, w2.shape[0]).index_copy_(0, real, out)
+        return out.view(*x.shape[:-1], w2.shape[0])
 
     @staticmethod
     def backward(ctx, grad):
