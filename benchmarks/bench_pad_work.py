@@ -10,6 +10,9 @@ position reads, the same numbers either way:
 * **LRURec's PFFN at real positions only** (training on CPU): its outputs at PAD positions are
   never read (the next LRU zeroes its PAD inputs; no target sits there), so the fused PFFN
   computes the real rows only, its masks drawn for every row first;
+* **HSTU's layers at real positions only** (training on CPU): norms, projections, gate and
+  dropout run on the real positions, the attention over the whole layout with queries, keys
+  and values 0 at PAD (``HSTULayer.forward_rows``, the same dropout stream);
 * **scoring batches of window encoders budgeted at max_len**: the FMLP-Rec line pads every
   batch to ``max_len``, so a scoring batch holds ``EVAL_TOKENS / max_len`` rows; against the
   budget by the histories' own lengths.
@@ -64,6 +67,7 @@ from seqrec.evaluation.results import base_record, hardware_line, write_report  
 from seqrec.experiment import build_model, evaluate_model, prepare_data  # noqa: E402
 from seqrec.models import lrurec, tvrec  # noqa: E402
 from seqrec.models.fmlprec import WindowEncoder  # noqa: E402
+from seqrec.models.hstu import HSTUEncoder  # noqa: E402
 from seqrec.models.sasrec import SASRecEncoder  # noqa: E402
 from seqrec.models.torch_recommender import resolved_batch  # noqa: E402
 from seqrec_lab.spec import load_table  # noqa: E402
@@ -71,12 +75,14 @@ from seqrec_lab.spec import load_table  # noqa: E402
 TVREC_ROWS = tvrec._rows_path
 SASREC_ROWS = SASRecEncoder._rows_path
 LRUREC_ROWS = lrurec._real_rows
+HSTU_ROWS = HSTUEncoder._rows_path
 
 
 def _plain_blocks(on: bool) -> None:
     tvrec._rows_path = (lambda block: False) if on else TVREC_ROWS
     SASRecEncoder._rows_path = (lambda self, x: False) if on else SASREC_ROWS
     lrurec._real_rows = (lambda x, mask, training: None) if on else LRUREC_ROWS
+    HSTUEncoder._rows_path = (lambda self, x, mask: False) if on else HSTU_ROWS
 
 
 def one_run(table_run: str, steps: int, evals: int) -> dict:
@@ -110,7 +116,7 @@ def one_run(table_run: str, steps: int, evals: int) -> dict:
         opt.step()
 
     out: dict = {"run": table_run, "model": model.name, "dataset": exp.data.name}
-    if model.name in ("tvrec", "sasrec", "lrurec"):
+    if model.name in ("tvrec", "sasrec", "lrurec", "hstu"):
         step(batches[0])
         cpu: dict[str, list[float]] = {"plain": [], "real_positions": []}
         for data in batches[1:]:
@@ -150,7 +156,7 @@ def markdown(record: dict) -> str:
         f"Protocol: {record['protocol']}  ",
         f"Hardware: {hardware_line(record['hardware'])}  ",
         f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
-        "Training step (TV-Rec, SASRec, LRURec): plain blocks against the blocks at real positions only. "
+        "Training step (TV-Rec, SASRec, LRURec, HSTU): plain blocks against the blocks at real positions only. "
         "Validation: the plain blocks and batches budgeted by the histories' lengths (before) "
         "against both changes (after).\n",
         "| run | dataset | step ms, plain | step ms, real positions | ratio | validation users | "

@@ -20,6 +20,7 @@ from seqrec.models.hstu_bias import (
 from seqrec.models.neural_config import settings as model_settings
 from seqrec.testing import conformance
 from seqrec.testing.conformance import ConformanceSuite
+from seqrec.testing.same_path import assert_same_forward_and_backward, padded_batch
 
 
 class TestHSTUConformance(ConformanceSuite):
@@ -327,3 +328,56 @@ def test_the_target_time_query_is_refused_unless_allowed():
         HSTUConfig(rab_time_query="next")
     assert HSTUConfig(rab_time_query="next", allow_target_time=True).allow_target_time
     HSTUConfig(rab_time_query="next", rab_time=False)  # positions only: no time read, no leak
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"rab_time": False},
+        {"rab_shared": True},
+        {"l2_norm": True, "temperature": 0.05},
+        {"rab": False, "dtype": torch.float64},
+        {"times": True},
+    ],
+    ids=["positions", "shared-rab", "l2", "no-rab-f64", "time-rab"],
+)
+def test_training_at_real_positions_is_the_plain_forward(extra):
+    """In training on CPU the layers run their position-wise work at the real positions only
+    (``HSTULayer.forward_rows``): the same outputs, gradients and dropout stream as the plain
+    layers on a padded batch."""
+    extra = dict(extra)
+    dtype = extra.pop("dtype", torch.float32)
+    batch = padded_batch(width=8)
+    if extra.pop("times", False):
+        steps = torch.randint(
+            1, 5000, batch.items.shape, generator=torch.Generator().manual_seed(1)
+        )
+        batch = SequenceBatch(items=batch.items, mask=batch.mask, timestamps=steps.cumsum(1))
+    cfg = model_settings(
+        HSTUConfig,
+        **{"max_len": 8, "dim": 12, "n_blocks": 2, "n_heads": 2, "dropout": 0.3, **extra},
+    )
+
+    def build():
+        enc = HSTUEncoder(cfg, 40).to(dtype).train()
+        with torch.no_grad():  # non-trivial biases, so that a misplaced one would show
+            for r in enc.rabs:
+                r.pos_w.normal_(0, 0.5)
+        assert enc._rows_path(batch.items.float(), batch.mask)  # the fast path is taken
+        return enc
+
+    def plain():
+        fast = HSTUEncoder._rows_path
+        HSTUEncoder._rows_path = lambda self, x, mask: False
+        return lambda: setattr(HSTUEncoder, "_rows_path", fast)
+
+    assert_same_forward_and_backward(build, batch, plain)
+
+
+def test_real_positions_path_is_off_in_eval_and_on_full_windows():
+    enc = _encoder({"rab_time": False}, n_items=40)
+    batch = padded_batch(width=8)
+    x = batch.items.float()
+    assert not enc.eval()._rows_path(x, batch.mask)
+    assert not enc.train()._rows_path(x, torch.ones_like(batch.mask))
+    assert enc.train()._rows_path(x, batch.mask)

@@ -33,6 +33,11 @@ Choices and deviations (the write-up leaves them open or differs from the paper)
 * Sampled softmax draws ``n_negatives`` uniform negatives shared by the whole batch (one
   ``[positions, N]`` logit block); Meta's reference draws them per position, which on CPU
   would mean gathering a ``[positions, N, D]`` tensor every step.
+* In training on CPU, a batch with PAD runs the position-wise work of each layer (norms,
+  projections, gate, dropout, ``f2``) at its real positions only and the attention over the
+  whole window with queries, keys and values 0 at PAD (``HSTULayer.forward_rows``): the same
+  outputs, the same dropout masks (drawn over the whole window, then cut), gradients equal up
+  to the order of float additions.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ from seqrec.models.hstu_bias import (
     query_time_diffs,
     time_buckets,
 )
-from seqrec.models.layers import Dropout
+from seqrec.models.layers import Dropout, dropout_rows
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender
 
@@ -166,6 +171,11 @@ class HSTUConfig(NeuralConfig):
             )
 
 
+def _tracing() -> bool:
+    """Whether a trace or compile is running: it records one path for every input."""
+    return torch.jit.is_tracing() or torch.compiler.is_compiling()
+
+
 class HSTULayer(nn.Module):
     """One sequential transduction unit (Eqs. 2-4) without the residual."""
 
@@ -220,6 +230,36 @@ class HSTULayer(nn.Module):
         weights = F.silu(scores).mul_(weight_mask)  # silu's backward keeps its input only
         av = (weights @ v).transpose(1, 2).reshape(b, nq, h * dv)  # [B, Lq, H*dv]
         return self.proj2(self.dropout(self.norm_attn(av) * u))
+
+    def forward_rows(
+        self,
+        x: torch.Tensor,  # [n, D]: the layer's input at the real positions ``rows``
+        rows: torch.Tensor,  # [n]: real positions of the ``[B, L]`` batch, flattened
+        shape: tuple[int, int, int],  # (B, L, D)
+        weight_mask: torch.Tensor,
+        rab: torch.Tensor | None,
+    ) -> torch.Tensor:  # [n, D]
+        """``forward`` (with ``valid``) at the real positions only: the same outputs there
+        and the same dropout draws. Norms, projections, gate and dropout run on ``rows``; the
+        attention over the whole ``[B, L]`` layout, with queries, keys and values 0 at PAD
+        positions. Exact: a PAD key's value is 0 in ``forward`` too (so its weight, whatever it
+        is, multiplies 0), and a PAD query's output is never read."""
+        b, n, _ = shape
+        h, dqk, dv = self.n_heads, self.d_qk, self.d_v
+        uvqk = F.silu(self.proj1(self.norm_in(x)))
+        u, vqk = uvqk.split([h * dv, uvqk.shape[-1] - h * dv], dim=-1)
+        full = vqk.new_zeros(b * n, vqk.shape[-1]).index_copy_(0, rows, vqk)
+        v, q, k = full.split([h * dv, h * dqk, h * dqk], dim=-1)
+        q = q.reshape(b, n, h, dqk).transpose(1, 2) * (1.0 / math.sqrt(dqk))
+        k = k.reshape(b, n, h, dqk).transpose(1, 2)
+        v = v.reshape(b, n, h, dv).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1)
+        if rab is not None:
+            scores = scores.add_(rab)
+        weights = F.silu(scores).mul_(weight_mask)
+        av = (weights @ v).transpose(1, 2).reshape(b * n, h * dv).index_select(0, rows)
+        gated = self.norm_attn(av) * u
+        return self.proj2(dropout_rows(self.dropout, gated, (b, n, h * dv), rows))
 
 
 class HSTUEncoder(SequenceEncoder):
@@ -306,6 +346,12 @@ class HSTUEncoder(SequenceEncoder):
         shared = None
         if len(self.rabs) == 1 and self.config.rab_shared:
             shared = self.rabs[0](n, buckets=buckets) if buckets is not None else self.rabs[0](n)
+        rows = None
+        if not last_only and self._rows_path(x, mask):
+            # training on CPU: the position-wise work at the real positions only (a window of a
+            # short history is mostly PAD); the attention over the whole layout
+            rows = mask.reshape(-1).nonzero().squeeze(1)
+            xr = x.reshape(-1, x.shape[-1]).index_select(0, rows)
         for i, layer in enumerate(self.layers):
             if shared is not None or not self.rabs:
                 rab = shared
@@ -313,15 +359,32 @@ class HSTUEncoder(SequenceEncoder):
                 rab = self.rabs[i](n, buckets=buckets)
             else:
                 rab = self.rabs[i](n)
-            if last_only and i == len(self.layers) - 1:
+            if rows is not None:
+                xr = xr + layer.forward_rows(xr, rows, x.shape, weight_mask, rab)
+            elif last_only and i == len(self.layers) - 1:
                 x = x[:, -1:] + layer(x, weight_mask, rab, last_only=True, valid=mask)
                 mask = mask[:, -1:]
             else:
                 x = x + layer(x, weight_mask, rab, valid=mask)
+        if rows is not None:
+            xr = F.normalize(xr, dim=-1) if self.config.l2_norm else xr
+            return xr.new_zeros(x.shape).view(-1, x.shape[-1]).index_copy(0, rows, xr).view(x.shape)
         x = x * mask[..., None]
         if self.config.l2_norm:
             x = F.normalize(x, dim=-1)
         return x
+
+    def _rows_path(self, x: torch.Tensor, mask: torch.Tensor) -> bool:
+        """Whether ``forward`` runs its layers at the real positions only: in training, on
+        CPU, on a batch with PAD, with every dropout of the layers a ``layers.Dropout`` (whose
+        random stream ``dropout_rows`` keeps), outside traces."""
+        if not self.training or x.device.type != "cpu" or _tracing() or bool(mask.all()):
+            return False
+        return all(
+            type(m) is Dropout and not m.inplace
+            for m in self.layers.modules()
+            if isinstance(m, nn.Dropout)
+        )
 
     def encode_last(self, batch: SequenceBatch) -> torch.Tensor:
         """Hidden state of the last position ``[B, D]``; the last layer computes only it."""
