@@ -40,48 +40,24 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _run_steps import run_steps  # noqa: E402
+
 from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
-from seqrec.experiment import build_model, evaluate_model, prepare_data  # noqa: E402
+from seqrec.experiment import evaluate_model  # noqa: E402
 from seqrec.models import hstu  # noqa: E402
-from seqrec.models.torch_recommender import resolved_batch  # noqa: E402
-from seqrec_lab.spec import load_table  # noqa: E402
 
 
 def main() -> None:
     args = parser().parse_args()
     torch.set_num_threads(1)
     blocks = [int(b) for b in args.blocks.split(",")]
-    table, run_id = args.run.split(":")
-    spec = min(
-        (r for r in load_table(table, ROOT).runs if r.run_id == run_id), key=lambda r: r.seed
-    )
-    exp = spec.experiment
-    split = prepare_data(exp).split
-    model = build_model(exp)
-    train = split.train
-    model._remember_catalogue(train)
-    windows, model._row_source, rows = model.training_rows(train)
-    batch_size = resolved_batch(model.train_config, windows, rows, model.config.max_len).batch_size
-    torch.manual_seed(0)
-    model.encoder = model.build_encoder(train.n_items)
-    model.encoder.train()
-    opt = torch.optim.AdamW(model.encoder.parameters(), lr=1e-3)
-    rng = np.random.default_rng(0)
-    order = rng.permutation(rows)
-    batches = [
-        model.make_batch(windows, order[i * batch_size : (i + 1) * batch_size], rng)
-        for i in range(args.steps + 1)
-    ]
-
-    def step(data):
-        loss = model.compute_loss(data)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    run = run_steps(ROOT, args.run, args.steps + 1)
+    exp, split, model, batches, step = run.experiment, run.split, run.model, run.batches, run.step
+    batch_size = run.batch_size
 
     default = hstu.CAUSAL_BLOCK
     loads = [os.getloadavg()[0]]

@@ -59,18 +59,18 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _run_steps import run_steps  # noqa: E402
+
 from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
-from seqrec.experiment import build_model, evaluate_model, prepare_data  # noqa: E402
+from seqrec.experiment import evaluate_model  # noqa: E402
 from seqrec.models import lrurec, tvrec  # noqa: E402
 from seqrec.models.fmlprec import WindowEncoder  # noqa: E402
 from seqrec.models.hstu import HSTUEncoder  # noqa: E402
 from seqrec.models.sasrec import SASRecEncoder  # noqa: E402
-from seqrec.models.torch_recommender import resolved_batch  # noqa: E402
-from seqrec_lab.spec import load_table  # noqa: E402
 
 TVREC_ROWS = tvrec._rows_path
 SASREC_ROWS = SASRecEncoder._rows_path
@@ -86,34 +86,8 @@ def _plain_blocks(on: bool) -> None:
 
 
 def one_run(table_run: str, steps: int, evals: int) -> dict:
-    table, run_id = table_run.split(":")
-    spec = min(
-        (r for r in load_table(table, ROOT).runs if r.run_id == run_id),
-        key=lambda r: r.seed,
-    )
-    exp = spec.experiment
-    split = prepare_data(exp).split
-    model = build_model(exp)
-    train = split.train
-    model._remember_catalogue(train)
-    windows, model._row_source, rows = model.training_rows(train)
-    batch_size = resolved_batch(model.train_config, windows, rows, model.config.max_len).batch_size
-    torch.manual_seed(0)
-    model.encoder = model.build_encoder(train.n_items)
-    model.encoder.train()
-    opt = torch.optim.AdamW(model.encoder.parameters(), lr=1e-3)
-    rng = np.random.default_rng(0)
-    order = rng.permutation(rows)
-    batches = [
-        model.make_batch(windows, order[i * batch_size : (i + 1) * batch_size], rng)
-        for i in range(steps + 1)
-    ]
-
-    def step(data):
-        loss = model.compute_loss(data)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    run = run_steps(ROOT, table_run, steps + 1)
+    exp, split, model, batches, step = run.experiment, run.split, run.model, run.batches, run.step
 
     out: dict = {"run": table_run, "model": model.name, "dataset": exp.data.name}
     if model.name in ("tvrec", "sasrec", "lrurec", "hstu"):
