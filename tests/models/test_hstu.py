@@ -338,19 +338,15 @@ def test_the_target_time_query_is_refused_unless_allowed():
         {"l2_norm": True, "temperature": 0.05},
         {"rab": False, "dtype": torch.float64},
         {"times": True},
-        {"times": True, "block": 3},
     ],
-    ids=["positions", "shared-rab", "l2", "no-rab-f64", "time-rab", "time-rab-blocks"],
+    ids=["positions", "shared-rab", "l2", "no-rab-f64", "time-rab"],
 )
-def test_training_at_real_positions_is_the_plain_forward(monkeypatch, extra):
+def test_training_at_real_positions_is_the_plain_forward(extra):
     """In training on CPU the layers run their position-wise work at the real positions only
     (``HSTULayer.forward_rows``): the same outputs, gradients and dropout stream as the plain
     layers on a padded batch."""
-    from seqrec.models import hstu
-
     extra = dict(extra)
     dtype = extra.pop("dtype", torch.float32)
-    monkeypatch.setattr(hstu, "CAUSAL_BLOCK", extra.pop("block", hstu.CAUSAL_BLOCK))
     batch = padded_batch(width=8)
     if extra.pop("times", False):
         steps = torch.randint(
@@ -385,36 +381,3 @@ def test_real_positions_path_is_off_in_eval_and_on_full_windows():
     assert not enc.eval()._rows_path(x, batch.mask)
     assert not enc.train()._rows_path(x, torch.ones_like(batch.mask))
     assert enc.train()._rows_path(x, batch.mask)
-
-
-@pytest.mark.parametrize("block", [3, 5])
-@pytest.mark.parametrize("per_row_mask", [False, True])
-def test_causal_blocks_compute_the_whole_square(monkeypatch, block, per_row_mask):
-    """The attention in blocks of queries, each against the keys up to its end, gives the
-    whole-square product (the skipped weights are 0 under a causal mask): outputs and gradients
-    equal up to float order, with a relative bias and with a per-row (causal and key-valid)
-    mask as the KV cache builds it."""
-    from seqrec.models import hstu
-
-    torch.manual_seed(0)
-    b, h, n, dqk, dv = 3, 2, 8, 4, 3
-    q, k = torch.randn(b, h, n, dqk, requires_grad=True), torch.randn(b, h, n, dqk)
-    v, rab = torch.randn(b, h, n, dv), torch.randn(1, h, n, n)
-    causal = torch.ones(n, n).tril_()
-    if per_row_mask:
-        valid = torch.rand(b, n) > 0.3
-        mask = (causal.bool()[None] & valid[:, None, :]).float()[:, None] / n
-    else:
-        mask = (causal / n)[None, None]
-
-    def run(chunk):
-        monkeypatch.setattr(hstu, "CAUSAL_BLOCK", chunk)
-        q.grad = None
-        out = hstu._attend(q, k, v, rab, mask)
-        out.pow(2).sum().backward()
-        return out.detach(), q.grad.clone()
-
-    whole, blocks = run(0), run(block)
-    torch.testing.assert_close(blocks[0], whole[0])
-    torch.testing.assert_close(blocks[1], whole[1])
-    assert not torch.equal(whole[0], torch.zeros_like(whole[0]))

@@ -33,9 +33,6 @@ Choices and deviations (the write-up leaves them open or differs from the paper)
 * Sampled softmax draws ``n_negatives`` uniform negatives shared by the whole batch (one
   ``[positions, N]`` logit block); Meta's reference draws them per position, which on CPU
   would mean gathering a ``[positions, N, D]`` tensor every step.
-* The attention of a whole window runs in causal blocks of ``CAUSAL_BLOCK`` queries, each
-  against the keys up to its end, instead of the ``[L, L]`` square with its upper half masked:
-  the same values up to the order of float additions.
 * In training on CPU, a batch with PAD runs the position-wise work of each layer (norms,
   projections, gate, dropout, ``f2``) at its real positions only and the attention over the
   whole window with queries, keys and values 0 at PAD (``HSTULayer.forward_rows``): the same
@@ -179,31 +176,12 @@ def _tracing() -> bool:
     return torch.jit.is_tracing() or torch.compiler.is_compiling()
 
 
-CAUSAL_BLOCK = 64
-"""Queries per block of the causal attention: block ``i`` reads the keys up to its own end
-only, so the products and the pointwise work above the diagonal are mostly skipped (about
-``(C + 1) / 2C`` of the square for ``C`` blocks). 0: the whole square."""
-
-
 def _attend(q, k, v, rab, weight_mask) -> torch.Tensor:
-    """``(SiLU(q k^T + rab) * weight_mask) @ v`` ``[B, H, Lq, dv]`` for a ``weight_mask`` that
-    is 0 above the diagonal (causal) when ``Lq`` equals the number of keys: then in blocks of
-    ``CAUSAL_BLOCK`` queries, each against the keys up to its end (the skipped weights are 0,
-    so the sums are the same up to the order of float additions)."""
-    lq, n = q.shape[-2], k.shape[-2]
-    if lq != n or not CAUSAL_BLOCK or n <= CAUSAL_BLOCK:
-        scores = q @ k.transpose(-2, -1)  # [B, H, Lq, L]
-        if rab is not None:
-            scores = scores.add_(rab)  # in place: matmul's backward keeps q and k, not scores
-        return F.silu(scores).mul_(weight_mask) @ v  # silu's backward keeps its input only
-    out = []
-    for start in range(0, n, CAUSAL_BLOCK):
-        end = min(start + CAUSAL_BLOCK, n)
-        scores = q[..., start:end, :] @ k[..., :end, :].transpose(-2, -1)
-        if rab is not None:
-            scores = scores.add_(rab[..., start:end, :end])
-        out.append(F.silu(scores).mul_(weight_mask[..., start:end, :end]) @ v[..., :end, :])
-    return torch.cat(out, dim=-2)
+    """``(SiLU(q k^T + rab) * weight_mask) @ v`` ``[B, H, Lq, dv]``."""
+    scores = q @ k.transpose(-2, -1)  # [B, H, Lq, L]
+    if rab is not None:
+        scores = scores.add_(rab)  # in place: matmul's backward keeps q and k, not scores
+    return F.silu(scores).mul_(weight_mask) @ v  # silu's backward keeps its input only
 
 
 class HSTULayer(nn.Module):
