@@ -50,7 +50,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.layers import Dropout
+from seqrec.models.layers import Dropout, roll_rows
 from seqrec.models.neural_config import (
     SLIDING_RECIPE,
     NeuralConfig,
@@ -72,16 +72,13 @@ def run_left_padded(rnn: nn.Module, x: torch.Tensor, valid: torch.Tensor) -> tor
     b, length = valid.shape
     lengths = valid.sum(1)
     shift = length - lengths  # leading PAD count per row
-    pos = torch.arange(length, device=x.device)
-    to_left = (pos[None, :] + shift[:, None]) % length  # left-aligned j <- right-aligned j+shift
-    x_left = x.gather(1, to_left[..., None].expand(-1, -1, x.shape[2]))
+    x_left = roll_rows(x, shift)  # left-aligned j <- right-aligned j + shift
     packed = pack_padded_sequence(
         x_left, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False
     )
     out, _ = rnn(packed)
     out, _ = pad_packed_sequence(out, batch_first=True, total_length=length)  # [B, L, H]
-    back = (pos[None, :] - shift[:, None]) % length
-    out = out.gather(1, back[..., None].expand(-1, -1, out.shape[2]))
+    out = roll_rows(out, -shift)
     return out * valid[..., None].to(out.dtype)
 
 

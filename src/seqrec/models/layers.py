@@ -99,3 +99,18 @@ def causal_padding_mask(valid: torch.Tensor) -> torch.Tensor:
     causal = torch.ones(length, length, dtype=torch.bool, device=valid.device).tril()
     eye = torch.eye(length, dtype=torch.bool, device=valid.device)
     return (causal[None] & valid[:, None, :]) | eye[None]  # [B, L, L]
+
+
+def roll_rows(x: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """Each row of ``x [B, L, ...]`` rotated along its positions by its own ``offset [B]``:
+    ``y[b, j] = x[b, (j + offset[b]) % L]`` (left-padded rows turned right-padded with
+    ``offset`` = their PAD count, and back with ``-offset``).
+
+    One ``index_select`` of whole positions from the flattened ``[B L, ...]`` tensor: on CPU far
+    cheaper than ``gather`` with an index expanded over the feature dimension, which reads an
+    int64 index per element. Differentiable (its backward scatters the gradient back)."""
+    b, length = x.shape[:2]
+    pos = torch.arange(length, device=x.device)
+    rows = torch.arange(b, device=x.device)[:, None] * length
+    idx = ((pos[None] + offset[:, None]) % length + rows).reshape(-1)
+    return x.reshape(b * length, *x.shape[2:]).index_select(0, idx).view(x.shape)

@@ -89,7 +89,13 @@ from torch import nn
 from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.layers import Dropout, PointWiseFFN, causal_padding_mask, dropout_rows
+from seqrec.models.layers import (
+    Dropout,
+    PointWiseFFN,
+    causal_padding_mask,
+    dropout_rows,
+    roll_rows,
+)
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender
 
@@ -389,14 +395,11 @@ class SASRecEncoder(SequenceEncoder):
         left_padded = bool((valid == (cols[None] >= shift[:, None])).all())
         if self.training or bool(valid.all()) or not left_padded or len(self.blocks) < 2:
             return self.forward(batch, last_only=True)[:, -1]
-        x = self._embed(items, valid)
-        to_right = ((cols[None] + shift[:, None]) % width)[..., None].expand(b, width, x.shape[2])
-        to_left = ((cols[None] - shift[:, None]) % width)[..., None].expand(b, width, x.shape[2])
+        x = roll_rows(self._embed(items, valid), shift)
         right_valid = cols[None] < n[:, None]
-        x = x.gather(1, to_right)
         for block in self.blocks[:-1]:
             x = block(x, None, right_valid)
-        x = x.gather(1, to_left)
+        x = roll_rows(x, -shift)
         # the last query's row of causal_padding_mask: the real keys, and itself
         last_mask = (valid | (cols == width - 1)[None])[:, None, :]
         x = self.blocks[-1](x, last_mask, valid, True)
