@@ -155,7 +155,8 @@ def test_sliding_windows_are_rejected():
 def test_ffn_at_real_positions_only_computes_the_plain_blocks(train, dtype):
     """Every block but the last runs its FFN at the real positions only (its PAD outputs are
     zeroed before the next block reads them): the same outputs, gradients and dropout stream
-    as the plain blocks."""
+    as the plain blocks (on the whole window: in length groups the products' shapes differ,
+    and so may their rounding)."""
     import seqrec.models.tvrec as tv
 
     cfg = TVRecConfig(dim=16, max_len=12, n_basis=4, order=5, dropout=0.3, n_blocks=3)
@@ -165,6 +166,56 @@ def test_ffn_at_real_positions_only_computes_the_plain_blocks(train, dtype):
         tv._rows_path = lambda block: False
         return lambda: setattr(tv, "_rows_path", fast)
 
-    assert_same_forward_and_backward(
-        lambda: TVRecEncoder(cfg, 40).to(dtype).train(train), padded_batch(), plain, last_only=True
-    )
+    def build():
+        enc = TVRecEncoder(cfg, 40).to(dtype).train(train)
+        enc.last_groups = 1
+        return enc
+
+    assert_same_forward_and_backward(build, padded_batch(), plain, last_only=True)
+
+
+def _left_padded(rows: int, width: int, n_items: int, seed: int) -> SequenceBatch:
+    g = torch.Generator().manual_seed(seed)
+    n = torch.randint(0, width + 1, (rows,), generator=g)
+    n[0], n[1] = 0, width  # an empty row and a full one
+    items = torch.randint(1, n_items + 1, (rows, width), generator=g)
+    items[torch.arange(width)[None] < (width - n)[:, None]] = 0
+    return SequenceBatch(items=items, mask=items.ne(0))
+
+
+@pytest.mark.parametrize("width", [16, 9])
+@pytest.mark.parametrize("groups", [2, 4, 40])
+def test_length_groups_compute_the_whole_window(width, groups):
+    """A last-position batch cut into groups of similar length, each on the window cut to its
+    longest row, gives the whole window's outputs and gradients (no dropout: the masks are drawn
+    per group), for batches narrower than max_len too; rows come back in their order."""
+    cfg = TVRecConfig(dim=8, max_len=16, n_basis=3, order=16, dropout=0.0, n_blocks=2)
+    batch = _left_padded(23, width, 30, seed=width + groups)
+
+    def run(n_groups: int):
+        torch.manual_seed(0)
+        enc = TVRecEncoder(cfg, 30).double().train()
+        for p in enc.parameters():  # away from the tiny official init, so every weight matters
+            torch.nn.init.normal_(p, 0.0, 0.3)
+        enc.last_groups = n_groups
+        out = enc(batch, last_only=True)
+        (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)).sum().backward()
+        return out.detach(), {n: p.grad for n, p in enc.named_parameters()}
+
+    (want, want_grads), (got, got_grads) = run(1), run(groups)
+    assert got.shape == (23, 1, 8)
+    torch.testing.assert_close(got, want)
+    for name, g in want_grads.items():
+        torch.testing.assert_close(got_grads[name], g, msg=name)
+
+
+def test_length_groups_are_not_used_for_every_position():
+    """Outputs at every position (``last_only=False``) run on the whole window."""
+    cfg = TVRecConfig(dim=8, max_len=10, n_basis=3, order=10, dropout=0.0)
+    enc = TVRecEncoder(cfg, 30).eval()
+    batch = _left_padded(7, 10, 30, seed=1)
+    with torch.no_grad():
+        out = enc(batch)
+        enc.last_groups = 1
+        torch.testing.assert_close(enc(batch, last_only=True)[:, 0], out[:, -1])
+    assert out.shape == (7, 10, 8)

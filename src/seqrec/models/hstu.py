@@ -63,7 +63,7 @@ from seqrec.models.hstu_bias import (
     query_time_diffs,
     time_buckets,
 )
-from seqrec.models.layers import Dropout, dropout_rows
+from seqrec.models.layers import Dropout, dropout_rows, tracing
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender
 
@@ -169,11 +169,6 @@ class HSTUConfig(NeuralConfig):
                 f"dim must be >= n_heads when d_qk or d_v is 0, got dim={self.dim}, "
                 f"n_heads={self.n_heads}"
             )
-
-
-def _tracing() -> bool:
-    """Whether a trace or compile is running: it records one path for every input."""
-    return torch.jit.is_tracing() or torch.compiler.is_compiling()
 
 
 def _attend(q, k, v, rab, weight_mask) -> torch.Tensor:
@@ -379,7 +374,7 @@ class HSTUEncoder(SequenceEncoder):
         """Whether ``forward`` runs its layers at the real positions only: in training, on
         CPU, on a batch with PAD, with every dropout of the layers a ``layers.Dropout`` (whose
         random stream ``dropout_rows`` keeps), outside traces."""
-        if not self.training or x.device.type != "cpu" or _tracing() or bool(mask.all()):
+        if not self.training or x.device.type != "cpu" or tracing() or bool(mask.all()):
             return False
         return all(
             type(m) is Dropout and not m.inplace

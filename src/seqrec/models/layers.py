@@ -25,6 +25,12 @@ class Dropout(nn.Dropout):
         return cpu_dropout(x, self.p)
 
 
+def tracing() -> bool:
+    """Whether a trace, export or compile is recording: it fixes data-dependent branches, so
+    the paths that choose by the batch's contents (PAD or not, lengths) take the general one."""
+    return torch.jit.is_tracing() or torch.compiler.is_compiling()
+
+
 def cpu_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
     """Inverted dropout of ``x`` with a mask from ``uniform_`` (see :class:`Dropout`)."""
     if p >= 1.0:

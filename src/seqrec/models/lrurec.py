@@ -91,7 +91,7 @@ from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError, DataError
 from seqrec.models.base import Recommendation
 from seqrec.models.encoder import SequenceEncoder
-from seqrec.models.layers import Dropout
+from seqrec.models.layers import Dropout, tracing
 from seqrec.models.lru_scan import block_powers, blocked_scan, lru_parallel_scan
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender, _Threads
@@ -654,7 +654,7 @@ def _real_rows(x: torch.Tensor, mask: torch.Tensor | None, training: bool):
     target sits there), so the fused PFFN computes only these rows; None otherwise."""
     if not training or x.device.type != "cpu" or mask is None or bool(mask.all()):
         return None
-    if torch.jit.is_tracing() or torch.compiler.is_compiling():
+    if tracing():
         return None
     return mask.reshape(-1).nonzero().squeeze(1)
 

@@ -95,6 +95,7 @@ from seqrec.models.layers import (
     causal_padding_mask,
     dropout_rows,
     roll_rows,
+    tracing,
 )
 from seqrec.models.neural_config import NeuralConfig, check_choice, check_positive, check_range
 from seqrec.models.torch_recommender import TorchRecommender
@@ -156,11 +157,6 @@ class SASRecConfig(NeuralConfig):
             )
         if self.ffn_dim < 0:
             raise ConfigError(f"ffn_dim must be >= 0, got {self.ffn_dim}")
-
-
-def _tracing() -> bool:
-    """Whether a trace or export is recording (it would fix data-dependent branches)."""
-    return torch.jit.is_tracing() or torch.compiler.is_compiling()
 
 
 class CausalSelfAttention(nn.Module):
@@ -346,7 +342,7 @@ class SASRecEncoder(SequenceEncoder):
         x = self._embed(items, valid)
         # a batch without PAD (full windows; evaluation batches of the longest histories) needs
         # no [B, L, L] mask: plain causal attention is the same
-        mask = None if not _tracing() and bool(valid.all()) else causal_padding_mask(valid)
+        mask = None if not tracing() and bool(valid.all()) else causal_padding_mask(valid)
         if mask is not None and not last_only and self._rows_path(x):
             # training on CPU: the position-wise work (projections, norms, FFN) at the real
             # positions only; a left-padded batch of short histories is mostly PAD
@@ -367,7 +363,7 @@ class SASRecEncoder(SequenceEncoder):
         """Whether ``forward`` runs the blocks at the real positions only: in training, on CPU,
         with every dropout a ``layers.Dropout`` (whose random stream ``dropout_rows`` keeps),
         outside traces."""
-        if not self.training or x.device.type != "cpu" or _tracing():
+        if not self.training or x.device.type != "cpu" or tracing():
             return False
         return all(
             type(m) is Dropout and not m.inplace
@@ -385,7 +381,7 @@ class SASRecEncoder(SequenceEncoder):
         one query per row needs only a ``[B, 1, L]`` mask. The same values up to the order of
         float additions (``forward`` is the reference)."""
         items = batch.items
-        if _tracing():  # exports trace one path for every input: the masked forward
+        if tracing():  # exports trace one path for every input: the masked forward
             return self.forward(batch, last_only=True)[:, -1]
         valid = batch.mask if batch.mask is not None else items.ne(0)
         b, width = items.shape

@@ -55,6 +55,10 @@ Deviations and choices:
   on CPU the other blocks compute theirs at the real positions only, since their outputs at PAD
   positions are zeroed before the next block reads them (the same values, and the same dropout
   stream: the mask is drawn over the whole window, then cut to the real positions).
+* Last-position batches (every training step, scoring) run in groups of rows of similar
+  length, each on the window cut to its longest row (``TVRecEncoder.last_groups``): the same
+  values up to float rounding, with the dropout masks drawn per group over the cut windows, so
+  not the random stream of the whole window (the distribution is the same).
 """
 
 from __future__ import annotations
@@ -66,9 +70,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqrec.data.batching import SequenceBatch
 from seqrec.errors import ConfigError
 from seqrec.models.fmlprec import FilterBlock, FMLPRec, FMLPRecConfig, WindowEncoder
-from seqrec.models.layers import Dropout
+from seqrec.models.layers import Dropout, tracing
 from seqrec.models.neural_config import check_positive
 
 TAP_INIT_STD = 1e-3
@@ -145,7 +150,11 @@ class TimeVariantFilter(nn.Module):
         return gram_gap(self.basis[..., 0]) + gram_gap(self.basis[..., 1])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.einsum("ts,bsd->btd", self.matrix().to(x.dtype), x)
+        """``x [B, w, D]``: the last ``w <= L`` positions of the window, the earlier ones all
+        PAD (zero) in every row, so the filter's ``[L, L]`` matrix is cut to its last ``w``
+        rows and columns (the same outputs there; ``w = L``: the whole window)."""
+        w = x.shape[1]
+        y = torch.einsum("ts,bsd->btd", self.matrix()[-w:, -w:].to(x.dtype), x)
         return self.norm(x + self.dropout(y))
 
 
@@ -167,6 +176,36 @@ class TVRecEncoder(WindowEncoder):
             lambda cfg: FilterBlock(cfg, TimeVariantFilter(cfg.max_len, cfg)),
             positions=False,
         )
+
+    last_groups = 4
+    """Groups of rows of similar length a ``last_only`` batch is cut into (1: the whole window
+    for every row)."""
+
+    def forward(self, batch: SequenceBatch, last_only: bool = False) -> torch.Tensor:
+        """:meth:`WindowEncoder.forward`; with ``last_only`` (training, scoring) the rows are
+        sorted by how many window positions they span (from their first real item to the
+        end), cut into :attr:`last_groups` groups of equal size, and each group runs on the
+        window cut to its longest row: the positions before it are PAD in every row of the
+        group, their inputs are zero, and the filter reads nothing else from them (see
+        :meth:`TimeVariantFilter.forward`). The same outputs up to float rounding; in
+        training the dropout masks are drawn group by group over the cut windows (another
+        random stream than the whole window's)."""
+        items = batch.items
+        length, max_len = items.shape[1], self.config.max_len
+        if not last_only or self.last_groups <= 1 or tracing() or length > max_len:
+            return super().forward(batch, last_only)
+        real = items.ne(0)
+        first = torch.where(real.any(1), real.to(torch.int8).argmax(1), length)
+        span = (length - first).clamp_(min=1)  # positions from the first real item on
+        order = torch.argsort(span, stable=True)
+        parts = []
+        for idx in torch.tensor_split(order, min(self.last_groups, len(order))):
+            w = int(span[idx[-1]])  # sorted: the group's longest row is its last
+            sub = items.index_select(0, idx)[:, length - w :]
+            x = self.emb_dropout(self.emb_norm(self.item_emb(sub)))
+            parts.append(self.run_blocks(x, sub, True)[:, -1])
+        hidden = torch.cat(parts)  # rows in `order`
+        return hidden.index_select(0, torch.argsort(order))[:, None]
 
     def run_blocks(self, x: torch.Tensor, items: torch.Tensor, last_only: bool) -> torch.Tensor:
         real = items.ne(0)[..., None]

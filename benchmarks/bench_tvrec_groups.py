@@ -1,0 +1,157 @@
+"""TV-Rec's last-position batches cut into groups of similar length, each on its own cut window.
+
+``TVRecEncoder.forward(last_only=True)`` (every training step, and scoring) sorts a batch's rows
+by the window positions they span and runs ``last_groups`` groups, each on the window cut to its
+longest row; the filter's matrix is cut the same way, so the outputs are the whole window's up to
+float rounding. Amazon prefixes are short (a few real items in a length-50 window), so most of
+the window's elementwise work (masks, norms, residuals, the filter products) was on PAD.
+
+Per reproduction run (``table:run``: its data, recipe and batch; untrained weights, seed 0, one
+thread): the median of ``--steps`` interleaved training steps (forward, loss, backward, AdamW)
+per variant, process CPU ms, and the fastest of ``--evals`` interleaved validations of all
+validation users, process CPU s, with the largest difference of a validation metric between
+the whole window and the library's default. Variants: ``window`` (one group: the whole window,
+the FFN of every block but the last at the real positions), ``g4``, ``g8``, ``g16`` groups.
+
+    .venv/bin/python benchmarks/bench_tvrec_groups.py
+
+Writes docs/results/tvrec_groups.{json,md} (``--out-stem``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "results"
+VARIANTS = {"window": 1, "g4": 4, "g8": 8, "g16": 16}
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--runs",
+        default="best:tvrec-d128-sports,frequency:tvrec-beauty,best:tvrec-d128-video",
+        help="table:run, comma-separated",
+    )
+    ap.add_argument("--steps", type=int, default=15, help="interleaved steps per variant")
+    ap.add_argument("--evals", type=int, default=2, help="interleaved validations per variant")
+    ap.add_argument("--out-stem", default="tvrec_groups")
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # --help before the heavy imports
+
+import os  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import torch  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _run_steps import run_steps  # noqa: E402
+
+from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
+from seqrec.experiment import evaluate_model  # noqa: E402
+from seqrec.models.tvrec import TVRecEncoder  # noqa: E402
+
+DEFAULT = TVRecEncoder.last_groups
+
+
+def one_run(table_run: str, steps: int, evals: int) -> dict:
+    run = run_steps(ROOT, table_run, steps + 1)
+    exp, split, model, batches, step = run.experiment, run.split, run.model, run.batches, run.step
+    enc = model.encoder
+    step(batches[0])
+    cpu: dict[str, list[float]] = {k: [] for k in VARIANTS}
+    for data in batches[1:]:
+        for name, groups in VARIANTS.items():
+            enc.last_groups = groups
+            c = time.process_time()
+            step(data)
+            cpu[name].append(time.process_time() - c)
+    enc.eval()
+    compared = {"window": 1, "default": DEFAULT}
+    ev: dict[str, list[float]] = {k: [] for k in compared}
+    metrics = {}
+    for _ in range(evals):
+        for name, groups in compared.items():
+            enc.last_groups = groups
+            c = time.process_time()
+            metrics[name] = evaluate_model(model, exp, split.valid).metrics
+            ev[name].append(time.process_time() - c)
+    enc.last_groups = DEFAULT
+    step_ms = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
+    return {
+        "run": table_run,
+        "dataset": exp.data.name,
+        "dim": model.config.dim,
+        "batch": run.batch_size,
+        "step_ms": step_ms,
+        "step_ratio": {k: v / step_ms["window"] for k, v in step_ms.items()},
+        "valid_users": len(split.valid),
+        "valid_s": {k: min(v) for k, v in ev.items()},
+        "valid_ratio": min(ev["default"]) / min(ev["window"]),
+        "max_metric_diff": max(
+            abs(metrics["window"][m] - metrics["default"][m]) for m in metrics["window"]
+        ),
+    }
+
+
+def markdown(record: dict) -> str:
+    names = list(VARIANTS)
+    lines = [
+        "# TV-Rec: last-position batches in groups of similar length\n",
+        f"Command: `{record['command']}`  ",
+        f"Protocol: {record['protocol']}  ",
+        f"Hardware: {hardware_line(record['hardware'])}  ",
+        f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
+        f"Training step, process CPU ms (ratio to the whole window); validation of all "
+        f"validation users, process CPU s, whole window against the default "
+        f"({record['default_groups']} groups), and the largest difference of a validation "
+        "metric between the two.\n",
+        "| run | D | batch | "
+        + " | ".join(f"step ms, {n}" for n in names)
+        + " | validation users | validation s, window | default | ratio | max metric diff |",
+        "|---|---:|---:|" + "---:|" * len(names) + "---:|---:|---:|---:|---:|",
+    ]
+    for r in record["runs"]:
+        cells = [
+            f"{r['step_ms'][n]:.0f}" + ("" if n == "window" else f" ({r['step_ratio'][n]:.2f})")
+            for n in names
+        ]
+        lines.append(
+            f"| {r['run']} | {r['dim']} | {r['batch']} | "
+            + " | ".join(cells)
+            + f" | {r['valid_users']:,} | {r['valid_s']['window']:.1f} | "
+            f"{r['valid_s']['default']:.1f} | {r['valid_ratio']:.2f} | {r['max_metric_diff']:.1e} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    args = parser().parse_args()
+    torch.set_num_threads(1)
+    loads = [os.getloadavg()[0]]
+    runs = []
+    for table_run in args.runs.split(","):
+        runs.append(one_run(table_run, args.steps, args.evals))
+        loads.append(os.getloadavg()[0])
+        print(runs[-1], flush=True)
+    record = base_record(
+        benchmark="tvrec_groups",
+        protocol=f"untrained weights, seed 0, one thread; median of {args.steps} interleaved "
+        f"training steps per variant; fastest of {args.evals} interleaved validations",
+        default_groups=DEFAULT,
+        runs=runs,
+        load_range=f"{min(loads):.1f}-{max(loads):.1f}",
+    )
+    print(write_report(OUT, args.out_stem, record, markdown(record)))
+
+
+if __name__ == "__main__":
+    main()
