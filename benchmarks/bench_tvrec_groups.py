@@ -12,6 +12,8 @@ per variant, process CPU ms, and the fastest of ``--evals`` interleaved validati
 validation users, process CPU s, with the largest difference of a validation metric between
 the whole window and the library's default. Variants: ``window`` (one group: the whole window,
 the FFN of every block but the last at the real positions), ``g4``, ``g8``, ``g16`` groups.
+It also counts the share of the window's positions each variant runs over an epoch of the
+run's training samples.
 
     .venv/bin/python benchmarks/bench_tvrec_groups.py
 
@@ -49,6 +51,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
@@ -57,14 +60,40 @@ from _run_steps import run_steps  # noqa: E402
 
 from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
 from seqrec.experiment import evaluate_model  # noqa: E402
+from seqrec.models.fmlprec import prefix_samples  # noqa: E402
 from seqrec.models.tvrec import TVRecEncoder  # noqa: E402
 
 DEFAULT = TVRecEncoder.last_groups
 
 
+def positions_share(model, split, batch_size: int) -> dict:
+    """Share of the window's positions that the groups run, over one epoch of the run's
+    training samples in a seeded random order (the whole window = 1), and the mean real
+    positions a sample."""
+    _, _, span = prefix_samples(split.train, model.config.max_len, empty=False)
+    span = np.maximum(span, 1)
+    order = np.random.default_rng(0).permutation(len(span))
+    full = 0
+    runs = dict.fromkeys(VARIANTS, 0)
+    for i in range(0, len(order) - batch_size + 1, batch_size):
+        lengths = np.sort(span[order[i : i + batch_size]])
+        full += batch_size * model.config.max_len
+        for name, groups in VARIANTS.items():
+            if groups == 1:  # one group runs the whole window, uncut
+                runs[name] += batch_size * model.config.max_len
+                continue
+            runs[name] += sum(len(g) * g[-1] for g in np.array_split(lengths, groups) if len(g))
+    share = {k: float(v / full) for k, v in runs.items()}
+    return {
+        "mean_span": float(span.mean()),
+        "real_share": float(span.mean()) / model.config.max_len,
+    } | {"positions_share": share}
+
+
 def one_run(table_run: str, steps: int, evals: int) -> dict:
     run = run_steps(ROOT, table_run, steps + 1)
     exp, split, model, batches, step = run.experiment, run.split, run.model, run.batches, run.step
+    shares = positions_share(model, split, run.batch_size)
     enc = model.encoder
     step(batches[0])
     cpu: dict[str, list[float]] = {k: [] for k in VARIANTS}
@@ -86,7 +115,7 @@ def one_run(table_run: str, steps: int, evals: int) -> dict:
             ev[name].append(time.process_time() - c)
     enc.last_groups = DEFAULT
     step_ms = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
-    return {
+    return shares | {
         "run": table_run,
         "dataset": exp.data.name,
         "dim": model.config.dim,
@@ -129,6 +158,18 @@ def markdown(record: dict) -> str:
             + " | ".join(cells)
             + f" | {r['valid_users']:,} | {r['valid_s']['window']:.1f} | "
             f"{r['valid_s']['default']:.1f} | {r['valid_ratio']:.2f} | {r['max_metric_diff']:.1e} |"
+        )
+    lines += [
+        "\nWindow positions each variant runs over one epoch of training samples (seeded "
+        "random batches of the run's size; the whole window = 1), and the real positions.\n",
+        "| run | mean real positions a sample | real | " + " | ".join(names) + " |",
+        "|---|---:|---:|" + "---:|" * len(names),
+    ]
+    for r in record["runs"]:
+        lines.append(
+            f"| {r['run']} | {r['mean_span']:.2f} | {r['real_share']:.2f} | "
+            + " | ".join(f"{r['positions_share'][n]:.2f}" for n in names)
+            + " |"
         )
     return "\n".join(lines) + "\n"
 
