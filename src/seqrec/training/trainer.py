@@ -148,6 +148,7 @@ class Trainer:
             lr=self.lr,
             weight_decay=config.weight_decay,
             betas=tuple(config.betas),
+            fused=fused_adamw(model),
         )
         self.log = self._new_log()
         self.epoch = 0
@@ -456,6 +457,17 @@ def effective_lr(config: Any) -> float:
         return float(config.lr)
     ratio = config.batch_size / base
     return float(config.lr * (ratio if rule == "linear" else math.sqrt(ratio)))
+
+
+def fused_adamw(model: nn.Module) -> bool | None:
+    """Whether AdamW runs its fused kernel: every parameter a real floating tensor on CPU or
+    CUDA. The fused step makes one pass over each parameter where the plain one makes one per
+    elementwise operation (a large share of a step when the item table is large); the same
+    update up to float rounding. None (torch's choice) otherwise."""
+    params = list(model.parameters())
+    if params and all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params):
+        return True
+    return None
 
 
 def _param_groups(model: nn.Module, config: Any) -> list[dict]:
