@@ -360,3 +360,31 @@ def test_bf16_precision_trains_in_bfloat16_and_keeps_float32_weights(data):
         assert a == pytest.approx(b, rel=0.05)
     best = {p: m.training_log.best_metric for p, m in runs.items()}
     assert best["bf16"] == pytest.approx(best["fp32"], abs=0.1)
+
+
+def test_fused_adamw_where_every_parameter_is_a_real_float_tensor():
+    from seqrec.training.trainer import fused_adamw
+
+    assert fused_adamw(torch.nn.Linear(3, 2)) is True
+    complex_module = torch.nn.Module()
+    complex_module.lam = torch.nn.Parameter(torch.zeros(2, dtype=torch.complex64))
+    assert fused_adamw(complex_module) is None  # torch's choice
+    assert fused_adamw(torch.nn.Module()) is None
+
+
+def test_a_checkpoint_of_the_plain_adamw_resumes_under_the_fused_one(tmp_path, data, monkeypatch):
+    """Runs checkpointed before the trainer chose the fused AdamW continue (with their saved
+    optimizer options) and reach the same step count as a run of the new code."""
+    import seqrec.training.trainer as trainer
+
+    train, valid, _ = data
+    with monkeypatch.context() as m:
+        m.setattr(trainer, "fused_adamw", lambda model: None)
+        one = SASRec(settings(SASRecConfig, **TINY, epochs=1, patience=0)).fit(
+            train, valid, checkpoint_dir=tmp_path, progress=False
+        )
+    two = SASRec(settings(SASRecConfig, **TINY, epochs=2, patience=0)).fit(
+        train, valid, checkpoint_dir=tmp_path, progress=False
+    )
+    assert two.training_log.global_step == 2 * one.training_log.global_step
+    assert np.isfinite(two.score(valid.histories())[:, 1:]).all()
