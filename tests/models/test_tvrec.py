@@ -219,3 +219,6 @@ def test_length_groups_are_not_used_for_every_position():
         enc.last_groups = 1
         torch.testing.assert_close(enc(batch, last_only=True)[:, 0], out[:, -1])
     assert out.shape == (7, 10, 8)
+    enc.last_groups = 4
+    empty = SequenceBatch(items=torch.zeros(0, 10, dtype=torch.long), mask=None)
+    assert enc(empty, last_only=True).shape == (0, 1, 8)
