@@ -28,7 +28,11 @@ class Dropout(nn.Dropout):
 def tracing() -> bool:
     """Whether a trace, export or compile is recording: it fixes data-dependent branches, so
     the paths that choose by the batch's contents (PAD or not, lengths) take the general one."""
-    return torch.jit.is_tracing() or torch.compiler.is_compiling()
+    return (
+        torch.jit.is_tracing()
+        or torch.compiler.is_compiling()
+        or torch.compiler.is_exporting()  # torch.export outside dynamo (ONNX's exporter)
+    )
 
 
 def cpu_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
