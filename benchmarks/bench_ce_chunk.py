@@ -51,7 +51,10 @@ import time  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
-from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _report import timing_header  # noqa: E402
+
+from seqrec.evaluation.results import base_record, write_report  # noqa: E402
 from seqrec.training.losses import CPU_CHUNK_LOGITS, full_ce_loss  # noqa: E402
 
 
@@ -75,11 +78,7 @@ def measure(items: int, rows: int, reps: int) -> dict:
 def markdown(record: dict) -> str:
     caps = list(CAPS)
     lines = [
-        "# Full cross-entropy on CPU: logits per chunk\n",
-        f"Command: `{record['command']}`  ",
-        f"Protocol: {record['protocol']}  ",
-        f"Hardware: {hardware_line(record['hardware'])}  ",
-        f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
+        *timing_header("Full cross-entropy on CPU: logits per chunk", record),
         "Forward + backward of `full_ce_loss`, ms (rows a chunk in brackets); the library's CPU "
         f"cap is {record['cpu_chunk_logits']:,} logits.\n",
         "| catalogue | items | rows | " + " | ".join(f"cap {c}" for c in caps) + " |",

@@ -49,7 +49,10 @@ import time  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
-from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _report import timing_header  # noqa: E402
+
+from seqrec.evaluation.results import base_record, write_report  # noqa: E402
 from seqrec.models.neural_config import settings  # noqa: E402
 from seqrec.registry import get_model  # noqa: E402
 
@@ -90,11 +93,7 @@ def measure(name: str, items: int, kwargs: dict, steps: int) -> dict:
 
 def markdown(record: dict) -> str:
     lines = [
-        "# The AdamW step: plain against fused\n",
-        f"Command: `{record['command']}`  ",
-        f"Protocol: {record['protocol']}  ",
-        f"Hardware: {hardware_line(record['hardware'])}  ",
-        f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
+        *timing_header("The AdamW step: plain against fused", record),
         "| encoder | parameters | plain (ms) | fused (ms) | fused / plain | max weight diff |",
         "|---|---:|---:|---:|---:|---:|",
     ]

@@ -63,9 +63,10 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from _report import timing_header  # noqa: E402
 from _run_steps import run_steps  # noqa: E402
 
-from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
+from seqrec.evaluation.results import base_record, write_report  # noqa: E402
 from seqrec.experiment import evaluate_model  # noqa: E402
 from seqrec.models import lrurec, tvrec  # noqa: E402
 from seqrec.models.fmlprec import WindowEncoder  # noqa: E402
@@ -125,11 +126,7 @@ def one_run(table_run: str, steps: int, evals: int) -> dict:
 
 def markdown(record: dict) -> str:
     lines = [
-        "# Work at PAD positions: training step and validation time\n",
-        f"Command: `{record['command']}`  ",
-        f"Protocol: {record['protocol']}  ",
-        f"Hardware: {hardware_line(record['hardware'])}  ",
-        f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
+        *timing_header("Work at PAD positions: training step and validation time", record),
         "Training step (TV-Rec, SASRec, LRURec, HSTU): plain blocks against the blocks at real positions only. "
         "Validation: the plain blocks and batches budgeted by the histories' lengths (before) "
         "against both changes (after).\n",

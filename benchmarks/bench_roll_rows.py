@@ -44,7 +44,10 @@ import time  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
-from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _report import timing_header  # noqa: E402
+
+from seqrec.evaluation.results import base_record, write_report  # noqa: E402
 from seqrec.models.layers import roll_rows  # noqa: E402
 
 
@@ -73,11 +76,7 @@ def measure(rows: int, width: int, dim: int, reps: int) -> dict:
 
 def markdown(record: dict) -> str:
     lines = [
-        "# Rotating padded rows: `roll_rows` against the element-wise gather\n",
-        f"Command: `{record['command']}`  ",
-        f"Protocol: {record['protocol']}  ",
-        f"Hardware: {hardware_line(record['hardware'])}  ",
-        f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
+        *timing_header("Rotating padded rows: `roll_rows` against the element-wise gather", record),
         "| where | B x L x D | gather (us) | roll_rows (us) | gather / roll_rows |",
         "|---|---|---:|---:|---:|",
     ]

@@ -56,9 +56,10 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from _report import timing_header  # noqa: E402
 from _run_steps import run_steps  # noqa: E402
 
-from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
+from seqrec.evaluation.results import base_record, write_report  # noqa: E402
 from seqrec.experiment import evaluate_model  # noqa: E402
 from seqrec.models.fmlprec import prefix_samples  # noqa: E402
 from seqrec.models.tvrec import TVRecEncoder  # noqa: E402
@@ -134,11 +135,7 @@ def one_run(table_run: str, steps: int, evals: int) -> dict:
 def markdown(record: dict) -> str:
     names = list(VARIANTS)
     lines = [
-        "# TV-Rec: last-position batches in groups of similar length\n",
-        f"Command: `{record['command']}`  ",
-        f"Protocol: {record['protocol']}  ",
-        f"Hardware: {hardware_line(record['hardware'])}  ",
-        f"Measured {record['created']}; 1-minute load average {record['load_range']}\n",
+        *timing_header("TV-Rec: last-position batches in groups of similar length", record),
         f"Training step, process CPU ms (ratio to the whole window); validation of all "
         f"validation users, process CPU s, whole window against the default "
         f"({record['default_groups']} groups), and the largest difference of a validation "
