@@ -71,20 +71,20 @@ def positions_share(model, split, batch_size: int) -> dict:
     """Share of the window's positions that the groups run, over one epoch of the run's
     training samples in a seeded random order (the whole window = 1), and the mean real
     positions a sample."""
-    _, _, span = prefix_samples(split.train, model.config.max_len, empty=False)
-    span = np.maximum(span, 1)
+    _, _, span = prefix_samples(split.train, model.config.max_len, empty=False)  # spans >= 1
     order = np.random.default_rng(0).permutation(len(span))
-    full = 0
-    runs = dict.fromkeys(VARIANTS, 0)
-    for i in range(0, len(order) - batch_size + 1, batch_size):
-        lengths = np.sort(span[order[i : i + batch_size]])
-        full += batch_size * model.config.max_len
-        for name, groups in VARIANTS.items():
-            if groups == 1:  # one group runs the whole window, uncut
-                runs[name] += batch_size * model.config.max_len
-                continue
-            runs[name] += sum(len(g) * g[-1] for g in np.array_split(lengths, groups) if len(g))
-    share = {k: float(v / full) for k, v in runs.items()}
+    batches = [
+        np.sort(span[order[i : i + batch_size]])
+        for i in range(0, len(order) - batch_size + 1, batch_size)
+    ]
+    full = len(batches) * batch_size * model.config.max_len
+    share = {
+        # one group runs the whole window, uncut
+        name: 1.0
+        if groups == 1
+        else float(sum(len(g) * g[-1] for b in batches for g in np.array_split(b, groups)) / full)
+        for name, groups in VARIANTS.items()
+    }
     return {
         "mean_span": float(span.mean()),
         "real_share": float(span.mean()) / model.config.max_len,

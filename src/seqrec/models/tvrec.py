@@ -192,11 +192,15 @@ class TVRecEncoder(WindowEncoder):
         random stream than the whole window's)."""
         items = batch.items
         length, max_len = items.shape[1], self.config.max_len
-        # a trace records one path for every batch (and sizes read here would fix its batch
-        # dimension): the whole window
-        if not last_only or tracing() or self.last_groups <= 1:
-            return super().forward(batch, last_only)
-        if not len(items) or length > max_len:
+        # a trace records one path for every batch: the whole window, decided before any size
+        # is read (reading one would fix the trace's batch dimension)
+        if (
+            not last_only
+            or tracing()
+            or self.last_groups <= 1
+            or not len(items)
+            or length > max_len
+        ):
             return super().forward(batch, last_only)
         real = items.ne(0)
         first = torch.where(real.any(1), real.to(torch.int8).argmax(1), length)
