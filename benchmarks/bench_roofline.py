@@ -23,7 +23,9 @@ recipe on the ML-1M file: length 50, every prefix), one run measures
   square rate (the issue's bar) and at the rate of the fastest thin ``[25600, d] x [d, d']``
   product (what a d = 64 model's products reach at best).
 
-Times are process CPU seconds (the machine is shared: a descheduled second is not the model's),
+The process keeps freed memory for reuse as the ``seqrec`` command does
+(:func:`seqrec.allocator.retain_freed_memory`; ``SEQREC_MALLOC=system`` measures glibc's
+defaults). Times are process CPU seconds (the machine is shared: a descheduled second is not the model's),
 the rates too (CPU time of the best of three products); wall times are in the JSON.
 Achieved share = FLOPs / CPU time / rate. Weights are untrained (time and FLOPs do not depend on
 them). Elementwise work (softmax, norms, the LRU scan, dropout masks) is not counted as FLOPs:
@@ -121,6 +123,7 @@ from torch.utils import flop_counter
 
 sys.path.insert(0, str(ROOT / "src"))
 from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
+from seqrec.allocator import retain_freed_memory  # noqa: E402
 from seqrec.experiment import build_model, evaluate_model, prepare_data  # noqa: E402
 from seqrec.models.torch_recommender import resolved_batch  # noqa: E402
 from seqrec_lab.spec import load_table  # noqa: E402
@@ -515,6 +518,7 @@ def main() -> None:
         record = json.loads((OUT / f"{args.out_stem}.json").read_text())
         (OUT / f"{args.out_stem}.md").write_text(markdown(record))
         return
+    retain_freed_memory()  # the seqrec command's allocator setting (seqrec.allocator)
     torch.set_num_threads(1)
     _register_formulas()
     t_start = time.perf_counter()

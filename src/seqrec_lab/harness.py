@@ -139,6 +139,9 @@ def plan(
 def _worker_init(threads: int, stop_event: Any) -> None:
     import torch
 
+    from seqrec.allocator import retain_freed_memory
+
+    retain_freed_memory()  # as the seqrec command does for its own process
     torch.set_num_threads(max(threads, 1))
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(processName)s %(name)s: %(message)s"

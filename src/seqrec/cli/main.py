@@ -334,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
+    from seqrec.allocator import retain_freed_memory
+
+    retain_freed_memory()  # this process is seqrec's: keep freed memory for reuse
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
