@@ -122,8 +122,8 @@ import torch
 from torch.utils import flop_counter
 
 sys.path.insert(0, str(ROOT / "src"))
-from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
 from seqrec.allocator import retain_freed_memory  # noqa: E402
+from seqrec.evaluation.results import base_record, hardware_line, write_report  # noqa: E402
 from seqrec.experiment import build_model, evaluate_model, prepare_data  # noqa: E402
 from seqrec.models.torch_recommender import resolved_batch  # noqa: E402
 from seqrec_lab.spec import load_table  # noqa: E402
