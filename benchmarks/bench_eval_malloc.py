@@ -70,18 +70,12 @@ def child(model_name: str, evals: int) -> dict:
 
     applied = retain_freed_memory()
     import torch
-    from bench_roofline import _spec
+    from bench_roofline import evaluation_ready
 
-    from seqrec.experiment import build_model, evaluate_model, prepare_data
+    from seqrec.experiment import evaluate_model
 
     torch.set_num_threads(1)
-    exp = _spec(model_name).experiment
-    split = prepare_data(exp).split
-    model = build_model(exp)
-    model._remember_catalogue(split.train)
-    torch.manual_seed(0)
-    model.encoder = model.build_encoder(split.train.n_items)
-    model.encoder.eval()
+    model, exp, split = evaluation_ready(model_name)
     metrics = evaluate_model(model, exp, split.test)  # warm-up
     runs = []
     for _ in range(evals):

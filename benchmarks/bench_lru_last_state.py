@@ -102,18 +102,11 @@ def shapes_part(reps: int) -> list[dict]:
 
 def eval_part(reps: int) -> dict:
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_roofline import _spec
+    from bench_roofline import RUNS, evaluation_ready
 
-    from seqrec.experiment import build_model, evaluate_model, prepare_data
+    from seqrec.experiment import evaluate_model
 
-    spec = _spec("lrurec")
-    exp = spec.experiment
-    split = prepare_data(exp).split
-    model = build_model(exp)
-    model._remember_catalogue(split.train)
-    torch.manual_seed(0)
-    model.encoder = model.build_encoder(split.train.n_items)
-    model.encoder.eval()
+    model, exp, split = evaluation_ready("lrurec")
     variants = {"scan": by_scan, "last_state": SUM_OVER_TIME}
     cpu: dict[str, list[float]] = {k: [] for k in variants}
     metrics = {}
@@ -127,7 +120,7 @@ def eval_part(reps: int) -> dict:
     finally:
         lrurec.LRULayer.last_state = SUM_OVER_TIME
     return {
-        "run": f"lrurec:{spec.run_id}",
+        "run": "lrurec:" + RUNS["lrurec"][1],
         "users": len(split.test),
         "cpu_s": cpu,
         "median_cpu_s": {k: statistics.median(v) for k, v in cpu.items()},

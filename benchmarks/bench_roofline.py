@@ -298,6 +298,19 @@ def _spec(name: str):
     return spec
 
 
+def evaluation_ready(name: str):
+    """``(model, experiment, split)``: ``name``'s recipe with untrained weights (seed 0), in
+    evaluation mode, on its data and split (time does not depend on the weights)."""
+    exp = _spec(name).experiment
+    split = prepare_data(exp).split
+    model = build_model(exp)
+    model._remember_catalogue(split.train)
+    torch.manual_seed(0)
+    model.encoder = model.build_encoder(split.train.n_items)
+    model.encoder.eval()
+    return model, exp, split
+
+
 def train_part(model, split, args) -> dict:
     from seqrec.training.negatives import NegativeSampler
 
