@@ -18,7 +18,7 @@ glibc = pytest.mark.skipif(
 PROBE = """
 import json, resource
 import numpy as np
-from seqrec.allocator import retain_freed_memory
+from seqrec.allocator import describe, retain_freed_memory
 
 def faults():
     blocks = []
@@ -28,11 +28,13 @@ def faults():
         del blocks
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start
 
+said_before = describe()
 before = faults()
 applied = retain_freed_memory()
 faults()  # the heap grows once
 print(json.dumps({"before": before, "applied": applied, "after": faults(),
-                  "again": retain_freed_memory()}))
+                  "again": retain_freed_memory(), "said_before": said_before,
+                  "said": describe()}))
 """
 
 
@@ -51,6 +53,8 @@ def _probe(**env: str) -> dict:
 def test_freed_blocks_are_reused_without_page_faults():
     res = _probe(SEQREC_MALLOC="")
     assert res["applied"] and res["again"]
+    assert res["said_before"].startswith("glibc's defaults")
+    assert res["said"].startswith("freed memory kept for reuse")
     # by default the heap top is trimmed after every round and faulted in again, page by page
     assert res["before"] > 20 * 1000
     assert res["after"] < res["before"] / 20
@@ -60,4 +64,5 @@ def test_freed_blocks_are_reused_without_page_faults():
 def test_system_allocator_on_request():
     res = _probe(SEQREC_MALLOC="system")
     assert not res["applied"]
+    assert res["said"] == "the C library's defaults (SEQREC_MALLOC=system)"
     assert res["after"] > res["before"] / 2  # unchanged: the pages are faulted in every round

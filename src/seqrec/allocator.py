@@ -65,3 +65,17 @@ def retain_freed_memory() -> bool:
         log.warning("glibc refused the malloc thresholds; the allocator keeps its defaults")
     _applied = ok
     return ok
+
+
+def describe() -> str:
+    """One line on the allocator setting of this process (``seqrec doctor``)."""
+    if _applied:
+        return (
+            f"freed memory kept for reuse (glibc: mmap threshold {MMAP_THRESHOLD >> 20} MiB, "
+            f"trim threshold {TRIM_THRESHOLD >> 20} MiB; SEQREC_MALLOC=system turns it off)"
+        )
+    if os.environ.get("SEQREC_MALLOC", "").strip().lower() == "system":
+        return "the C library's defaults (SEQREC_MALLOC=system)"
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return "the C library's defaults (not glibc: nothing to set)"
+    return "glibc's defaults (retain_freed_memory() not called in this process)"

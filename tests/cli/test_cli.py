@@ -196,3 +196,4 @@ def test_doctor_reports_the_installation_and_names_missing_extras(capsys, monkey
     assert "torch " in out and "shipped data    ml-latest-small loads (100,836 interactions)" in out
     assert "extra excel     no: pip install 'seqrec[excel]'" in out
     assert "extra tune" in out and "data dir" in out
+    assert "allocator" in out  # what seqrec.allocator.describe says (tests/test_allocator.py)

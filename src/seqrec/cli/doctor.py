@@ -57,6 +57,9 @@ def report() -> list[tuple[str, str]]:
         rows.append(
             ("torch", "MISSING: neural models cannot train (./scripts/bootstrap.sh installs it)")
         )
+    from seqrec.allocator import describe
+
+    rows.append(("allocator", describe()))
     for lib in ("numpy", "polars", "scipy"):
         rows.append((lib, _version(lib) or "MISSING"))
     for extra, (module, enables) in EXTRAS.items():
