@@ -36,7 +36,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--rounds", type=int, default=3, help="process pairs per model")
     ap.add_argument("--evals", type=int, default=4, help="timed evaluations per process")
     ap.add_argument("--out-stem", default="eval_malloc")
-    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)  # MODEL:MODE, internal
+    # internal: one measuring process for MODEL (its allocator comes from SEQREC_MALLOC)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     return ap
 
 
@@ -102,7 +103,7 @@ def run_child(model_name: str, mode: str, evals: int) -> dict:
     env = {**os.environ, "SEQREC_MALLOC": "system" if mode == "system" else ""}
     env["OMP_NUM_THREADS"] = "1"
     out = subprocess.run(
-        [sys.executable, __file__, "--child", f"{model_name}:{mode}", "--evals", str(evals)],
+        [sys.executable, __file__, "--child", model_name, "--evals", str(evals)],
         env=env,
         capture_output=True,
         text=True,
@@ -132,7 +133,6 @@ def measure(model_name: str, rounds: int, evals: int) -> dict:
             "wall_s": statistics.median(r["wall_s"] for r in runs),
             "minor_faults": statistics.median(r["minor_faults"] for r in runs),
             "max_rss_mib": statistics.median(p["max_rss_mib"] for p in per_mode[m]),
-            "cpu_all": [r["cpu_s"] for r in runs],
             # growth of the resident size from the first timed evaluation to the last
             "rss_growth_mib": max(
                 p["runs"][-1]["rss_mib"] - p["runs"][0]["rss_mib"] for p in per_mode[m]
@@ -171,8 +171,7 @@ def markdown(record: dict) -> str:
 def main() -> None:
     args = parser().parse_args()
     if args.child:
-        name, _mode = args.child.split(":")
-        print(json.dumps(child(name, args.evals)))
+        print(json.dumps(child(args.child, args.evals)))
         return
     loads = [os.getloadavg()[0]]
     models = {}

@@ -25,8 +25,8 @@ recipe on the ML-1M file: length 50, every prefix), one run measures
 
 The process keeps freed memory for reuse as the ``seqrec`` command does
 (:func:`seqrec.allocator.retain_freed_memory`; ``SEQREC_MALLOC=system`` measures glibc's
-defaults). Times are process CPU seconds (the machine is shared: a descheduled second is not the model's),
-the rates too (CPU time of the best of three products); wall times are in the JSON.
+defaults). Times are process CPU seconds (the machine is shared: a descheduled second is not
+the model's), the rates too (CPU time of the best of three products); wall times are in the JSON.
 Achieved share = FLOPs / CPU time / rate. Weights are untrained (time and FLOPs do not depend on
 them). Elementwise work (softmax, norms, the LRU scan, dropout masks) is not counted as FLOPs:
 it is what keeps a model below the matmul rate.

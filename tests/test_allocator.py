@@ -21,7 +21,6 @@ import numpy as np
 from seqrec.allocator import describe, retain_freed_memory
 
 def faults():
-    blocks = []
     start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(20):
         blocks = [np.ones(2 << 20, dtype=np.float32) for _ in range(4)]  # 4 x 8 MiB

@@ -42,6 +42,15 @@ _M_MMAP_THRESHOLD = -3
 _applied: bool | None = None
 
 
+def _left_alone() -> str | None:
+    """Why the allocator is not to be touched here (a ``describe`` line), or None."""
+    if os.environ.get("SEQREC_MALLOC", "").strip().lower() == "system":
+        return "the C library's defaults (SEQREC_MALLOC=system)"
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return "the C library's defaults (not glibc: nothing to set)"
+    return None
+
+
 def retain_freed_memory() -> bool:
     """Fix glibc's mmap and trim thresholds for this process (once); True where glibc took
     both settings, False where it did nothing (another C library, ``SEQREC_MALLOC=system``,
@@ -50,9 +59,7 @@ def retain_freed_memory() -> bool:
     if _applied is not None:
         return _applied
     _applied = False
-    if os.environ.get("SEQREC_MALLOC", "").strip().lower() == "system":
-        return False
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if _left_alone() is not None:
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
@@ -74,8 +81,9 @@ def describe() -> str:
             f"freed memory kept for reuse (glibc: mmap threshold {MMAP_THRESHOLD >> 20} MiB, "
             f"trim threshold {TRIM_THRESHOLD >> 20} MiB; SEQREC_MALLOC=system turns it off)"
         )
-    if os.environ.get("SEQREC_MALLOC", "").strip().lower() == "system":
-        return "the C library's defaults (SEQREC_MALLOC=system)"
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return "the C library's defaults (not glibc: nothing to set)"
+    reason = _left_alone()
+    if reason is not None:
+        return reason
+    if _applied is False:
+        return "glibc's defaults (glibc refused the thresholds)"
     return "glibc's defaults (retain_freed_memory() not called in this process)"
