@@ -6,7 +6,7 @@ from seqrec.data.batching import SequenceBatch
 from seqrec.data.sequences import Sequences
 from seqrec.errors import ConfigError
 from seqrec.models.fmlprec import prefix_samples
-from seqrec.models.neural_config import settings
+from seqrec.models.neural_config import TrainConfig, settings
 from seqrec.models.tvrec import TimeVariantFilter, TVRec, TVRecConfig, TVRecEncoder, shift_taps
 from seqrec.testing import conformance as C
 from seqrec.testing.conformance import ConformanceSuite
@@ -119,9 +119,16 @@ def test_prefix_samples_without_the_empty_one_are_the_official_ones():
     assert got == ref
 
 
+def test_defaults_are_the_official_recipe_but_the_width_measured_best():
+    config = TVRecConfig()
+    train = TrainConfig.for_model(TVRecConfig)
+    assert (config.dim, config.n_blocks, config.dropout, config.n_basis) == (128, 2, 0.5, 32)
+    assert (train.lr, train.batch_size, train.val_metric) == (5e-4, 256, "NDCG@20")
+
+
 def test_parameter_count_is_the_official_one():
     """The official Sports log: 1,248,160 parameters (d 64, M 16, K 50, 18,357 items + PAD)."""
-    enc = TVRecEncoder(TVRecConfig(n_basis=16), n_items=18357)
+    enc = TVRecEncoder(TVRecConfig(dim=64, n_basis=16), n_items=18357)
     assert sum(p.numel() for p in enc.parameters()) == 1_248_160
 
 
