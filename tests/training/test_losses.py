@@ -46,6 +46,50 @@ def test_full_ce_matches_reference_values_and_gradients(seed, chunk, bias):
         assert torch.allclose(g1, g2, atol=1e-10)
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    chunk=st.integers(1, 20),
+    bias=st.booleans(),
+    smoothing=st.sampled_from([0.05, 0.1, 0.5]),
+)
+def test_full_ce_with_label_smoothing_matches_torch_over_the_real_items(
+    seed, chunk, bias, smoothing
+):
+    h, w, b, t = _inputs(seed, bias=bias)
+    ours = full_ce_loss(h, t, w, b, chunk_size=chunk, label_smoothing=smoothing)
+    valid = t > 0
+    logits = (h[valid] @ w.T + (0 if b is None else b))[:, 1:]  # PAD is no class
+    ref = F.cross_entropy(logits, t[valid] - 1, label_smoothing=smoothing)
+    assert torch.allclose(ours, ref)
+    for g1, g2 in zip(_grads(ours, (h, w, b)), _grads(ref, (h, w, b)), strict=True):
+        assert torch.allclose(g1, g2, atol=1e-10)
+    assert not torch.allclose(ours, full_ce_loss(h, t, w, b, chunk_size=chunk))
+
+
+def test_label_smoothing_is_checked_and_needs_the_full_cross_entropy():
+    from seqrec.errors import ConfigError
+    from seqrec.models.neural_config import TrainConfig
+
+    assert TrainConfig(label_smoothing=0.1).label_smoothing == 0.1
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ConfigError, match="label_smoothing"):
+            TrainConfig(label_smoothing=bad)
+    with pytest.raises(ConfigError, match="loss = 'ce' only"):
+        TrainConfig(loss="bce", label_smoothing=0.1)
+
+
+def test_the_training_config_smoothing_reaches_the_loss():
+    from seqrec.models.neural_config import TrainConfig
+    from seqrec.training.losses import next_item_loss
+
+    h, w, b, t = _inputs(3)
+    cfg = TrainConfig(label_smoothing=0.2)
+    got = next_item_loss(cfg, h, t, {}, w, b, torch.device("cpu"), 4)
+    assert torch.allclose(got, full_ce_loss(h, t, w, b, 4, label_smoothing=0.2))
+    assert not torch.allclose(got, full_ce_loss(h, t, w, b, 4))
+
+
 def test_full_ce_ignores_padding_positions():
     h, w, b, t = _inputs(1)
     loss = full_ce_loss(h, t, w, b)

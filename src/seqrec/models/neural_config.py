@@ -135,6 +135,9 @@ class TrainConfig:
     and sums in float32); weights, optimizer state, validation and scoring stay float32. Faster
     only where bfloat16 is native (CPUs with AVX512-BF16 or AMX, recent GPUs);
     ``docs/results/precision.md`` measures speed and accuracy against 'fp32'."""
+    label_smoothing: float = setting(0.0, legacy=0.0, section="train")
+    """With ``loss = 'ce'``: train against ``1 - label_smoothing`` on the target item plus
+    ``label_smoothing / I`` on each of the ``I`` items (0 = the plain cross-entropy)."""
 
     def __post_init__(self) -> None:
         check_positive(self, "n_negatives", "lr", "epochs", "eval_every")
@@ -151,6 +154,12 @@ class TrainConfig:
         if self.lr_base_batch < 0:
             raise ConfigError(f"lr_base_batch must be >= 0, got {self.lr_base_batch!r}")
         check_range(self, "gbce_t", 0.0, 1.0)
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"label_smoothing must be in [0, 1), got {self.label_smoothing!r}")
+        if self.label_smoothing and self.loss != "ce":
+            raise ConfigError(
+                f"label_smoothing applies to loss = 'ce' only, got loss = {self.loss!r}"
+            )
         for name in (
             "weight_decay",
             "patience",

@@ -73,7 +73,8 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, h, weight, bias, targets, chunk, mm_dtype=None):  # h [N, D], weight [I+1, D]
+    def forward(ctx, h, weight, bias, targets, chunk, mm_dtype=None, smoothing=0.0):
+        # h [N, D], weight [I+1, D]
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
         grad_h = torch.empty_like(h) if need_h else None
         grad_w = torch.zeros_like(weight) if need_w else None
@@ -99,13 +100,19 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
             rows = torch.arange(len(t), device=h.device)
             top = logits.amax(dim=1, keepdim=True)
             target_logit = logits[rows, t]
+            if smoothing:  # the uniform part of the target: the mean logit over items 1..I
+                target_logit = (1.0 - smoothing) * target_logit + smoothing * logits[:, 1:].mean(
+                    dim=1
+                )
             p = logits.sub_(top).exp_()  # one exp per logit; column 0 -> 0
             norm = p.sum(dim=1, keepdim=True)
             total += (norm.log().add_(top).squeeze(1) - target_logit).sum()
             if grad_h is None and grad_w is None and grad_b is None:
                 continue
             p.div_(norm)  # softmax
-            p[rows, t] -= 1.0
+            if smoothing:
+                p[:, 1:] -= smoothing / (weight.shape[0] - 1)
+            p[rows, t] -= 1.0 - smoothing
             if grad_b is not None:
                 grad_b += p.sum(0)
             if low:
@@ -125,7 +132,7 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
         grad_h, grad_w, grad_b = ctx.grads
         ctx.grads = None
         scale = lambda g: None if g is None else g * grad_out  # noqa: E731
-        return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None
+        return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None, None
 
 
 CPU_CHUNK_LOGITS = 1 << 20
@@ -142,8 +149,13 @@ def full_ce_loss(
     chunk_size: int = 256,
     max_chunk_logits: int | None = None,
     mm_dtype: torch.dtype | None = None,
+    label_smoothing: float = 0.0,
 ) -> torch.Tensor:
     """Full-softmax cross-entropy over items ``1..I`` on valid positions, in row chunks.
+
+    ``label_smoothing`` ``e`` trains against ``(1 - e)`` on the target plus ``e / I`` on every
+    item (``torch.nn.functional.cross_entropy``'s definition over the ``I`` real items; PAD
+    gets nothing).
 
     Peak extra memory is ``chunk x (I + 1)`` logits with
     ``chunk = min(chunk_size, max_chunk_logits // (I + 1))`` (at least 1), so large catalogues
@@ -159,7 +171,8 @@ def full_ce_loss(
     if max_chunk_logits is None:
         max_chunk_logits = CPU_CHUNK_LOGITS if h.device.type == "cpu" else 1 << 24
     chunk = max(1, min(int(chunk_size), max_chunk_logits // weight.shape[0]))
-    return _ChunkedSoftmaxCE.apply(h, weight, bias, t, chunk, mm_dtype) / h.shape[0]
+    smoothing = float(label_smoothing)
+    return _ChunkedSoftmaxCE.apply(h, weight, bias, t, chunk, mm_dtype, smoothing) / h.shape[0]
 
 
 def sampled_softmax_loss(
@@ -250,6 +263,7 @@ def next_item_loss(
             bias,
             ce_chunk,
             mm_dtype=torch.bfloat16 if cfg.precision == "bf16" else None,
+            label_smoothing=getattr(cfg, "label_smoothing", 0.0),
         )
     negs = data["negatives"].to(device)
     if cfg.loss == "bce":
