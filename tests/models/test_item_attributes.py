@@ -233,3 +233,32 @@ def test_fit_partial_trains_the_id_rows_of_the_new_items_it_shows(cold_split):
     known = model.encoder.item_emb.known
     assert bool(known[old_n + 1]) and not bool(known[old_n + 2]) and not bool(known[0])
     assert np.isfinite(model.score(cold_split.test.histories())[:, 1:]).all()
+
+
+@pytest.mark.parametrize("name", sorted(SUPPORTED))
+def test_one_id_dropout_draw_per_training_step(name, cold_split, monkeypatch):
+    """The item read in a history and the item scored share one ID-dropout draw per step,
+    however many times the encoder looks items up (TV-Rec runs its batch in length groups)."""
+    draws, steps = [0], [0]
+    known = AttributeItemEmbedding._known
+
+    def counting(self, draw):
+        if draw and self.training:
+            draws[0] += 1
+        return known(self, draw)
+
+    monkeypatch.setattr(AttributeItemEmbedding, "_known", counting)
+    config_cls, model_cls = get_model(name)
+    over = {"dim": 16} if "dim" in config_cls.__dataclass_fields__ else {}
+    cfg = settings(config_cls, **{**TINY, "epochs": 1, "batch_size": 16, **over, **ATTR})
+    model = model_cls(cfg)
+    step = model.compute_loss
+
+    def counted_step(data):
+        steps[0] += 1
+        return step(data)
+
+    model.compute_loss = counted_step
+    model.fit(cold_split.train, cold_split.valid, progress=False)
+    assert steps[0] > 1
+    assert draws[0] == steps[0]

@@ -357,6 +357,13 @@ class AttributeItemEmbedding(nn.Module):
         return spec_from_state({k: v.cpu().numpy() for k, v in self.state_dict().items()}, "")
 
     # --- pieces ------------------------------------------------------------------------
+    def new_step(self) -> None:
+        """Draw this training step's ID dropout: the model's ``train_forward`` calls it once
+        per step, so every lookup of the step (an encoder may look items up more than once, or
+        only read the whole table, as MF) and the output table share one draw."""
+        if self.training:
+            self._known(draw=True)
+
     def _known(self, draw: bool) -> torch.Tensor:
         """Items whose ID part is used ``[n_items + 1]`` (bool): the known items, less a fresh
         ``id_dropout`` draw per training step (``draw``)."""
@@ -389,13 +396,14 @@ class AttributeItemEmbedding(nn.Module):
         return torch.where(known, bias, self.default_bias.to(bias.dtype))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """``[...]`` item ids -> ``[..., D]``; in training, draws the step's ID dropout."""
-        return self._rows(ids, self._known(draw=True))
+        """``[...]`` item ids -> ``[..., D]`` (in training with the step's ID dropout, as
+        :meth:`new_step` drew it)."""
+        return self._rows(ids, self._known(draw=False))
 
     @property
     def weight(self) -> torch.Tensor:
         """The whole table ``[n_items + 1, D]`` (in training with the step's ID dropout, as
-        drawn by the last forward); cached in evaluation until a parameter or buffer changes."""
+        drawn by :meth:`new_step`); cached in evaluation until a parameter or buffer changes."""
         ids = torch.arange(len(self.known), device=self.known.device)
         if self.training or torch.is_grad_enabled():
             return self._rows(ids, self._known(draw=False))

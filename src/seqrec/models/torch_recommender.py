@@ -232,7 +232,11 @@ class TorchRecommender(Recommender):
     def train_forward(self, batch: SequenceBatch, **kwargs: Any) -> torch.Tensor:
         """The encoder's forward in a training step: through DistributedDataParallel under
         torchrun. A ``compute_loss`` override must call this, not ``self.encoder``: a forward
-        that bypasses DDP leaves the ranks' gradients unsynchronized (the trainer checks)."""
+        that bypasses DDP leaves the ranks' gradients unsynchronized (the trainer checks).
+        Called once per step, it also draws the step's ID dropout of an attribute item table."""
+        new_step = getattr(getattr(self.encoder, "item_emb", None), "new_step", None)
+        if new_step is not None:
+            new_step()
         return (self.encoder if self._net is None else self._net)(batch, **kwargs)
 
     def loss_at(self, hidden: torch.Tensor, targets: torch.Tensor, data: dict) -> torch.Tensor:
