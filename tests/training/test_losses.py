@@ -4,12 +4,14 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqrec.errors import DataError
+from seqrec.errors import ConfigError, DataError
+from seqrec.models.neural_config import TrainConfig
 from seqrec.training.losses import (
     bce_loss,
     full_ce_loss,
     gbce_beta,
     gbce_loss,
+    next_item_loss,
     sampled_softmax_loss,
 )
 
@@ -68,9 +70,6 @@ def test_full_ce_with_label_smoothing_matches_torch_over_the_real_items(
 
 
 def test_label_smoothing_is_checked_and_needs_the_full_cross_entropy():
-    from seqrec.errors import ConfigError
-    from seqrec.models.neural_config import TrainConfig
-
     assert TrainConfig(label_smoothing=0.1).label_smoothing == 0.1
     for bad in (-0.1, 1.0):
         with pytest.raises(ConfigError, match="label_smoothing"):
@@ -80,9 +79,6 @@ def test_label_smoothing_is_checked_and_needs_the_full_cross_entropy():
 
 
 def test_the_training_config_smoothing_reaches_the_loss():
-    from seqrec.models.neural_config import TrainConfig
-    from seqrec.training.losses import next_item_loss
-
     h, w, b, t = _inputs(3)
     cfg = TrainConfig(label_smoothing=0.2)
     got = next_item_loss(cfg, h, t, {}, w, b, torch.device("cpu"), 4)

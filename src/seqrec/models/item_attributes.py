@@ -361,8 +361,7 @@ class AttributeItemEmbedding(nn.Module):
         """Draw this training step's ID dropout: the model's ``train_forward`` calls it once
         per step, so every lookup of the step (an encoder may look items up more than once, or
         only read the whole table, as MF) and the output table share one draw."""
-        if self.training:
-            self._known(draw=True)
+        self._known(draw=True)  # no draw outside training (see _known)
 
     def _known(self, draw: bool) -> torch.Tensor:
         """Items whose ID part is used ``[n_items + 1]`` (bool): the known items, less a fresh

@@ -263,7 +263,7 @@ def next_item_loss(
             bias,
             ce_chunk,
             mm_dtype=torch.bfloat16 if cfg.precision == "bf16" else None,
-            label_smoothing=getattr(cfg, "label_smoothing", 0.0),
+            label_smoothing=cfg.label_smoothing,
         )
     negs = data["negatives"].to(device)
     if cfg.loss == "bce":
