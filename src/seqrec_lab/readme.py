@@ -21,7 +21,7 @@ from seqrec.atomic import atomic_write
 
 OVERVIEW = "README.md"
 PAPERS = ("sasrec", "lrurec", "hstu", "lsan", "satf", "peers")
-STUDIES = ("defaults", "precision", "tie-order", "protocols")
+STUDIES = ("defaults", "precision", "tie-order", "protocols", "smoothing")
 
 
 def _summaries(report_dir: Path) -> list[dict]:
