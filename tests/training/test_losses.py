@@ -5,7 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqrec.errors import ConfigError, DataError
+from seqrec.models.gru4rec import GRU4RecConfig
 from seqrec.models.neural_config import TrainConfig
+from seqrec.models.neural_config import settings as model_settings
+from seqrec.models.sasrec import SASRecConfig
 from seqrec.training.losses import (
     bce_loss,
     full_ce_loss,
@@ -74,8 +77,16 @@ def test_label_smoothing_is_checked_and_needs_the_full_cross_entropy():
     for bad in (-0.1, 1.0):
         with pytest.raises(ConfigError, match="label_smoothing"):
             TrainConfig(label_smoothing=bad)
+    # set beside another loss it is an error; a model's own default smoothing belongs to its
+    # cross-entropy, and another loss leaves it aside
+    assert SASRecConfig.train_defaults["label_smoothing"] > 0
+    _, train, _ = model_settings(SASRecConfig, loss="bce").parts
+    assert train.loss == "bce"
     with pytest.raises(ConfigError, match="loss = 'ce' only"):
-        TrainConfig(loss="bce", label_smoothing=0.1)
+        model_settings(SASRecConfig, loss="bce", label_smoothing=0.2)
+    assert "label_smoothing" not in GRU4RecConfig.train_defaults
+    with pytest.raises(ConfigError, match="loss = 'ce' only"):
+        model_settings(GRU4RecConfig, loss="bce", label_smoothing=0.1)
 
 
 def test_the_training_config_smoothing_reaches_the_loss():

@@ -52,6 +52,11 @@ def _no_attributes(config: dict[str, Any]) -> bool:
     return config.get("item_attributes", "none") == "none"
 
 
+def _not_ce(config: dict[str, Any]) -> bool:
+    """``label_smoothing`` acts only on the full cross-entropy."""
+    return config.get("loss", "ce") != "ce"
+
+
 def _no_growth(config: dict[str, Any]) -> bool:
     """``auto_batch_max`` acts only through ``min_epoch_steps`` on an automatic batch."""
     return _batch_given(config) or not config.get("min_epoch_steps", 0)
@@ -135,9 +140,11 @@ class TrainConfig:
     and sums in float32); weights, optimizer state, validation and scoring stay float32. Faster
     only where bfloat16 is native (CPUs with AVX512-BF16 or AMX, recent GPUs);
     ``docs/results/precision.md`` measures speed and accuracy against 'fp32'."""
-    label_smoothing: float = setting(0.0, legacy=0.0, section="train")
+    label_smoothing: float = setting(0.0, legacy=0.0, inert_when=_not_ce, section="train")
     """With ``loss = 'ce'``: train against ``1 - label_smoothing`` on the target item plus
-    ``label_smoothing / I`` on each of the ``I`` items (0 = the plain cross-entropy)."""
+    ``label_smoothing / I`` on each of the ``I`` items (0 = the plain cross-entropy). Other
+    losses ignore a model's default smoothing (it belongs to its cross-entropy); set to another
+    value beside them it is an error."""
 
     def __post_init__(self) -> None:
         check_positive(self, "n_negatives", "lr", "epochs", "eval_every")
@@ -156,10 +163,6 @@ class TrainConfig:
         check_range(self, "gbce_t", 0.0, 1.0)
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ConfigError(f"label_smoothing must be in [0, 1), got {self.label_smoothing!r}")
-        if self.label_smoothing and self.loss != "ce":
-            raise ConfigError(
-                f"label_smoothing applies to loss = 'ce' only, got loss = {self.loss!r}"
-            )
         for name in (
             "weight_decay",
             "patience",
@@ -278,6 +281,12 @@ class NeuralConfig:
             raise ConfigError(
                 f"window_stride must be in [0, max_len={self.max_len}] (0 = max_len), "
                 f"got {train.window_stride!r}"
+            )
+        default_smoothing = type(self).train_defaults.get("label_smoothing", 0.0)
+        if train.loss != "ce" and train.label_smoothing not in (0.0, default_smoothing):
+            raise ConfigError(
+                f"label_smoothing applies to loss = 'ce' only, got loss = {train.loss!r} "
+                f"with label_smoothing = {train.label_smoothing!r}"
             )
 
 

@@ -61,11 +61,16 @@ Deviations from the paper (all deliberate, all switchable where noted):
   what matters is the number of steps an epoch gives. On each dataset measured the rule picks
   the batch that validated best (``docs/decisions/automatic-batch-size.md``). The paper's 128
   is ``batch_size=128``.
+* Label smoothing (deviation by default): the full cross-entropy trains against ``0.9`` on the
+  target plus ``0.1 / I`` on every item (``label_smoothing=0.1``); ``label_smoothing=0`` is the
+  plain cross-entropy, and the paper's BCE ignores the setting. It validated higher on both
+  datasets the defaults are chosen on (``docs/decisions/label-smoothing.md``).
 * Optimizer is AdamW (``weight_decay=0`` equals the paper's Adam); the paper's L2 on
   embeddings is not applied.
 * Defaults are the best recipe measured on validation NDCG@10 (``docs/decisions/``): the
-  reference layout, ``lr=3e-3``, ``patience=30``, sliding training windows and batches of about
-  1,024 targets. The paper-faithful variant is ``lr=1e-3, loss="bce", batch_size=128`` (its
+  reference layout, ``lr=3e-3``, ``patience=30``, sliding training windows, batches of about
+  1,024 targets and label smoothing 0.1. The paper-faithful variant is ``lr=1e-3, loss="bce",
+  batch_size=128`` (its
   learning rate, objective and batch; with 1e-3 the model takes far longer to get past the
   popularity ranking on small data, and a short patience stops it in the dip that follows;
   ``docs/decisions/learning-rate-and-patience.md``).
@@ -124,6 +129,7 @@ class SASRecConfig(NeuralConfig):
         "train_windows": "sliding",  # every transition once per epoch; validated above 'last'
         "batch_size": 0,  # sized per dataset: about batch_targets targets per step ...
         "min_epoch_steps": 100,  # ... grown up to auto_batch_max while an epoch keeps 100 steps
+        "label_smoothing": 0.1,  # validated above the one-hot target (0 = the paper's loss)
     }
     ffn_dim: int = 0
     """FFN inner size (0 = d, as in the paper)."""
