@@ -70,9 +70,9 @@ Deviations from the paper (all deliberate, all switchable where noted):
 * Defaults are the best recipe measured on validation NDCG@10 (``docs/decisions/``): the
   reference layout, ``lr=3e-3``, ``patience=30``, sliding training windows, batches of about
   1,024 targets and label smoothing 0.1. The paper-faithful variant is ``lr=1e-3, loss="bce",
-  batch_size=128`` (its
-  learning rate, objective and batch; with 1e-3 the model takes far longer to get past the
-  popularity ranking on small data, and a short patience stops it in the dip that follows;
+  batch_size=128`` (its learning rate, objective and batch; with 1e-3 the model takes far longer
+  to get past the popularity ranking on small data, and a short patience stops it in the dip
+  that follows;
   ``docs/decisions/learning-rate-and-patience.md``).
 
 **Computation.** In training on CPU every layout runs its position-wise work (projections,
