@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from seqrec.errors import ConfigError, DataError
 from seqrec.models.gru4rec import GRU4RecConfig
+from seqrec.models.lrurec import LRURecConfig
 from seqrec.models.neural_config import TrainConfig
 from seqrec.models.neural_config import settings as model_settings
 from seqrec.models.sasrec import SASRecConfig
@@ -79,11 +80,12 @@ def test_label_smoothing_is_checked_and_needs_the_full_cross_entropy():
             TrainConfig(label_smoothing=bad)
     # set beside another loss it is an error; a model's own default smoothing belongs to its
     # cross-entropy, and another loss leaves it aside
-    assert SASRecConfig.train_defaults["label_smoothing"] > 0
-    _, train, _ = model_settings(SASRecConfig, loss="bce").parts
-    assert train.loss == "bce"
-    with pytest.raises(ConfigError, match="loss = 'ce' only"):
-        model_settings(SASRecConfig, loss="bce", label_smoothing=0.2)
+    for smoothed in (SASRecConfig, LRURecConfig):
+        assert smoothed.train_defaults["label_smoothing"] > 0
+        _, train, _ = model_settings(smoothed, loss="bce").parts
+        assert train.loss == "bce"
+        with pytest.raises(ConfigError, match="loss = 'ce' only"):
+            model_settings(smoothed, loss="bce", label_smoothing=0.2)
     assert "label_smoothing" not in GRU4RecConfig.train_defaults
     with pytest.raises(ConfigError, match="loss = 'ce' only"):
         model_settings(GRU4RecConfig, loss="bce", label_smoothing=0.1)
