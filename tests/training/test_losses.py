@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from seqrec.errors import ConfigError, DataError
 from seqrec.models.gru4rec import GRU4RecConfig
+from seqrec.models.hstu import HSTUConfig
 from seqrec.models.lrurec import LRURecConfig
 from seqrec.models.neural_config import TrainConfig
 from seqrec.models.neural_config import settings as model_settings
@@ -80,7 +81,7 @@ def test_label_smoothing_is_checked_and_needs_the_full_cross_entropy():
             TrainConfig(label_smoothing=bad)
     # set beside another loss it is an error; a model's own default smoothing belongs to its
     # cross-entropy, and another loss leaves it aside
-    for smoothed in (SASRecConfig, LRURecConfig):
+    for smoothed in (SASRecConfig, LRURecConfig, HSTUConfig):
         assert smoothed.train_defaults["label_smoothing"] > 0
         _, train, _ = model_settings(smoothed, loss="bce").parts
         assert train.loss == "bce"
