@@ -73,7 +73,7 @@ else
 fi
 
 # the entry point check: an editable install made before a command was declared lacks it
-if .venv/bin/python -c "import seqrec, seqrec_lab, hypothesis, fastapi, uvloop, httptools, matplotlib, onnxruntime, onnxscript, optuna, redis, faiss
+if .venv/bin/python -c "import seqrec, seqrec_lab, hypothesis, xdist, fastapi, uvloop, httptools, matplotlib, onnxruntime, onnxscript, optuna, redis, faiss
 from importlib.metadata import entry_points
 assert 'reproduce' in [e.name for e in entry_points(group='seqrec.commands')]" 2>/dev/null; then
   say "seqrec and its extras already installed"
@@ -81,4 +81,4 @@ else
   say "installing seqrec (editable) with the test, serve, plot, export, tune, excel, live and ann extras"
   "${PIP[@]}" -e ".[test,serve,plot,export,tune,excel,live,ann]"
 fi
-say "done: .venv/bin/seqrec demo runs the quickstart, .venv/bin/python -m pytest the tests"
+say "done: .venv/bin/seqrec demo runs the quickstart, .venv/bin/python -m pytest -n auto the tests"

@@ -12,7 +12,9 @@
   same examples every time and a red run reruns red; ``dev`` (the default) draws new examples
   on every run, so local runs keep exploring, and prints the blob that replays a failure.
 * ``slow`` marks the tests that ``pytest -m "not slow"`` leaves out of the quick loop (the
-  README's plain ``pytest`` runs them all).
+  README's ``pytest -n auto`` runs them all).
+* Under ``pytest -n N`` (pytest-xdist) the N test processes share the cores: each gets its share
+  of torch threads, so N processes do not each start a thread per core and oversubscribe them.
 """
 
 import os
@@ -28,6 +30,12 @@ SRC = str(Path(seqrec.__file__).resolve().parents[1])
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [SRC, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != SRC)]
 )
+
+_workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+if _workers:
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(_workers)))
 
 try:
     from hypothesis import settings

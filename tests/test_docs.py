@@ -76,7 +76,7 @@ def test_readme_starts_with_the_two_commands():
     first_block = FENCE.search(text)
     assert first_block is not None
     assert "./scripts/bootstrap.sh && .venv/bin/seqrec demo" in first_block.group(0)
-    assert "./scripts/bootstrap.sh && .venv/bin/python -m pytest" in first_block.group(0)
+    assert "./scripts/bootstrap.sh && .venv/bin/python -m pytest -n auto" in first_block.group(0)
 
 
 @pytest.mark.parametrize("page", written_docs(), ids=lambda p: str(p.relative_to(ROOT)))

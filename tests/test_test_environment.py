@@ -56,3 +56,16 @@ def test_a_benchmark_counts_as_slow(request):
     bench, plain = Item(pytest.mark.benchmark.mark), Item()
     conftest.pytest_collection_modifyitems(request.config, [bench, plain])
     assert bench.get_closest_marker("slow") is not None and plain.get_closest_marker("slow") is None
+
+
+def test_each_parallel_test_process_takes_its_share_of_the_cores():
+    # `pytest -n auto` (the README's command) starts one test process a core; each must not
+    # also start a torch thread a core, or the processes oversubscribe the machine
+    conftest = Path(__file__).resolve().parent / "conftest.py"
+    code = f"import runpy, torch; runpy.run_path({str(conftest)!r}); print(torch.get_num_threads())"
+    for workers in (1, 2, 10_000):
+        env = {**os.environ, "PYTEST_XDIST_WORKER_COUNT": str(workers)}
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        assert int(out) == max(1, (os.cpu_count() or 1) // workers)
