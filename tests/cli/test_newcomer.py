@@ -123,7 +123,8 @@ def test_csv_with_custom_columns_and_ms_timestamps_to_batch_file(tmp_path, capsy
     assert table["title"].str.starts_with("Product ").all()
 
 
-def test_misspelt_model_names_and_keys_suggest_the_closest_known_one(capsys):
+def test_misspelt_model_names_and_keys_suggest_the_closest_known_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # runs/ of the working directory is where a run would go
     cases = [
         (["--set", "model.name=sasrc"], "unknown model 'sasrc' (did you mean 'sasrec'?)"),
         (["--set", "model.name=bert"], "(did you mean 'bert4rec'?)"),
@@ -139,6 +140,10 @@ def test_misspelt_model_names_and_keys_suggest_the_closest_known_one(capsys):
         assert expected in capsys.readouterr().err
     assert main(["train", "--set", "model.name=zzzzzz"]) == 2
     assert "did you mean" not in capsys.readouterr().err
+    # a data name that is not found fails before the run directory is made
+    missing = tmp_path / "no-such-log.csv"
+    assert main(["train", "--set", f"data.name={missing}", "--out", "mine"]) == 2
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "mine").exists()
 
 
 def test_evaluate_reads_the_run_data_and_split_and_flags_another_split(tmp_path, capsys):

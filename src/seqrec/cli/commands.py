@@ -255,8 +255,6 @@ def cmd_train(args: argparse.Namespace) -> int:
             flush=True,
         )
     resumable = False
-    if rank0:
-        resumable, _lock = runs.prepare_run_dir(out, exp, args.fresh)  # held until we return
     options = {
         "checkpoint_dir": checkpoint,
         "checkpoint_every": runs.CHECKPOINT_EVERY,
@@ -264,7 +262,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         "progress": True,
     }
     try:
+        # the data first: a misspelt dataset or an unreadable file leaves no run directory
         data = prepare_data(exp)
+        if rank0:
+            resumable, _lock = runs.prepare_run_dir(out, exp, args.fresh)  # held until we return
         if rank0 and Path(exp.data.name).exists():  # your own file: say how it was read, first
             for line in data_lines(data):
                 print(line, file=sys.stderr, flush=True)
