@@ -3,8 +3,8 @@ loader and the HTTP API. Every generated input is either accepted or refused wit
 ``SeqRecError`` (HTTP: a 4xx); any other exception, or a 5xx, fails the test.
 
 Each target runs twice: a tenth of its inputs in the quick loop and all of them in the slow
-tier (``-m "not slow"`` leaves the full size out). The number of inputs tried is counted per
-target and size, printed (``pytest -s``) and asserted.
+tier (``-m "not slow"`` leaves the full size out). The number of inputs each test tried is
+counted, printed (``pytest -s``) and asserted after the test.
 """
 
 import itertools
@@ -42,8 +42,18 @@ SIZE = {"now": "quick"}
 
 @pytest.fixture(autouse=True)
 def _size(request):
-    """Which size the running test is (once per test, not per input)."""
+    """Which size the running test is (once per test, not per input); after a fuzz test, that
+    it tried at least half the inputs it asked for (Hypothesis stops early when it runs out of
+    new ones), so a target that silently stopped being exercised fails. Each test checks its own
+    count, so the check holds however ``pytest -n`` spreads the tests over processes."""
     SIZE["now"] = "full" if request.node.get_closest_marker("slow") else "quick"
+    before = sum(COUNTS.values())
+    yield
+    minimum = getattr(request.function, "fuzz_min_inputs", None)
+    if minimum is not None:
+        tried = sum(COUNTS.values()) - before
+        print(f"\n{request.node.name}: {tried} inputs tried")
+        assert tried >= minimum, f"{request.node.name}: {tried} inputs tried, fewer than {minimum}"
 
 
 def _count(target: str) -> None:
@@ -57,6 +67,7 @@ def _sizes(n: int, **strategies):
     def both(body):
         quick = settings(FUZZ, max_examples=max(n // QUICK_SHARE, 1))(given(**strategies)(body))
         full = settings(FUZZ, max_examples=n)(given(**strategies)(body))
+        quick.fuzz_min_inputs, full.fuzz_min_inputs = max(n // QUICK_SHARE // 2, 1), n // 2
         return quick, pytest.mark.slow(full)
 
     return both
@@ -467,30 +478,3 @@ test_fuzz_http_api, test_fuzz_http_api_full = _sizes(
     body=BODY,
     raw=st.one_of(st.none(), st.binary(max_size=40)),
 )(_http_api)
-
-
-def test_fuzz_input_count():
-    """Runs last (file order): every target was exercised at each size that ran, thousands
-    of inputs in all at full size."""
-    expected = {
-        "file reader": N_FILES,
-        "config overrides": N_OVERRIDES,
-        "config files": N_CONFIG_TEXT,
-        "artifact loader": N_ARTIFACT,
-        "HTTP API": N_HTTP,
-    }
-    for size, share in (("quick", QUICK_SHARE), ("full", 1)):
-        ran = {k: COUNTS.get((size, k), 0) for k in expected}
-        print(
-            f"\nfuzz, {size}: {sum(ran.values())} inputs tried: "
-            + ", ".join(f"{k} {v}" for k, v in ran.items())
-        )
-        if not any(ran.values()):
-            continue  # this size was not selected (-m "not slow" leaves out the full one)
-        if not all(ran.values()):
-            pytest.skip(f"run with the whole module to count every target ({size}: {ran})")
-        for key, n in expected.items():
-            assert ran[key] >= n // share // 2, (size, key, ran[key])
-        assert sum(ran.values()) >= 2000 // share
-    if not COUNTS:
-        pytest.skip("no fuzz target ran")
