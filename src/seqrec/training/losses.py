@@ -59,17 +59,29 @@ def bce_loss(
 
 
 class _ChunkedSoftmaxCE(torch.autograd.Function):
-    """Sum over rows of ``logsumexp(h W^T + b) - (h W^T + b)[target]`` with PAD column excluded.
+    """Sum over rows of ``logsumexp(z) - ((1 - e) z[target] + e mean(z[1:]))`` with
+    ``z = h W^T + b``, PAD column excluded, ``e`` the label smoothing.
 
     The forward pass loops over row chunks, keeping only ``[chunk, I]`` logits alive, and
-    computes the gradients right there (``softmax - onehot`` is at hand), so the backward pass
-    only scales the stored ``[N, D]`` / ``[I, D]`` gradients: three matmuls and one ``exp``
-    per logit instead of recomputing the logits.
+    computes the gradients right there, so the backward pass only scales the stored
+    ``[N, D]`` / ``[I, D]`` gradients: three matmuls and one ``exp`` per logit instead of
+    recomputing the logits.
+
+    Every pass over a chunk's ``[rows, I + 1]`` logits costs about as much as a small product
+    on CPU, so only the passes the softmax needs touch them: the bias add, the max, the
+    shifted ``exp``, the row sums, the bias gradient's column sums and the two gradient
+    products read the unnormalised ``E = exp(z - max)``. The rest is done on ``[rows, D]`` or
+    ``[I, D]`` tensors, by linearity of the gradient ``G = E / s - (1 - e) onehot(t) - e / I``
+    (``s`` the row sums, ``e / I`` on the real items only):
+
+    * ``G W = (E W) / s - (1 - e) W[t] - e mean(W[1:])``;
+    * ``G^T h = E^T (h / s) - (1 - e) onehot(t)^T h - (e / I) 1[1:] sum(h)``;
+    * the smoothed target's mean logit is ``h . mean(W[1:]) + mean(b[1:])``.
 
     With ``mm_dtype`` (bfloat16) the three matmuls take their inputs in that type (``h``, the
-    weights and the ``softmax - onehot`` matrix are rounded to it; products accumulate in
-    float32 inside the kernel) while the softmax, the loss and the gradient sums stay float32.
-    Training step times of both paths: ``benchmarks/bench_precision.py``.
+    weights and ``E`` are rounded to it; products accumulate in float32 inside the kernel)
+    while the softmax, the loss, the one-hot and smoothing terms and the gradient sums stay
+    float32. Training step times of both paths: ``benchmarks/bench_precision.py``.
     """
 
     @staticmethod
@@ -79,6 +91,9 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
         grad_h = torch.empty_like(h) if need_h else None
         grad_w = torch.zeros_like(weight) if need_w else None
         grad_b = torch.zeros_like(bias) if (bias is not None and need_b) else None
+        need_grads = grad_h is not None or grad_w is not None or grad_b is not None
+        hit = 1.0 - smoothing  # the target's share of the smoothed label
+        n_items = weight.shape[0] - 1
         total = h.new_zeros(())
         # One reused [chunk, I+1] buffer: a fresh multi-MB tensor per chunk costs page faults
         # comparable to the matmul itself.
@@ -86,44 +101,61 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
         low = mm_dtype is not None and mm_dtype != h.dtype
         h_mm, w_mm = (h.to(mm_dtype), weight.to(mm_dtype)) if low else (h, weight)
         wt = w_mm.T
+        if smoothing:
+            w_mean = weight[1:].mean(0)  # [D]: the mean logit is h . w_mean + b_mean
+            b_mean = 0.0 if bias is None else bias[1:].mean()
+            h_sum = h.new_zeros(h.shape[1])  # sum of the rows, for grad_w's uniform part
         for start in range(0, h.shape[0], chunk):
-            hc = h_mm[start : start + chunk]
+            hc = h[start : start + chunk]
+            hc_mm = h_mm[start : start + chunk]
             t = targets[start : start + chunk]
             logits = buf[: hc.shape[0]]
             if low:  # no mixed-dtype out= matmul on CPU: the product is copied up to float32
-                logits.copy_(torch.mm(hc, wt))
+                logits.copy_(torch.mm(hc_mm, wt))
             else:
-                torch.mm(hc, wt, out=logits)
+                torch.mm(hc_mm, wt, out=logits)
             if bias is not None:
                 logits += bias
             logits[:, 0] = float("-inf")  # PAD is never a candidate
             rows = torch.arange(len(t), device=h.device)
             top = logits.amax(dim=1, keepdim=True)
             target_logit = logits[rows, t]
-            if smoothing:  # the uniform part of the target: the mean logit over items 1..I
-                target_logit = (1.0 - smoothing) * target_logit + smoothing * logits[:, 1:].mean(
-                    dim=1
-                )
-            p = logits.sub_(top).exp_()  # one exp per logit; column 0 -> 0
-            norm = p.sum(dim=1, keepdim=True)
-            total += (norm.log().add_(top).squeeze(1) - target_logit).sum()
-            if grad_h is None and grad_w is None and grad_b is None:
-                continue
-            p.div_(norm)  # softmax
             if smoothing:
-                p[:, 1:] -= smoothing / (weight.shape[0] - 1)
-            p[rows, t] -= 1.0 - smoothing
+                target_logit = hit * target_logit + smoothing * (hc @ w_mean + b_mean)
+            e = logits.sub_(top).exp_()  # one exp per logit; column 0 -> 0
+            norm = e.sum(dim=1, keepdim=True)
+            total += (norm.log().add_(top).squeeze(1) - target_logit).sum()
+            if not need_grads:
+                continue
+            inv = norm.reciprocal_()  # [rows, 1]: the softmax is e * inv
             if grad_b is not None:
-                grad_b += p.sum(0)
-            if low:
-                p = p.to(mm_dtype)
+                grad_b.addmv_(e.T, inv.squeeze(1))
+                grad_b.index_add_(0, t, torch.full_like(inv.squeeze(1), -hit))
+            e_mm = e.to(mm_dtype) if low else e
             if grad_h is not None:
-                grad_h[start : start + chunk] = p @ w_mm
-            if grad_w is not None:
+                gh = grad_h[start : start + chunk]
                 if low:
-                    grad_w += torch.mm(p.T, hc)
+                    gh.copy_(torch.mm(e_mm, w_mm))
                 else:
-                    grad_w.addmm_(p.T, hc)
+                    torch.mm(e_mm, w_mm, out=gh)
+                gh.mul_(inv).sub_(weight[t], alpha=hit)
+                if smoothing:
+                    gh.sub_(w_mean, alpha=smoothing)
+            if grad_w is not None:
+                h_scaled = hc * inv
+                if low:
+                    grad_w += torch.mm(e_mm.T, h_scaled.to(mm_dtype))
+                else:
+                    grad_w.addmm_(e.T, h_scaled)
+                grad_w.index_add_(0, t, hc, alpha=-hit)
+                if smoothing:
+                    h_sum += hc.sum(0)
+        if smoothing and need_grads:
+            uniform = smoothing / n_items  # each real item's share of the smoothed label
+            if grad_w is not None:
+                grad_w[1:] -= uniform * h_sum
+            if grad_b is not None:
+                grad_b[1:] -= uniform * h.shape[0]
         ctx.grads = (grad_h, grad_w, grad_b)
         return total
 
