@@ -54,9 +54,10 @@ def test_bench_gpu_dry_run(tmp_path):
         assert r["steady_s_per_epoch"] > 0 and len(r["parity"]) == 1
         assert 0.0 < r["parity"][0]["ndcg10"] <= 1.0
     assert runs["ddp2"]["world_size"] == 2 and runs["fp32"]["world_size"] == 1
-    # autocast really ran in bf16: the validation curve moves off the fp32 one (same seed, one
-    # thread: fp32 runs are bit-identical, so only the bf16 arithmetic can move it)
+    # autocast really ran in bf16: the training loss moves off the fp32 one (same seed, one
+    # thread: fp32 runs are bit-identical, so only the bf16 arithmetic can move it; the tiny
+    # validation ranking may or may not move with it, depending on the CPU's rounding)
     print({v: r["parity"] for v, r in runs.items()})
-    assert runs["bf16"]["parity"][0]["ndcg10"] != runs["fp32"]["parity"][0]["ndcg10"]
+    assert runs["bf16"]["parity"][0]["train_loss"] != runs["fp32"]["parity"][0]["train_loss"]
     assert "| sasrec | ddp2 |" in out.with_suffix(".md").read_text()
     assert "fp32" in proc.stdout  # the figures are printed

@@ -158,7 +158,15 @@ def run_one(name: str, variant: str, args) -> dict:
     for h in hist:
         gpu, cpu = h["metrics"]["NDCG@10"], curve.get(h["epoch"])
         ok = None if cpu is None else abs(gpu - cpu) <= max(0.005, 0.05 * cpu)
-        parity.append({"epoch": h["epoch"], "ndcg10": gpu, "cpu_ndcg10": cpu, "ok": ok})
+        parity.append(
+            {
+                "epoch": h["epoch"],
+                "ndcg10": gpu,
+                "cpu_ndcg10": cpu,
+                "ok": ok,
+                "train_loss": h.get("train_loss"),
+            }
+        )
     return {
         "model": name,
         "variant": variant,
