@@ -104,7 +104,6 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
         if smoothing:
             w_mean = weight[1:].mean(0)  # [D]: the mean logit is h . w_mean + b_mean
             b_mean = 0.0 if bias is None else bias[1:].mean()
-            h_sum = h.new_zeros(h.shape[1])  # sum of the rows, for grad_w's uniform part
         for start in range(0, h.shape[0], chunk):
             hc = h[start : start + chunk]
             hc_mm = h_mm[start : start + chunk]
@@ -130,7 +129,6 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
             inv = norm.reciprocal_()  # [rows, 1]: the softmax is e * inv
             if grad_b is not None:
                 grad_b.addmv_(e.T, inv.squeeze(1))
-                grad_b.index_add_(0, t, torch.full_like(inv.squeeze(1), -hit))
             e_mm = e.to(mm_dtype) if low else e
             if grad_h is not None:
                 gh = grad_h[start : start + chunk]
@@ -147,14 +145,15 @@ class _ChunkedSoftmaxCE(torch.autograd.Function):
                     grad_w += torch.mm(e_mm.T, h_scaled.to(mm_dtype))
                 else:
                     grad_w.addmm_(e.T, h_scaled)
-                grad_w.index_add_(0, t, hc, alpha=-hit)
-                if smoothing:
-                    h_sum += hc.sum(0)
-        if smoothing and need_grads:
-            uniform = smoothing / n_items  # each real item's share of the smoothed label
-            if grad_w is not None:
-                grad_w[1:] -= uniform * h_sum
-            if grad_b is not None:
+        # the one-hot and uniform parts of grad_w and grad_b, once for all rows
+        uniform = smoothing / n_items  # each real item's share of the smoothed label
+        if grad_w is not None:
+            grad_w.index_add_(0, targets, h, alpha=-hit)
+            if smoothing:
+                grad_w[1:] -= uniform * h.sum(0)
+        if grad_b is not None:
+            grad_b.index_add_(0, targets, torch.full_like(targets, -hit, dtype=grad_b.dtype))
+            if smoothing:
                 grad_b[1:] -= uniform * h.shape[0]
         ctx.grads = (grad_h, grad_w, grad_b)
         return total
