@@ -66,6 +66,8 @@ from seqrec.models.tvrec import TVRecEncoder  # noqa: E402
 
 DEFAULT = TVRecEncoder.last_groups
 
+ATTR = "last_groups"  # the encoder attribute that sets the number of groups
+
 
 def positions_share(model, split, batch_size: int) -> dict:
     """Share of the window's positions that the groups run, over one epoch of the run's
@@ -77,7 +79,14 @@ def positions_share(model, split, batch_size: int) -> dict:
         np.sort(span[order[i : i + batch_size]])
         for i in range(0, len(order) - batch_size + 1, batch_size)
     ]
-    full = len(batches) * batch_size * model.config.max_len
+    return shares_of(batches, span, model.config.max_len)
+
+
+def shares_of(batches: list[np.ndarray], span: np.ndarray, max_len: int) -> dict:
+    """``batches``: each batch's sorted spans (positions from the first real item to the end
+    of the window, at least 1); ``span``: every sample's."""
+    batch_size = len(batches[0])
+    full = len(batches) * batch_size * max_len
     share = {
         # one group runs the whole window, uncut
         name: 1.0
@@ -87,34 +96,39 @@ def positions_share(model, split, batch_size: int) -> dict:
     }
     return {
         "mean_span": float(span.mean()),
-        "real_share": float(span.mean()) / model.config.max_len,
+        "real_share": float(span.mean()) / max_len,
     } | {"positions_share": share}
 
 
-def one_run(table_run: str, steps: int, evals: int) -> dict:
+def one_run(
+    table_run: str, steps: int, evals: int, attr: str = ATTR, shares_fn=positions_share
+) -> dict:
+    """Interleaved training steps and validations of ``table_run`` with the encoder's
+    ``attr`` (its number of groups) set to each variant's."""
     run = run_steps(ROOT, table_run, steps + 1)
     exp, split, model, batches, step = run.experiment, run.split, run.model, run.batches, run.step
-    shares = positions_share(model, split, run.batch_size)
+    shares = shares_fn(model, split, run.batch_size)
     enc = model.encoder
+    default = getattr(enc, attr)
     step(batches[0])
     cpu: dict[str, list[float]] = {k: [] for k in VARIANTS}
     for data in batches[1:]:
         for name, groups in VARIANTS.items():
-            enc.last_groups = groups
+            setattr(enc, attr, groups)
             c = time.process_time()
             step(data)
             cpu[name].append(time.process_time() - c)
     enc.eval()
-    compared = {"window": 1, "default": DEFAULT}
+    compared = {"window": 1, "default": default}
     ev: dict[str, list[float]] = {k: [] for k in compared}
     metrics = {}
     for _ in range(evals):
         for name, groups in compared.items():
-            enc.last_groups = groups
+            setattr(enc, attr, groups)
             c = time.process_time()
             metrics[name] = evaluate_model(model, exp, split.valid).metrics
             ev[name].append(time.process_time() - c)
-    enc.last_groups = DEFAULT
+    setattr(enc, attr, default)
     step_ms = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
     return shares | {
         "run": table_run,
@@ -132,10 +146,12 @@ def one_run(table_run: str, steps: int, evals: int) -> dict:
     }
 
 
-def markdown(record: dict) -> str:
+def markdown(
+    record: dict, title: str = "TV-Rec: last-position batches in groups of similar length"
+) -> str:
     names = list(VARIANTS)
     lines = [
-        *timing_header("TV-Rec: last-position batches in groups of similar length", record),
+        *timing_header(title, record),
         f"Training step, process CPU ms (ratio to the whole window); validation of all "
         f"validation users, process CPU s, whole window against the default "
         f"({record['default_groups']} groups), and the largest difference of a validation "

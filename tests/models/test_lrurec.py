@@ -220,6 +220,41 @@ def test_forward_skips_all_pad_columns_exactly():
     torch.testing.assert_close(out[mask], full[mask], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("groups", [2, 4, 16])
+def test_length_groups_compute_the_whole_window(training, groups):
+    """Rows cut into groups of similar length, each on its own cut window: the whole window's
+    outputs at the real positions and its gradients (float64, no dropout, so both draw
+    nothing), rows of every length, an empty one and more groups than rows included."""
+    torch.manual_seed(3)
+    lengths = [0, 1, 2, 3, 5, 8, 9, 12]
+    items = torch.zeros(len(lengths), 12, dtype=torch.long)
+    for row, n in enumerate(lengths):
+        if n:
+            items[row, -n:] = torch.randint(1, 30, (n,))
+    batch = SequenceBatch(items=items, mask=items != 0)
+
+    def run(n_groups):
+        torch.manual_seed(0)
+        enc = LRUEncoder(LRURecConfig(dim=8, max_len=12, dropout=0.0), 30).double()
+        enc.train(training)
+        enc.length_groups = n_groups
+        out = enc(batch)
+        assert out.shape == (len(lengths), 12, 8)
+        real = out[batch.mask]
+        (
+            real * torch.linspace(-1, 1, real.numel(), dtype=real.dtype).view_as(real)
+        ).sum().backward()
+        return real.detach(), {n: p.grad for n, p in enc.named_parameters() if p.grad is not None}
+
+    whole, whole_grads = run(1)
+    cut, cut_grads = run(groups)
+    torch.testing.assert_close(cut, whole, rtol=1e-10, atol=1e-12)
+    assert cut_grads.keys() == whole_grads.keys()
+    for name, grad in whole_grads.items():
+        torch.testing.assert_close(cut_grads[name], grad, rtol=1e-9, atol=1e-12, msg=name)
+
+
 def test_weight_decay_skips_biases_and_norms_like_the_authors_code():
     from seqrec.training.trainer import _param_groups
 
