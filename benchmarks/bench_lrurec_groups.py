@@ -61,17 +61,12 @@ from seqrec.training.rows import targets_per_row  # noqa: E402
 
 
 def window_shares(model, split, batch_size: int) -> dict:
-    """:func:`bench_tvrec_groups.shares_of` over one epoch of the run's training windows in a
-    seeded random order; a window's span is its input positions (its targets)."""
+    """:func:`bench_tvrec_groups.shares_of` over the run's training windows; a window's span
+    is its input positions (its targets)."""
     windows, _, rows = model.training_rows(split.train)
     max_len = model.config.max_len
     span = np.maximum(targets_per_row(windows, rows, model.train_config, max_len), 1)
-    order = np.random.default_rng(0).permutation(len(span))
-    batches = [
-        np.sort(span[order[i : i + batch_size]])
-        for i in range(0, len(order) - batch_size + 1, batch_size)
-    ]
-    return shares_of(batches, span, max_len)
+    return shares_of(span, batch_size, max_len)
 
 
 def main() -> None:

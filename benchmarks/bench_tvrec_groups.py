@@ -70,22 +70,20 @@ ATTR = "last_groups"  # the encoder attribute that sets the number of groups
 
 
 def positions_share(model, split, batch_size: int) -> dict:
-    """Share of the window's positions that the groups run, over one epoch of the run's
-    training samples in a seeded random order (the whole window = 1), and the mean real
-    positions a sample."""
+    """:func:`shares_of` over the run's training samples (every non-empty prefix)."""
     _, _, span = prefix_samples(split.train, model.config.max_len, empty=False)  # spans >= 1
+    return shares_of(span, batch_size, model.config.max_len)
+
+
+def shares_of(span: np.ndarray, batch_size: int, max_len: int) -> dict:
+    """Share of the window's positions that the groups run, over one epoch of samples of
+    ``span`` positions each (from the first real item to the end of the window, at least 1)
+    in a seeded random order (the whole window = 1), and the mean real positions a sample."""
     order = np.random.default_rng(0).permutation(len(span))
     batches = [
         np.sort(span[order[i : i + batch_size]])
         for i in range(0, len(order) - batch_size + 1, batch_size)
     ]
-    return shares_of(batches, span, model.config.max_len)
-
-
-def shares_of(batches: list[np.ndarray], span: np.ndarray, max_len: int) -> dict:
-    """``batches``: each batch's sorted spans (positions from the first real item to the end
-    of the window, at least 1); ``span``: every sample's."""
-    batch_size = len(batches[0])
     full = len(batches) * batch_size * max_len
     share = {
         # one group runs the whole window, uncut
