@@ -725,14 +725,14 @@ class LRUEncoder(SequenceEncoder):
     one group, cut only where every row is PAD)."""
 
     def forward(self, batch: SequenceBatch) -> torch.Tensor:  # [B, L, D]
-        """Hidden states of left-padded ``items`` ``[B, L, D]`` (at PAD positions: nothing
-        to read; 0 where a window was cut). The rows are sorted by how many positions they span (from
-        their first real item to the end), cut into :attr:`length_groups` groups of equal
-        size, and each group runs on the window cut to its longest row: exact, since PAD
-        inputs keep every state at zero and the other layers are position-wise, up to the
-        order of float additions; in training the dropout masks are drawn group by group
-        (another random stream than the whole window's). Short-history data (Amazon,
-        L = 50: about 14% of the positions of a training batch are real) gains the most."""
+        """Hidden states of left-padded ``items`` ``[B, L, D]`` (at PAD positions: nothing to
+        read; 0 where a window was cut). The rows are sorted by how many positions they span
+        (from their first real item to the end), cut into :attr:`length_groups` groups of equal
+        size, and each group runs on the window cut to its longest row: exact, since PAD inputs
+        keep every state at zero and the other layers are position-wise, up to the order of
+        float additions; in training the dropout masks are drawn group by group (another random
+        stream than the whole window's). Short histories in a long window (mostly PAD) gain the
+        most."""
         items, mask = batch.items, batch.mask
         if tracing():  # a trace records one path for every batch: the whole window
             return self.encode(items, mask)[0]
